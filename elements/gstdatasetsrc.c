@@ -1,0 +1,792 @@
+/* gstdatasetsrc.c: reads a dataset of encoded images, one sample per buffer.
+ *
+ * SECTION:element-datasetsrc
+ * @title: datasetsrc
+ *
+ * Reads an image dataset and pushes one `image/jpeg` buffer per sample, each
+ * with a #GstTrainSampleMeta (label, dataset index, epoch). @location is either
+ * a folder in ImageFolder layout (one sub-folder per class; labels follow the
+ * sorted class names exactly as torchvision's ImageFolder numbers them) or a
+ * list file of `relative/path<TAB>label` lines.
+ *
+ * Each epoch visits the dataset in a fresh random order drawn from @seed and
+ * the epoch number (or in dataset order with shuffle=false). With
+ * @num-shards > 1 every shard takes every num-shards-th sample of the same
+ * epoch order, so shards are disjoint and together complete, as PyTorch's
+ * DistributedSampler does. Files are read ahead of the stream by @n-threads
+ * reader threads, at most @read-ahead samples in flight.
+ *
+ * Before the first buffer it sends a stream tag list with the dataset facts
+ * (see train-meta.h): number of classes, class names in label order, the
+ * dataset's size and the samples per epoch.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train num-epochs=2 ! imagedec ! fakesink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstdatasetsrc.h"
+#include "dataset-index.h"
+#include "train-common.h"
+#include "train-meta.h"
+#include "train-random.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_dataset_src_debug);
+#define GST_CAT_DEFAULT gst_dataset_src_debug
+
+#define DEFAULT_LOCATION NULL
+#define DEFAULT_SHUFFLE TRUE
+#define DEFAULT_SEED 0
+#define DEFAULT_NUM_EPOCHS 1
+#define DEFAULT_SHARD_INDEX 0
+#define DEFAULT_NUM_SHARDS 1
+#define DEFAULT_NUM_SAMPLES 0
+#define DEFAULT_N_THREADS 2
+#define DEFAULT_READ_AHEAD 32
+#define DEFAULT_EXTENSIONS "jpg,jpeg"
+#define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
+
+enum
+{
+  PROP_0,
+  PROP_LOCATION,
+  PROP_SHUFFLE,
+  PROP_SEED,
+  PROP_NUM_EPOCHS,
+  PROP_SHARD_INDEX,
+  PROP_NUM_SHARDS,
+  PROP_NUM_SAMPLES,
+  PROP_N_THREADS,
+  PROP_READ_AHEAD,
+  PROP_EXTENSIONS,
+  PROP_ON_ERROR,
+  PROP_NUM_CLASSES,
+  PROP_DATASET_SIZE,
+  PROP_FILES_SKIPPED,
+};
+
+/* One read-ahead slot: a sample handed to a reader thread and its result. */
+typedef struct
+{
+  GstDatasetSrc *src;
+  guint64 sample;
+  gint epoch;
+  gboolean done;
+  GstBuffer *buffer;
+  gchar *error;
+} GstDatasetSrcSlot;
+
+struct _GstDatasetSrc
+{
+  GstPushSrc parent;
+
+  /* Properties, under the object lock. */
+  gchar *location;
+  gboolean shuffle;
+  guint64 seed;
+  gint num_epochs;
+  guint shard_index;
+  guint num_shards;
+  guint64 num_samples;
+  guint n_threads;
+  guint read_ahead;
+  gchar *extensions;
+  GstTrainOnError on_error;
+  guint num_classes;
+  guint64 dataset_size;
+  guint64 files_skipped;
+
+  /* Set in start(), read-only while streaming. */
+  GstTrainDatasetIndex *index;
+  guint64 epoch_samples;
+
+  /* Which sample the next submitted read is for (streaming thread only). */
+  gint cursor_epoch;
+  guint64 cursor_pos;
+  guint64 *cursor_order;
+  gboolean cursor_done;
+
+  /* The read-ahead ring, under @lock. */
+  GMutex lock;
+  GCond cond;
+  GstDatasetSrcSlot *slots;
+  guint n_slots;
+  guint64 submitted;
+  guint64 emitted;
+  gboolean flushing;
+  GThreadPool *pool;
+};
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
+
+#define gst_dataset_src_parent_class parent_class
+G_DEFINE_TYPE (GstDatasetSrc, gst_dataset_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (datasetsrc, "datasetsrc", GST_RANK_NONE,
+    GST_TYPE_DATASET_SRC);
+
+static void gst_dataset_src_finalize (GObject * object);
+static void gst_dataset_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_dataset_src_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static gboolean gst_dataset_src_start (GstBaseSrc * bsrc);
+static gboolean gst_dataset_src_stop (GstBaseSrc * bsrc);
+static gboolean gst_dataset_src_unlock (GstBaseSrc * bsrc);
+static gboolean gst_dataset_src_unlock_stop (GstBaseSrc * bsrc);
+static gboolean gst_dataset_src_is_seekable (GstBaseSrc * bsrc);
+static GstFlowReturn gst_dataset_src_create (GstPushSrc * psrc,
+    GstBuffer ** buffer);
+static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
+
+static void
+gst_dataset_src_class_init (GstDatasetSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
+
+  gobject_class->finalize = gst_dataset_src_finalize;
+  gobject_class->set_property = gst_dataset_src_set_property;
+  gobject_class->get_property = gst_dataset_src_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_LOCATION,
+      g_param_spec_string ("location", "Location",
+          "Dataset to read: a folder in ImageFolder layout (one sub-folder "
+          "per class) or a list file of \"relative/path<TAB>label\" lines",
+          DEFAULT_LOCATION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SHUFFLE,
+      g_param_spec_boolean ("shuffle", "Shuffle",
+          "Visit the samples in a fresh random order each epoch (FALSE: "
+          "dataset order)", DEFAULT_SHUFFLE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the per-epoch shuffle; the same seed gives the same order "
+          "(use one seed for all shards)", 0, G_MAXUINT64, DEFAULT_SEED,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_NUM_EPOCHS,
+      g_param_spec_int ("num-epochs", "Number of epochs",
+          "Passes over the dataset before EOS (-1 = forever)", -1, G_MAXINT,
+          DEFAULT_NUM_EPOCHS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SHARD_INDEX,
+      g_param_spec_uint ("shard-index", "Shard index",
+          "Which shard this source reads, from 0 to num-shards - 1", 0,
+          G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_NUM_SHARDS,
+      g_param_spec_uint ("num-shards", "Number of shards",
+          "Split every epoch into this many disjoint shards (one per "
+          "training process)", 1, G_MAXUINT, DEFAULT_NUM_SHARDS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_NUM_SAMPLES,
+      g_param_spec_uint64 ("num-samples", "Number of samples",
+          "Use only the first N samples of each epoch's shard (0 = all)", 0,
+          G_MAXUINT64, DEFAULT_NUM_SAMPLES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_N_THREADS,
+      g_param_spec_uint ("n-threads", "Reader threads",
+          "Threads that read files ahead of the stream", 1, 256,
+          DEFAULT_N_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_READ_AHEAD,
+      g_param_spec_uint ("read-ahead", "Read-ahead",
+          "Most samples read ahead of the one being pushed (bounds memory)",
+          1, 65536, DEFAULT_READ_AHEAD,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_EXTENSIONS,
+      g_param_spec_string ("extensions", "Extensions",
+          "Comma-separated file extensions (any case) that count as images "
+          "in an ImageFolder tree (empty = every file)", DEFAULT_EXTENSIONS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_ON_ERROR,
+      g_param_spec_enum ("on-error", "On error",
+          "What to do with a file that cannot be read", GST_TYPE_TRAIN_ON_ERROR,
+          DEFAULT_ON_ERROR,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
+      g_param_spec_uint ("num-classes", "Number of classes",
+          "Classes in the dataset (known once the element is PAUSED)", 0,
+          G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_DATASET_SIZE,
+      g_param_spec_uint64 ("dataset-size", "Dataset size",
+          "Samples in the whole dataset (known once the element is PAUSED)",
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_FILES_SKIPPED,
+      g_param_spec_uint64 ("files-skipped", "Files skipped",
+          "Files that could not be read and were skipped (on-error=skip)", 0,
+          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "Dataset source",
+      "Source/File", "Reads a labelled image dataset, one sample per buffer",
+      "gst-train developers");
+
+  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_dataset_src_start);
+  basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_dataset_src_stop);
+  basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_dataset_src_unlock);
+  basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_dataset_src_unlock_stop);
+  basesrc_class->is_seekable = GST_DEBUG_FUNCPTR (gst_dataset_src_is_seekable);
+  pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_dataset_src_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_ON_ERROR, 0);
+  GST_DEBUG_CATEGORY_INIT (gst_dataset_src_debug, "datasetsrc", 0,
+      "dataset source");
+}
+
+static void
+gst_dataset_src_init (GstDatasetSrc * src)
+{
+  src->location = g_strdup (DEFAULT_LOCATION);
+  src->shuffle = DEFAULT_SHUFFLE;
+  src->seed = DEFAULT_SEED;
+  src->num_epochs = DEFAULT_NUM_EPOCHS;
+  src->shard_index = DEFAULT_SHARD_INDEX;
+  src->num_shards = DEFAULT_NUM_SHARDS;
+  src->num_samples = DEFAULT_NUM_SAMPLES;
+  src->n_threads = DEFAULT_N_THREADS;
+  src->read_ahead = DEFAULT_READ_AHEAD;
+  src->extensions = g_strdup (DEFAULT_EXTENSIONS);
+  src->on_error = DEFAULT_ON_ERROR;
+  g_mutex_init (&src->lock);
+  g_cond_init (&src->cond);
+  gst_base_src_set_format (GST_BASE_SRC (src), GST_FORMAT_TIME);
+}
+
+static void
+gst_dataset_src_finalize (GObject * object)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (object);
+
+  g_free (src->location);
+  g_free (src->extensions);
+  g_mutex_clear (&src->lock);
+  g_cond_clear (&src->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_dataset_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (object);
+
+  GST_OBJECT_LOCK (src);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_free (src->location);
+      src->location = g_value_dup_string (value);
+      break;
+    case PROP_SHUFFLE:
+      src->shuffle = g_value_get_boolean (value);
+      break;
+    case PROP_SEED:
+      src->seed = g_value_get_uint64 (value);
+      break;
+    case PROP_NUM_EPOCHS:
+      src->num_epochs = g_value_get_int (value);
+      break;
+    case PROP_SHARD_INDEX:
+      src->shard_index = g_value_get_uint (value);
+      break;
+    case PROP_NUM_SHARDS:
+      src->num_shards = g_value_get_uint (value);
+      break;
+    case PROP_NUM_SAMPLES:
+      src->num_samples = g_value_get_uint64 (value);
+      break;
+    case PROP_N_THREADS:
+      src->n_threads = g_value_get_uint (value);
+      break;
+    case PROP_READ_AHEAD:
+      src->read_ahead = g_value_get_uint (value);
+      break;
+    case PROP_EXTENSIONS:
+      g_free (src->extensions);
+      src->extensions = g_value_dup_string (value);
+      break;
+    case PROP_ON_ERROR:
+      src->on_error = g_value_get_enum (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (src);
+}
+
+static void
+gst_dataset_src_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (object);
+
+  GST_OBJECT_LOCK (src);
+  switch (prop_id) {
+    case PROP_LOCATION:
+      g_value_set_string (value, src->location);
+      break;
+    case PROP_SHUFFLE:
+      g_value_set_boolean (value, src->shuffle);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, src->seed);
+      break;
+    case PROP_NUM_EPOCHS:
+      g_value_set_int (value, src->num_epochs);
+      break;
+    case PROP_SHARD_INDEX:
+      g_value_set_uint (value, src->shard_index);
+      break;
+    case PROP_NUM_SHARDS:
+      g_value_set_uint (value, src->num_shards);
+      break;
+    case PROP_NUM_SAMPLES:
+      g_value_set_uint64 (value, src->num_samples);
+      break;
+    case PROP_N_THREADS:
+      g_value_set_uint (value, src->n_threads);
+      break;
+    case PROP_READ_AHEAD:
+      g_value_set_uint (value, src->read_ahead);
+      break;
+    case PROP_EXTENSIONS:
+      g_value_set_string (value, src->extensions);
+      break;
+    case PROP_ON_ERROR:
+      g_value_set_enum (value, src->on_error);
+      break;
+    case PROP_NUM_CLASSES:
+      g_value_set_uint (value, src->num_classes);
+      break;
+    case PROP_DATASET_SIZE:
+      g_value_set_uint64 (value, src->dataset_size);
+      break;
+    case PROP_FILES_SKIPPED:
+      g_value_set_uint64 (value, src->files_skipped);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (src);
+}
+
+/* Samples that one epoch of this shard emits. */
+static guint64
+gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
+    guint num_shards, guint64 num_samples)
+{
+  guint64 count = 0;
+
+  if (shard_index < dataset_size)
+    count = (dataset_size - shard_index + num_shards - 1) / num_shards;
+  if (num_samples > 0 && num_samples < count)
+    count = num_samples;
+  return count;
+}
+
+static void
+gst_dataset_src_send_dataset_info (GstDatasetSrc * src)
+{
+  GstTrainDatasetInfo info;
+  GstTagList *tags;
+
+  info.num_classes = src->index->class_names->len;
+  g_ptr_array_add (src->index->class_names, NULL);
+  info.class_names = (gchar **) src->index->class_names->pdata;
+  info.num_samples = src->index->entries->len;
+  info.epoch_samples = src->epoch_samples;
+  tags = gst_train_dataset_info_to_tag_list (&info);
+  g_ptr_array_remove_index (src->index->class_names,
+      src->index->class_names->len - 1);
+
+  GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
+  /* GstBaseSrc queues a tag event sent to the element and pushes it after
+   * the segment, ahead of the first buffer. */
+  GST_ELEMENT_CLASS (parent_class)->send_event (GST_ELEMENT (src),
+      gst_event_new_tag (tags));
+}
+
+static gboolean
+gst_dataset_src_start (GstBaseSrc * bsrc)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
+  GstTrainDatasetIndex *index;
+  GError *error = NULL;
+  gchar *location, **extensions;
+  guint i;
+
+  GST_OBJECT_LOCK (src);
+  location = g_strdup (src->location);
+  extensions = gst_train_dataset_parse_extensions (src->extensions);
+  GST_OBJECT_UNLOCK (src);
+
+  if (location == NULL) {
+    GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND,
+        ("No dataset location given."),
+        ("Set the \"location\" property to an ImageFolder or a list file."));
+    g_strfreev (extensions);
+    return FALSE;
+  }
+
+  index = gst_train_dataset_index_load (location,
+      (const gchar * const *) extensions, &error);
+  g_strfreev (extensions);
+  if (index == NULL) {
+    if (g_error_matches (error, GST_TRAIN_DATASET_ERROR,
+            GST_TRAIN_DATASET_ERROR_NOT_FOUND))
+      GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("%s", error->message),
+          (NULL));
+    else if (g_error_matches (error, GST_TRAIN_DATASET_ERROR,
+            GST_TRAIN_DATASET_ERROR_UNREADABLE))
+      GST_ELEMENT_ERROR (src, RESOURCE, OPEN_READ, ("%s", error->message),
+          (NULL));
+    else
+      GST_ELEMENT_ERROR (src, RESOURCE, FAILED, ("%s", error->message),
+          (NULL));
+    g_error_free (error);
+    g_free (location);
+    return FALSE;
+  }
+
+  for (i = 0; i < index->empty_classes->len; i++)
+    GST_ELEMENT_WARNING (src, RESOURCE, NOT_FOUND,
+        ("Class folder \"%s\" in \"%s\" holds no image; its label stays "
+            "reserved.", (gchar *) g_ptr_array_index (index->empty_classes,
+                i), location), (NULL));
+
+  GST_OBJECT_LOCK (src);
+  if (src->shard_index >= src->num_shards) {
+    GST_OBJECT_UNLOCK (src);
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("shard-index %u is out of range for num-shards %u.",
+            src->shard_index, src->num_shards), (NULL));
+    goto fail;
+  }
+  src->epoch_samples =
+      gst_dataset_src_count_epoch_samples (index->entries->len,
+      src->shard_index, src->num_shards, src->num_samples);
+  if (src->epoch_samples == 0) {
+    GST_OBJECT_UNLOCK (src);
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("Shard %u of %u gets no sample of the %u in \"%s\".",
+            src->shard_index, src->num_shards, index->entries->len, location),
+        (NULL));
+    goto fail;
+  }
+  src->index = index;
+  src->num_classes = index->class_names->len;
+  src->dataset_size = index->entries->len;
+  src->files_skipped = 0;
+  src->n_slots = src->read_ahead;
+  GST_OBJECT_UNLOCK (src);
+
+  GST_INFO_OBJECT (src, "%u samples in %u classes from %s, %" G_GUINT64_FORMAT
+      " per epoch", index->entries->len, index->class_names->len, location,
+      src->epoch_samples);
+
+  src->cursor_epoch = -1;
+  src->cursor_pos = 0;
+  src->cursor_order = NULL;
+  src->cursor_done = FALSE;
+  src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
+  src->submitted = 0;
+  src->emitted = 0;
+  src->flushing = FALSE;
+  src->pool = g_thread_pool_new (gst_dataset_src_read_sample, src,
+      (gint) src->n_threads, FALSE, NULL);
+
+  gst_dataset_src_send_dataset_info (src);
+  g_free (location);
+  return TRUE;
+
+fail:
+  gst_train_dataset_index_free (index);
+  g_free (location);
+  return FALSE;
+}
+
+static gboolean
+gst_dataset_src_stop (GstBaseSrc * bsrc)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
+  guint i;
+
+  if (src->pool != NULL) {
+    /* Reads already running finish; queued ones are dropped. */
+    g_thread_pool_free (src->pool, TRUE, TRUE);
+    src->pool = NULL;
+  }
+  for (i = 0; i < src->n_slots; i++) {
+    gst_clear_buffer (&src->slots[i].buffer);
+    g_clear_pointer (&src->slots[i].error, g_free);
+  }
+  g_clear_pointer (&src->slots, g_free);
+  src->n_slots = 0;
+  g_clear_pointer (&src->cursor_order, g_free);
+  g_clear_pointer (&src->index, gst_train_dataset_index_free);
+  return TRUE;
+}
+
+static gboolean
+gst_dataset_src_unlock (GstBaseSrc * bsrc)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
+
+  g_mutex_lock (&src->lock);
+  src->flushing = TRUE;
+  g_cond_broadcast (&src->cond);
+  g_mutex_unlock (&src->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_dataset_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
+
+  g_mutex_lock (&src->lock);
+  src->flushing = FALSE;
+  g_mutex_unlock (&src->lock);
+  return TRUE;
+}
+
+static gboolean
+gst_dataset_src_is_seekable (GstBaseSrc * bsrc)
+{
+  return FALSE;
+}
+
+/* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
+ * this shard's part of it. */
+static void
+gst_dataset_src_enter_epoch (GstDatasetSrc * src, gint epoch)
+{
+  guint64 n = src->index->entries->len, i, pos;
+  guint64 *order = g_new (guint64, n);
+  gboolean shuffle;
+  guint64 seed;
+  guint shard_index, num_shards;
+
+  GST_OBJECT_LOCK (src);
+  shuffle = src->shuffle;
+  seed = src->seed;
+  shard_index = src->shard_index;
+  num_shards = src->num_shards;
+  GST_OBJECT_UNLOCK (src);
+
+  for (i = 0; i < n; i++)
+    order[i] = i;
+  if (shuffle) {
+    GstTrainRandom rng;
+
+    gst_train_random_init (&rng, seed, (guint64) epoch);
+    gst_train_random_shuffle (&rng, order, n);
+  }
+  /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
+  for (i = 0, pos = shard_index; i < src->epoch_samples; i++, pos += num_shards)
+    order[i] = order[pos];
+
+  g_free (src->cursor_order);
+  src->cursor_order = order;
+  src->cursor_epoch = epoch;
+  src->cursor_pos = 0;
+}
+
+/* Hands reads to the pool until the ring is full or the last epoch is
+ * submitted. Called with @lock held, from the streaming thread. */
+static void
+gst_dataset_src_refill (GstDatasetSrc * src)
+{
+  gint num_epochs;
+
+  GST_OBJECT_LOCK (src);
+  num_epochs = src->num_epochs;
+  GST_OBJECT_UNLOCK (src);
+
+  while (!src->cursor_done && src->submitted - src->emitted < src->n_slots) {
+    GstDatasetSrcSlot *slot;
+
+    if (src->cursor_epoch < 0 || src->cursor_pos >= src->epoch_samples) {
+      gint next_epoch = src->cursor_epoch + 1;
+
+      if ((num_epochs >= 0 && next_epoch >= num_epochs) || next_epoch < 0) {
+        src->cursor_done = TRUE;
+        break;
+      }
+      gst_dataset_src_enter_epoch (src, next_epoch);
+    }
+
+    slot = &src->slots[src->submitted % src->n_slots];
+    slot->src = src;
+    slot->sample = src->cursor_order[src->cursor_pos++];
+    slot->epoch = src->cursor_epoch;
+    slot->done = FALSE;
+    src->submitted++;
+    g_thread_pool_push (src->pool, slot, NULL);
+  }
+}
+
+/* Reads the whole of @path; NULL with @error set (naming the cause). */
+static GstBuffer *
+gst_dataset_src_read_file (const gchar * path, gchar ** error)
+{
+  struct stat st;
+  guint8 *data;
+  gsize size, done = 0;
+  int fd;
+
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = g_strdup (g_strerror (errno));
+    return NULL;
+  }
+  if (fstat (fd, &st) != 0) {
+    *error = g_strdup (g_strerror (errno));
+    close (fd);
+    return NULL;
+  }
+  if (!S_ISREG (st.st_mode)) {
+    *error = g_strdup ("not a regular file");
+    close (fd);
+    return NULL;
+  }
+  size = st.st_size;
+  data = g_malloc (size > 0 ? size : 1);
+  while (done < size) {
+    ssize_t got = read (fd, data + done, size - done);
+
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      *error = g_strdup (g_strerror (errno));
+      g_free (data);
+      close (fd);
+      return NULL;
+    }
+    if (got == 0)
+      break;                    /* the file shrank while we read it */
+    done += got;
+  }
+  close (fd);
+  return gst_buffer_new_wrapped (data, done);
+}
+
+/* A reader thread: fills one slot. */
+static void
+gst_dataset_src_read_sample (gpointer data, gpointer user_data)
+{
+  GstDatasetSrcSlot *slot = data;
+  GstDatasetSrc *src = user_data;
+  const GstTrainDatasetEntry *entry = &g_array_index (src->index->entries,
+      GstTrainDatasetEntry, slot->sample);
+  gchar *error = NULL;
+  GstBuffer *buffer;
+
+  buffer = gst_dataset_src_read_file (entry->path, &error);
+  if (buffer != NULL) {
+    gst_buffer_add_train_sample_meta (buffer, entry->label, slot->sample,
+        slot->epoch, entry->path);
+    GST_BUFFER_OFFSET (buffer) = slot->sample;
+  }
+
+  g_mutex_lock (&src->lock);
+  slot->buffer = buffer;
+  slot->error = error;
+  slot->done = TRUE;
+  g_cond_broadcast (&src->cond);
+  g_mutex_unlock (&src->lock);
+}
+
+static GstFlowReturn
+gst_dataset_src_create (GstPushSrc * psrc, GstBuffer ** out)
+{
+  GstDatasetSrc *src = GST_DATASET_SRC (psrc);
+
+  g_mutex_lock (&src->lock);
+  for (;;) {
+    GstDatasetSrcSlot *slot;
+    GstBuffer *buffer;
+    gchar *error;
+    guint64 sample;
+    GstTrainOnError on_error;
+    const gchar *path;
+
+    gst_dataset_src_refill (src);
+    if (src->emitted == src->submitted) {
+      g_mutex_unlock (&src->lock);
+      GST_DEBUG_OBJECT (src, "all epochs read, EOS");
+      return GST_FLOW_EOS;
+    }
+
+    slot = &src->slots[src->emitted % src->n_slots];
+    while (!slot->done && !src->flushing)
+      g_cond_wait (&src->cond, &src->lock);
+    if (src->flushing) {
+      g_mutex_unlock (&src->lock);
+      return GST_FLOW_FLUSHING;
+    }
+
+    buffer = slot->buffer;
+    error = slot->error;
+    sample = slot->sample;
+    slot->buffer = NULL;
+    slot->error = NULL;
+    slot->done = FALSE;
+    src->emitted++;
+
+    if (buffer != NULL) {
+      gst_dataset_src_refill (src);
+      g_mutex_unlock (&src->lock);
+      *out = buffer;
+      return GST_FLOW_OK;
+    }
+
+    g_mutex_unlock (&src->lock);
+    path = g_array_index (src->index->entries, GstTrainDatasetEntry,
+        sample).path;
+    GST_OBJECT_LOCK (src);
+    on_error = src->on_error;
+    if (on_error == GST_TRAIN_ON_ERROR_SKIP)
+      src->files_skipped++;
+    GST_OBJECT_UNLOCK (src);
+
+    if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
+      GST_ELEMENT_ERROR (src, RESOURCE, READ,
+          ("Could not read sample %" G_GUINT64_FORMAT " from \"%s\": %s.",
+              sample, path, error), ("on-error=fail"));
+      g_free (error);
+      return GST_FLOW_ERROR;
+    }
+    GST_ELEMENT_WARNING (src, RESOURCE, READ,
+        ("Skipping sample %" G_GUINT64_FORMAT ": could not read \"%s\": %s.",
+            sample, path, error), ("on-error=skip"));
+    g_free (error);
+    g_mutex_lock (&src->lock);
+  }
+}

@@ -1,0 +1,868 @@
+/* gstimagedec.c: decodes JPEG samples with libjpeg-turbo, in parallel.
+ *
+ * SECTION:element-imagedec
+ * @title: imagedec
+ *
+ * Decodes one `image/jpeg` buffer per sample into `video/x-raw` RGB (or GRAY8
+ * when downstream asks for it), at full resolution or, with @min-short-side,
+ * at the smallest DCT scale (1/8 .. 1) whose short side still reaches that
+ * many pixels, which is several times cheaper than decoding at full size and
+ * shrinking afterwards. Grayscale and CMYK/YCCK JPEGs come out as RGB;
+ * baseline, progressive, arithmetic-coded and restart-marker files decode.
+ *
+ * Samples decode on @n-threads threads and leave in input order. Every image
+ * has its own size: when it changes, new caps go downstream before the
+ * buffer, as jpegdec does. The sample meta (#GstTrainSampleMeta) and every
+ * other untagged meta of the input travel on to the output.
+ *
+ * A corrupt, truncated, empty or non-JPEG buffer is a warning that names the
+ * sample and its file, and is dropped (on-error=skip, at most @max-errors
+ * times), or an error that stops the pipeline (on-error=fail).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train ! imagedec n-threads=4 min-short-side=256 ! fakesink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstimagedec.h"
+#include "train-common.h"
+#include "train-meta.h"
+
+#include <gst/video/video.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_image_dec_debug);
+#define GST_CAT_DEFAULT gst_image_dec_debug
+
+#define DEFAULT_N_THREADS 0
+#define DEFAULT_MIN_SHORT_SIDE 0
+#define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
+#define DEFAULT_MAX_ERRORS 1000
+
+/* No real photograph comes near this; a corrupt header that claims more is
+ * refused before we allocate for it. */
+#define MAX_PIXELS (G_GUINT64_CONSTANT (1) << 28)
+
+enum
+{
+  PROP_0,
+  PROP_N_THREADS,
+  PROP_MIN_SHORT_SIDE,
+  PROP_ON_ERROR,
+  PROP_MAX_ERRORS,
+  PROP_SAMPLES_SKIPPED,
+};
+
+/* One input buffer on its way through a decoder thread. */
+typedef struct
+{
+  GstBuffer *input;
+  GstBuffer *output;
+  gchar *error;
+  gint width;
+  gint height;
+  gboolean done;
+} GstImageDecJob;
+
+struct _GstImageDec
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* Properties, under the object lock. */
+  guint n_threads;
+  guint min_short_side;
+  GstTrainOnError on_error;
+  gint max_errors;
+  guint64 samples_skipped;
+
+  /* Streaming state. */
+  GstVideoFormat format;        /* chosen with downstream at the first buffer */
+  gint out_width;
+  gint out_height;
+  gboolean have_caps;
+  GList *pending_events;        /* sticky events held until the first caps */
+  guint n_workers;
+  guint window;
+
+  /* Jobs in input order and the decoder handles, under @lock. */
+  GMutex lock;
+  GCond cond;
+  GQueue jobs;
+  GPtrArray *handles;
+  gboolean flushing;
+  guint busy;                   /* jobs a worker is decoding right now */
+  GThreadPool *pool;
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) { RGB, GRAY8 }, "
+        "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ], "
+        "framerate = (fraction) 0/1"));
+
+#define gst_image_dec_parent_class parent_class
+G_DEFINE_TYPE (GstImageDec, gst_image_dec, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (imagedec, "imagedec", GST_RANK_NONE,
+    GST_TYPE_IMAGE_DEC);
+
+static void gst_image_dec_finalize (GObject * object);
+static void gst_image_dec_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_image_dec_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static GstStateChangeReturn gst_image_dec_change_state (GstElement * element,
+    GstStateChange transition);
+static GstFlowReturn gst_image_dec_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buffer);
+static gboolean gst_image_dec_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static void gst_image_dec_worker (gpointer data, gpointer user_data);
+
+static void
+gst_image_dec_class_init (GstImageDecClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+
+  gobject_class->finalize = gst_image_dec_finalize;
+  gobject_class->set_property = gst_image_dec_set_property;
+  gobject_class->get_property = gst_image_dec_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_N_THREADS,
+      g_param_spec_uint ("n-threads", "Threads",
+          "Decoder threads (0 = one per CPU core, 1 = decode in the "
+          "streaming thread); output keeps the input order", 0, 256,
+          DEFAULT_N_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_MIN_SHORT_SIDE,
+      g_param_spec_uint ("min-short-side", "Minimum short side",
+          "Decode at the smallest DCT scale (1/8 to 1) whose short side is "
+          "still at least this many pixels (0 = full resolution)", 0,
+          G_MAXINT, DEFAULT_MIN_SHORT_SIDE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_ON_ERROR,
+      g_param_spec_enum ("on-error", "On error",
+          "What to do with a sample that does not decode (corrupt, "
+          "truncated, empty or not a JPEG)", GST_TYPE_TRAIN_ON_ERROR,
+          DEFAULT_ON_ERROR,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_ERRORS,
+      g_param_spec_int ("max-errors", "Maximum errors",
+          "With on-error=skip, fail once more than this many samples were "
+          "skipped (-1 = never fail)", -1, G_MAXINT, DEFAULT_MAX_ERRORS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_SAMPLES_SKIPPED,
+      g_param_spec_uint64 ("samples-skipped", "Samples skipped",
+          "Samples that did not decode and were dropped", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Training image decoder", "Codec/Decoder/Image",
+      "Decodes JPEG samples with libjpeg-turbo on several threads, in order",
+      "gst-train developers");
+
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_image_dec_change_state);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_ON_ERROR, 0);
+  GST_DEBUG_CATEGORY_INIT (gst_image_dec_debug, "imagedec", 0,
+      "training image decoder");
+}
+
+static void
+gst_image_dec_init (GstImageDec * dec)
+{
+  dec->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (dec->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_image_dec_chain));
+  gst_pad_set_event_function (dec->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_image_dec_sink_event));
+  gst_element_add_pad (GST_ELEMENT (dec), dec->sinkpad);
+
+  dec->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (dec->srcpad);
+  gst_element_add_pad (GST_ELEMENT (dec), dec->srcpad);
+
+  dec->n_threads = DEFAULT_N_THREADS;
+  dec->min_short_side = DEFAULT_MIN_SHORT_SIDE;
+  dec->on_error = DEFAULT_ON_ERROR;
+  dec->max_errors = DEFAULT_MAX_ERRORS;
+  dec->format = GST_VIDEO_FORMAT_UNKNOWN;
+  g_mutex_init (&dec->lock);
+  g_cond_init (&dec->cond);
+  g_queue_init (&dec->jobs);
+  dec->handles = g_ptr_array_new ();
+}
+
+static void
+gst_image_dec_finalize (GObject * object)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (object);
+
+  g_ptr_array_unref (dec->handles);
+  g_mutex_clear (&dec->lock);
+  g_cond_clear (&dec->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_image_dec_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (object);
+
+  GST_OBJECT_LOCK (dec);
+  switch (prop_id) {
+    case PROP_N_THREADS:
+      dec->n_threads = g_value_get_uint (value);
+      break;
+    case PROP_MIN_SHORT_SIDE:
+      dec->min_short_side = g_value_get_uint (value);
+      break;
+    case PROP_ON_ERROR:
+      dec->on_error = g_value_get_enum (value);
+      break;
+    case PROP_MAX_ERRORS:
+      dec->max_errors = g_value_get_int (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (dec);
+}
+
+static void
+gst_image_dec_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (object);
+
+  GST_OBJECT_LOCK (dec);
+  switch (prop_id) {
+    case PROP_N_THREADS:
+      g_value_set_uint (value, dec->n_threads);
+      break;
+    case PROP_MIN_SHORT_SIDE:
+      g_value_set_uint (value, dec->min_short_side);
+      break;
+    case PROP_ON_ERROR:
+      g_value_set_enum (value, dec->on_error);
+      break;
+    case PROP_MAX_ERRORS:
+      g_value_set_int (value, dec->max_errors);
+      break;
+    case PROP_SAMPLES_SKIPPED:
+      g_value_set_uint64 (value, dec->samples_skipped);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (dec);
+}
+
+/* ---- decoding (any thread) ---- */
+
+/* The smallest libjpeg-turbo scale (at most 1/1) that keeps the short side
+ * of a @width x @height image at @min_short_side pixels or more. */
+static tjscalingfactor
+gst_image_dec_pick_scale (int width, int height, guint min_short_side)
+{
+  tjscalingfactor best = { 1, 1 };
+  tjscalingfactor *factors;
+  int i, n_factors = 0;
+
+  if (min_short_side == 0)
+    return best;
+  factors = tjGetScalingFactors (&n_factors);
+  for (i = 0; factors != NULL && i < n_factors; i++) {
+    tjscalingfactor f = factors[i];
+    int short_side = MIN (TJSCALED (width, f), TJSCALED (height, f));
+
+    if (f.num > f.denom)
+      continue;
+    if ((guint) short_side >= min_short_side
+        && f.num * best.denom < best.num * f.denom)
+      best = f;
+  }
+  return best;
+}
+
+/* libjpeg-turbo's own CMYK to RGB rule (its cmyk.h, used by djpeg): the
+ * stored values are Adobe-inverted, so R = C * K / 255, rounded. */
+static void
+gst_image_dec_cmyk_to_rgb (const guint8 * cmyk, guint8 * rgb, int width,
+    int height, int rgb_stride)
+{
+  int x, y;
+
+  for (y = 0; y < height; y++) {
+    const guint8 *in = cmyk + (gsize) y * width * 4;
+    guint8 *out = rgb + (gsize) y * rgb_stride;
+
+    for (x = 0; x < width; x++, in += 4, out += 3) {
+      guint k = in[3];
+
+      out[0] = (2 * in[0] * k + 255) / 510;
+      out[1] = (2 * in[1] * k + 255) / 510;
+      out[2] = (2 * in[2] * k + 255) / 510;
+    }
+  }
+}
+
+/* Luminance of RGB rows, with libjpeg's weights (ITU-R BT.601). */
+static void
+gst_image_dec_rgb_to_gray (const guint8 * rgb, int rgb_stride, guint8 * gray,
+    int gray_stride, int width, int height)
+{
+  int x, y;
+
+  for (y = 0; y < height; y++) {
+    const guint8 *in = rgb + (gsize) y * rgb_stride;
+    guint8 *out = gray + (gsize) y * gray_stride;
+
+    for (x = 0; x < width; x++, in += 3)
+      out[x] = (19595 * in[0] + 38470 * in[1] + 7471 * in[2] + 32768) >> 16;
+  }
+}
+
+/* Decodes @job->input with @handle into a new buffer; on failure leaves
+ * @job->output NULL and says why in @job->error. */
+static void
+gst_image_dec_decode (GstImageDec * dec, GstImageDecJob * job, tjhandle handle,
+    GstVideoFormat format, guint min_short_side)
+{
+  GstMapInfo map;
+  int width, height, subsamp, colorspace, out_width, out_height;
+  tjscalingfactor scale;
+  GstVideoInfo info;
+  GstBuffer *output;
+  GstMapInfo out_map;
+  int stride, ret;
+
+  if (!gst_buffer_map (job->input, &map, GST_MAP_READ)) {
+    job->error = g_strdup ("could not map the input buffer");
+    return;
+  }
+  if (map.size == 0) {
+    job->error = g_strdup ("the buffer is empty");
+    goto done;
+  }
+  if (map.size > G_MAXULONG || tjDecompressHeader3 (handle, map.data,
+          map.size, &width, &height, &subsamp, &colorspace) != 0) {
+    job->error = g_strdup_printf ("not a decodable JPEG (%s)",
+        tjGetErrorStr2 (handle));
+    goto done;
+  }
+  if (width <= 0 || height <= 0
+      || (guint64) width * (guint64) height > MAX_PIXELS) {
+    job->error = g_strdup_printf ("implausible image size %dx%d", width,
+        height);
+    goto done;
+  }
+
+  scale = gst_image_dec_pick_scale (width, height, min_short_side);
+  out_width = TJSCALED (width, scale);
+  out_height = TJSCALED (height, scale);
+  gst_video_info_set_format (&info, format, out_width, out_height);
+  stride = GST_VIDEO_INFO_PLANE_STRIDE (&info, 0);
+  output = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  gst_buffer_map (output, &out_map, GST_MAP_WRITE);
+
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+    /* TurboJPEG does not convert CMYK itself: decode the inks, then apply
+     * libjpeg-turbo's rule. */
+    guint8 *cmyk = g_malloc ((gsize) out_width * out_height * 4);
+
+    ret = tjDecompress2 (handle, map.data, map.size, cmyk, out_width,
+        out_width * 4, out_height, TJPF_CMYK, TJFLAG_STOPONWARNING);
+    if (ret == 0 && format == GST_VIDEO_FORMAT_RGB) {
+      gst_image_dec_cmyk_to_rgb (cmyk, out_map.data, out_width, out_height,
+          stride);
+    } else if (ret == 0) {
+      guint8 *rgb = g_malloc ((gsize) out_width * out_height * 3);
+
+      gst_image_dec_cmyk_to_rgb (cmyk, rgb, out_width, out_height,
+          out_width * 3);
+      gst_image_dec_rgb_to_gray (rgb, out_width * 3, out_map.data, stride,
+          out_width, out_height);
+      g_free (rgb);
+    }
+    g_free (cmyk);
+  } else {
+    ret = tjDecompress2 (handle, map.data, map.size, out_map.data, out_width,
+        stride, out_height,
+        format == GST_VIDEO_FORMAT_GRAY8 ? TJPF_GRAY : TJPF_RGB,
+        TJFLAG_STOPONWARNING);
+  }
+  gst_buffer_unmap (output, &out_map);
+
+  if (ret != 0) {
+    /* With TJFLAG_STOPONWARNING a truncated or damaged file stops here
+     * instead of coming out half grey. */
+    job->error = g_strdup_printf ("corrupt JPEG data (%s)",
+        tjGetErrorStr2 (handle));
+    gst_buffer_unref (output);
+    goto done;
+  }
+
+  job->output = output;
+  job->width = out_width;
+  job->height = out_height;
+
+done:
+  gst_buffer_unmap (job->input, &map);
+}
+
+static tjhandle
+gst_image_dec_take_handle (GstImageDec * dec)
+{
+  tjhandle handle = NULL;
+
+  g_mutex_lock (&dec->lock);
+  if (dec->handles->len > 0)
+    handle = g_ptr_array_steal_index_fast (dec->handles, dec->handles->len - 1);
+  g_mutex_unlock (&dec->lock);
+  return handle ? handle : tjInitDecompress ();
+}
+
+static void
+gst_image_dec_return_handle (GstImageDec * dec, tjhandle handle)
+{
+  g_mutex_lock (&dec->lock);
+  g_ptr_array_add (dec->handles, handle);
+  g_mutex_unlock (&dec->lock);
+}
+
+static void
+gst_image_dec_run_job (GstImageDec * dec, GstImageDecJob * job)
+{
+  tjhandle handle = gst_image_dec_take_handle (dec);
+  guint min_short_side;
+
+  GST_OBJECT_LOCK (dec);
+  min_short_side = dec->min_short_side;
+  GST_OBJECT_UNLOCK (dec);
+
+  if (handle == NULL) {
+    job->error = g_strdup_printf ("could not create a decoder (%s)",
+        tjGetErrorStr2 (NULL));
+    return;
+  }
+  gst_image_dec_decode (dec, job, handle, dec->format, min_short_side);
+  /* A TurboJPEG handle that failed keeps stale error state and rejects the
+   * next good image: bad samples are rare, so replace it. */
+  if (job->error != NULL)
+    tjDestroy (handle);
+  else
+    gst_image_dec_return_handle (dec, handle);
+}
+
+static void
+gst_image_dec_worker (gpointer data, gpointer user_data)
+{
+  GstImageDecJob *job = data;
+  GstImageDec *dec = user_data;
+
+  gst_image_dec_run_job (dec, job);
+
+  g_mutex_lock (&dec->lock);
+  job->done = TRUE;
+  dec->busy--;
+  g_cond_broadcast (&dec->cond);
+  g_mutex_unlock (&dec->lock);
+}
+
+static void
+gst_image_dec_job_free (GstImageDecJob * job)
+{
+  gst_clear_buffer (&job->input);
+  gst_clear_buffer (&job->output);
+  g_free (job->error);
+  g_free (job);
+}
+
+/* ---- output (streaming thread) ---- */
+
+/* Chooses RGB unless downstream only takes GRAY8. */
+static gboolean
+gst_image_dec_choose_format (GstImageDec * dec)
+{
+  GstCaps *templ = gst_pad_get_pad_template_caps (dec->srcpad);
+  GstCaps *peer = gst_pad_peer_query_caps (dec->srcpad, templ);
+  guint i;
+
+  gst_caps_unref (templ);
+  dec->format = GST_VIDEO_FORMAT_UNKNOWN;
+  for (i = 0; i < gst_caps_get_size (peer); i++) {
+    const GValue *formats =
+        gst_structure_get_value (gst_caps_get_structure (peer, i), "format");
+    GValue rgb = G_VALUE_INIT;
+
+    g_value_init (&rgb, G_TYPE_STRING);
+    g_value_set_static_string (&rgb, "RGB");
+    if (formats == NULL || gst_value_intersect (NULL, formats, &rgb)) {
+      dec->format = GST_VIDEO_FORMAT_RGB;
+      g_value_unset (&rgb);
+      break;
+    }
+    g_value_unset (&rgb);
+    dec->format = GST_VIDEO_FORMAT_GRAY8;
+  }
+  gst_caps_unref (peer);
+  GST_DEBUG_OBJECT (dec, "output format %s",
+      gst_video_format_to_string (dec->format));
+  return dec->format != GST_VIDEO_FORMAT_UNKNOWN;
+}
+
+static void
+gst_image_dec_push_pending_events (GstImageDec * dec)
+{
+  GList *events = g_list_reverse (dec->pending_events), *l;
+
+  dec->pending_events = NULL;
+  for (l = events; l != NULL; l = l->next)
+    gst_pad_push_event (dec->srcpad, l->data);
+  g_list_free (events);
+}
+
+/* Sends caps for a @width x @height image when they differ from the last. */
+static gboolean
+gst_image_dec_negotiate (GstImageDec * dec, gint width, gint height)
+{
+  GstCaps *caps;
+  gboolean ok;
+
+  if (dec->have_caps && width == dec->out_width && height == dec->out_height)
+    return TRUE;
+
+  caps = gst_caps_new_simple ("video/x-raw",
+      "format", G_TYPE_STRING, gst_video_format_to_string (dec->format),
+      "width", G_TYPE_INT, width, "height", G_TYPE_INT, height,
+      "framerate", GST_TYPE_FRACTION, 0, 1,
+      "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, NULL);
+  GST_DEBUG_OBJECT (dec, "new caps %" GST_PTR_FORMAT, caps);
+  ok = gst_pad_push_event (dec->srcpad, gst_event_new_caps (caps));
+  gst_caps_unref (caps);
+  if (!ok)
+    return FALSE;
+  dec->out_width = width;
+  dec->out_height = height;
+  if (!dec->have_caps) {
+    dec->have_caps = TRUE;
+    gst_image_dec_push_pending_events (dec);
+  }
+  return TRUE;
+}
+
+/* The input's untagged metas (the sample meta among them) go on the output. */
+static gboolean
+gst_image_dec_copy_meta (GstBuffer * input, GstMeta ** meta, gpointer data)
+{
+  GstBuffer *output = data;
+  const GstMetaInfo *info = (*meta)->info;
+  const gchar *const *tags = gst_meta_api_type_get_tags (info->api);
+  GstMetaTransformCopy copy = { FALSE, 0, -1 };
+
+  if ((tags == NULL || tags[0] == NULL) && info->transform_func != NULL)
+    info->transform_func (output, *meta, input, _gst_meta_transform_copy,
+        &copy);
+  return TRUE;
+}
+
+static const gchar *
+gst_image_dec_job_name (GstImageDecJob * job, gchar ** owned)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (job->input);
+
+  if (meta == NULL)
+    *owned = g_strdup_printf ("at offset %" G_GUINT64_FORMAT,
+        GST_BUFFER_OFFSET (job->input));
+  else if (meta->location != NULL)
+    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT " (\"%s\")", meta->index,
+        meta->location);
+  else
+    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
+  return *owned;
+}
+
+/* Pushes a decoded job downstream, or reports why it did not decode. */
+static GstFlowReturn
+gst_image_dec_finish_job (GstImageDec * dec, GstImageDecJob * job)
+{
+  GstBuffer *output;
+  GstTrainOnError on_error;
+  gint max_errors;
+  guint64 skipped;
+  gchar *name = NULL;
+
+  if (job->output != NULL) {
+    if (!gst_image_dec_negotiate (dec, job->width, job->height)) {
+      if (GST_PAD_IS_FLUSHING (dec->srcpad))
+        return GST_FLOW_FLUSHING;
+      GST_ELEMENT_ERROR (dec, CORE, NEGOTIATION,
+          ("Downstream does not accept %s images of %dx%d.",
+              gst_video_format_to_string (dec->format), job->width,
+              job->height), (NULL));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    output = job->output;
+    job->output = NULL;
+    gst_buffer_copy_into (output, job->input,
+        GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+    gst_buffer_foreach_meta (job->input, gst_image_dec_copy_meta, output);
+    return gst_pad_push (dec->srcpad, output);
+  }
+
+  GST_OBJECT_LOCK (dec);
+  on_error = dec->on_error;
+  max_errors = dec->max_errors;
+  skipped = on_error == GST_TRAIN_ON_ERROR_SKIP ? ++dec->samples_skipped : 0;
+  GST_OBJECT_UNLOCK (dec);
+
+  gst_image_dec_job_name (job, &name);
+  if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
+    GST_ELEMENT_ERROR (dec, STREAM, DECODE,
+        ("Could not decode sample %s: %s.", name, job->error),
+        ("on-error=fail"));
+    g_free (name);
+    return GST_FLOW_ERROR;
+  }
+  GST_ELEMENT_WARNING (dec, STREAM, DECODE,
+      ("Skipping sample %s: %s.", name, job->error),
+      ("on-error=skip, %" G_GUINT64_FORMAT " skipped so far", skipped));
+  g_free (name);
+  if (max_errors >= 0 && skipped > (guint64) max_errors) {
+    GST_ELEMENT_ERROR (dec, STREAM, DECODE,
+        ("Too many samples did not decode: %" G_GUINT64_FORMAT
+            " skipped, max-errors is %d.", skipped, max_errors), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+/* Pushes finished jobs from the head of the queue, waiting for unfinished
+ * ones while more than @keep jobs are queued. */
+static GstFlowReturn
+gst_image_dec_push_ready (GstImageDec * dec, guint keep)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  g_mutex_lock (&dec->lock);
+  for (;;) {
+    GstImageDecJob *job = g_queue_peek_head (&dec->jobs);
+
+    if (dec->flushing) {
+      ret = GST_FLOW_FLUSHING;
+      break;
+    }
+    if (job == NULL)
+      break;
+    if (!job->done) {
+      if (g_queue_get_length (&dec->jobs) <= keep)
+        break;
+      g_cond_wait (&dec->cond, &dec->lock);
+      continue;
+    }
+    g_queue_pop_head (&dec->jobs);
+    g_mutex_unlock (&dec->lock);
+    ret = gst_image_dec_finish_job (dec, job);
+    gst_image_dec_job_free (job);
+    g_mutex_lock (&dec->lock);
+    if (ret != GST_FLOW_OK)
+      break;
+  }
+  g_mutex_unlock (&dec->lock);
+  return ret;
+}
+
+static GstFlowReturn
+gst_image_dec_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (parent);
+  GstImageDecJob *job;
+
+  if (dec->format == GST_VIDEO_FORMAT_UNKNOWN
+      && !gst_image_dec_choose_format (dec)) {
+    gst_buffer_unref (buffer);
+    if (GST_PAD_IS_FLUSHING (dec->srcpad))
+      return GST_FLOW_FLUSHING;
+    GST_ELEMENT_ERROR (dec, CORE, NEGOTIATION,
+        ("Downstream accepts neither RGB nor GRAY8 images."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  job = g_new0 (GstImageDecJob, 1);
+  job->input = buffer;
+
+  if (dec->pool == NULL) {
+    GstFlowReturn ret;
+
+    gst_image_dec_run_job (dec, job);
+    ret = gst_image_dec_finish_job (dec, job);
+    gst_image_dec_job_free (job);
+    return ret;
+  }
+
+  g_mutex_lock (&dec->lock);
+  if (dec->flushing) {
+    g_mutex_unlock (&dec->lock);
+    gst_image_dec_job_free (job);
+    return GST_FLOW_FLUSHING;
+  }
+  g_queue_push_tail (&dec->jobs, job);
+  dec->busy++;
+  g_mutex_unlock (&dec->lock);
+  g_thread_pool_push (dec->pool, job, NULL);
+
+  return gst_image_dec_push_ready (dec, dec->window - 1);
+}
+
+/* Waits until no worker holds a job, then frees every queued job. */
+static void
+gst_image_dec_discard_jobs (GstImageDec * dec)
+{
+  GstImageDecJob *job;
+
+  g_mutex_lock (&dec->lock);
+  while (dec->busy > 0)
+    g_cond_wait (&dec->cond, &dec->lock);
+  while ((job = g_queue_pop_head (&dec->jobs)) != NULL)
+    gst_image_dec_job_free (job);
+  g_mutex_unlock (&dec->lock);
+}
+
+static gboolean
+gst_image_dec_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (parent);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:
+      /* image/jpeg says nothing about the output: caps come per image. */
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_FLUSH_START:
+      g_mutex_lock (&dec->lock);
+      dec->flushing = TRUE;
+      g_cond_broadcast (&dec->cond);
+      g_mutex_unlock (&dec->lock);
+      return gst_pad_push_event (dec->srcpad, event);
+    case GST_EVENT_FLUSH_STOP:
+      gst_image_dec_discard_jobs (dec);
+      g_mutex_lock (&dec->lock);
+      dec->flushing = FALSE;
+      g_mutex_unlock (&dec->lock);
+      return gst_pad_push_event (dec->srcpad, event);
+    case GST_EVENT_STREAM_START:
+      gst_image_dec_push_ready (dec, 0);
+      return gst_pad_push_event (dec->srcpad, event);
+    case GST_EVENT_EOS:
+      gst_image_dec_push_ready (dec, 0);
+      /* No image decoded: the held segment and tags still go out. */
+      gst_image_dec_push_pending_events (dec);
+      return gst_pad_push_event (dec->srcpad, event);
+    default:
+      break;
+  }
+
+  if (!GST_EVENT_IS_SERIALIZED (event))
+    return gst_pad_event_default (pad, parent, event);
+
+  /* A serialized event stays behind the images that came before it. */
+  gst_image_dec_push_ready (dec, 0);
+  if (!dec->have_caps && GST_EVENT_IS_STICKY (event)) {
+    /* Stream-start, caps, segment must go in that order: hold the segment
+     * and what follows until the first image has given us caps. */
+    dec->pending_events = g_list_prepend (dec->pending_events, event);
+    return TRUE;
+  }
+  return gst_pad_push_event (dec->srcpad, event);
+}
+
+static gboolean
+gst_image_dec_start (GstImageDec * dec)
+{
+  guint n_threads;
+
+  GST_OBJECT_LOCK (dec);
+  n_threads = dec->n_threads;
+  dec->samples_skipped = 0;
+  GST_OBJECT_UNLOCK (dec);
+
+  dec->n_workers = n_threads > 0 ? n_threads : g_get_num_processors ();
+  /* Enough decodes in flight to keep every thread busy while the head of
+   * the queue waits for the slowest. */
+  dec->window = 2 * dec->n_workers;
+  dec->format = GST_VIDEO_FORMAT_UNKNOWN;
+  dec->have_caps = FALSE;
+  dec->flushing = FALSE;
+  dec->busy = 0;
+  if (dec->n_workers > 1) {
+    GError *error = NULL;
+
+    dec->pool = g_thread_pool_new (gst_image_dec_worker, dec,
+        (gint) dec->n_workers, TRUE, &error);
+    if (dec->pool == NULL) {
+      GST_ELEMENT_ERROR (dec, RESOURCE, FAILED,
+          ("Could not start %u decoder threads: %s", dec->n_workers,
+              error->message), (NULL));
+      g_error_free (error);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static void
+gst_image_dec_stop (GstImageDec * dec)
+{
+  guint i;
+
+  if (dec->pool != NULL) {
+    g_thread_pool_free (dec->pool, FALSE, TRUE);
+    dec->pool = NULL;
+  }
+  gst_image_dec_discard_jobs (dec);
+  g_list_free_full (dec->pending_events, (GDestroyNotify) gst_event_unref);
+  dec->pending_events = NULL;
+  for (i = 0; i < dec->handles->len; i++)
+    tjDestroy (g_ptr_array_index (dec->handles, i));
+  g_ptr_array_set_size (dec->handles, 0);
+  dec->have_caps = FALSE;
+  dec->format = GST_VIDEO_FORMAT_UNKNOWN;
+}
+
+static GstStateChangeReturn
+gst_image_dec_change_state (GstElement * element, GstStateChange transition)
+{
+  GstImageDec *dec = GST_IMAGE_DEC (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+      && !gst_image_dec_start (dec))
+    return GST_STATE_CHANGE_FAILURE;
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_image_dec_stop (dec);
+  return ret;
+}

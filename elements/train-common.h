@@ -1,0 +1,22 @@
+/* train-common.h: small types several gst-train elements share. */
+#ifndef __GST_TRAIN_COMMON_H__
+#define __GST_TRAIN_COMMON_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* What an element does with one bad sample (an unreadable file, a corrupt
+ * JPEG): warn, count and drop it, or fail the pipeline. */
+typedef enum
+{
+  GST_TRAIN_ON_ERROR_SKIP,
+  GST_TRAIN_ON_ERROR_FAIL,
+} GstTrainOnError;
+
+GType gst_train_on_error_get_type (void);
+#define GST_TYPE_TRAIN_ON_ERROR (gst_train_on_error_get_type ())
+
+G_END_DECLS
+
+#endif /* __GST_TRAIN_COMMON_H__ */

@@ -1,0 +1,113 @@
+/* train-meta.h: the sample metadata that gst-train's elements and the
+ * applications built on them share.
+ *
+ * GstTrainSampleMeta rides on every per-sample buffer, from datasetsrc to the
+ * batcher: it says which dataset sample the buffer holds, its label, the
+ * epoch it was read in, and how often this very item was emitted before (0 =
+ * fresh, > 0 = an echo repeat). It carries no tags, so every transform keeps
+ * it.
+ *
+ * The dataset facts (class count, class names in label order, sample counts)
+ * travel downstream as a stream tag list that datasetsrc sends once per
+ * stream, read back with gst_train_dataset_info_from_tag_list().
+ */
+#ifndef __GST_TRAIN_META_H__
+#define __GST_TRAIN_META_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#ifndef GST_TRAIN_META_API
+#define GST_TRAIN_META_API __attribute__ ((visibility ("default"))) extern
+#endif
+
+typedef struct _GstTrainSampleMeta GstTrainSampleMeta;
+
+/**
+ * GstTrainSampleMeta:
+ * @label: class index, or -1 for an unlabelled sample
+ * @index: the sample's index in the whole dataset (ImageFolder order)
+ * @epoch: the epoch (from 0) in which the source read it
+ * @emissions: how many times this item was emitted before this buffer
+ *     (0 = fresh)
+ * @location: the file the sample was read from, or %NULL
+ */
+struct _GstTrainSampleMeta
+{
+  GstMeta meta;
+
+  gint label;
+  guint64 index;
+  gint epoch;
+  guint emissions;
+  gchar *location;
+};
+
+/* The registered API type of GstTrainSampleMeta (no tags). */
+GST_TRAIN_META_API GType gst_train_sample_meta_api_get_type (void);
+#define GST_TRAIN_SAMPLE_META_API_TYPE (gst_train_sample_meta_api_get_type ())
+
+/* The meta's implementation info; copies every field on any transform. */
+GST_TRAIN_META_API const GstMetaInfo *gst_train_sample_meta_get_info (void);
+#define GST_TRAIN_SAMPLE_META_INFO (gst_train_sample_meta_get_info ())
+
+/* The sample meta of @buffer, or NULL when it has none. */
+#define gst_buffer_get_train_sample_meta(buffer) \
+  ((GstTrainSampleMeta *) gst_buffer_get_meta ((buffer), \
+      GST_TRAIN_SAMPLE_META_API_TYPE))
+
+/* Attaches a fresh (emissions = 0) sample meta to the writable @buffer;
+ * @location is copied and may be NULL. */
+GST_TRAIN_META_API GstTrainSampleMeta *
+gst_buffer_add_train_sample_meta (GstBuffer * buffer, gint label,
+    guint64 index, gint epoch, const gchar * location);
+
+/* Stream tags that carry the dataset facts. */
+#define GST_TRAIN_TAG_NUM_CLASSES   "train-num-classes"   /* guint */
+#define GST_TRAIN_TAG_CLASS_NAME    "train-class-name"    /* string, one per
+                                                           * class, in label
+                                                           * order */
+#define GST_TRAIN_TAG_NUM_SAMPLES   "train-num-samples"   /* guint64: whole
+                                                           * dataset */
+#define GST_TRAIN_TAG_EPOCH_SAMPLES "train-epoch-samples" /* guint64: samples
+                                                           * one epoch of this
+                                                           * source emits
+                                                           * (after sharding
+                                                           * and num-samples) */
+
+/**
+ * GstTrainDatasetInfo:
+ * @num_classes: number of classes (labels are 0 .. num_classes - 1)
+ * @class_names: %NULL-terminated names in label order (num_classes entries)
+ * @num_samples: samples in the whole dataset
+ * @epoch_samples: samples one epoch of the source emits
+ */
+typedef struct
+{
+  guint num_classes;
+  gchar **class_names;
+  guint64 num_samples;
+  guint64 epoch_samples;
+} GstTrainDatasetInfo;
+
+/* Registers the GST_TRAIN_TAG_* tags; safe to call any number of times. */
+GST_TRAIN_META_API void gst_train_tags_register (void);
+
+/* A new stream-scoped tag list that describes @info. */
+GST_TRAIN_META_API GstTagList *
+gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo * info);
+
+/* Fills @info from @tags; FALSE (and @info zeroed) when @tags holds no
+ * dataset facts. Free the result with gst_train_dataset_info_clear(). */
+GST_TRAIN_META_API gboolean
+gst_train_dataset_info_from_tag_list (const GstTagList * tags,
+    GstTrainDatasetInfo * info);
+
+/* Frees what @info owns and zeroes it. */
+GST_TRAIN_META_API void
+gst_train_dataset_info_clear (GstTrainDatasetInfo * info);
+
+G_END_DECLS
+
+#endif /* __GST_TRAIN_META_H__ */

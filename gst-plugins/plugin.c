@@ -1,0 +1,26 @@
+/* plugin.c: the gst-train plugin, libgsttrain.so; registers every element. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/gst.h>
+
+#include "gstdatasetsrc.h"
+#include "gstimagedec.h"
+#include "train-meta.h"
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ok = FALSE;
+
+  gst_train_tags_register ();
+  ok |= GST_ELEMENT_REGISTER (datasetsrc, plugin);
+  ok |= GST_ELEMENT_REGISTER (imagedec, plugin);
+  return ok;
+}
+
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, train,
+    "Training data pipelines with data echoing: from JPEG files to "
+    "ResNet training steps", plugin_init, PACKAGE_VERSION, "LGPL",
+    "gst-train", "https://github.com/gst-train/gst-train")

@@ -1,0 +1,451 @@
+/* datasetsrc.c: tests of the datasetsrc element on trees the tests write. */
+#include <gst/check/gstcheck.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixtures.h"
+#include "train-meta.h"
+
+/* Class folders whose sorted order depends on case and on punctuation:
+ * torchvision sorts by code point, so "A" < "B" < "Zeta" < "_x" < "a" < "b". */
+static const gchar *class_dirs[] = { "b", "a", "B", "_x", "Zeta", "A" };
+static const gchar *sorted_classes[] = { "A", "B", "Zeta", "_x", "a", "b" };
+
+#define FILES_PER_CLASS 3
+
+/* Writes a small ImageFolder tree: FILES_PER_CLASS images per class, one of
+ * them in a nested folder, plus files the extension filter must ignore. */
+static gchar *
+make_tree (void)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint c;
+
+  for (c = 0; c < G_N_ELEMENTS (class_dirs); c++) {
+    gchar *p;
+
+    p = g_build_filename (root, class_dirs[c], "img1.jpg", NULL);
+    fixture_write_jpeg (p, 8, 8, c * 10 + 1);
+    g_free (p);
+    p = g_build_filename (root, class_dirs[c], "IMG0.JPEG", NULL);
+    fixture_write_jpeg (p, 8, 8, c * 10 + 2);
+    g_free (p);
+    p = g_build_filename (root, class_dirs[c], "sub", "deep.jpg", NULL);
+    fixture_write_jpeg (p, 8, 8, c * 10 + 3);
+    g_free (p);
+    p = g_build_filename (root, class_dirs[c], "notes.txt", NULL);
+    fixture_write_file (p, (const guint8 *) "x", 1);
+    g_free (p);
+  }
+  return root;
+}
+
+static RunResult *
+run_src (const gchar * root, const gchar * props)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" %s ! "
+      "fakesink name=sink", root, props);
+  RunResult *result = fixture_run (launch);
+
+  g_free (launch);
+  return result;
+}
+
+static RunSample *
+sample_at (RunResult * r, guint i)
+{
+  return &g_array_index (r->samples, RunSample, i);
+}
+
+GST_START_TEST (test_labels_follow_sorted_class_names)
+{
+  gchar *root = make_tree ();
+  RunResult *r = run_src (root, "shuffle=false");
+  GstTrainDatasetInfo info;
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len,
+      G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
+
+  /* Dataset order: classes in code-point order; inside a class the files of
+   * the class folder (sorted: "IMG0.JPEG" < "img1.jpg"), then sub/. */
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = sample_at (r, i);
+    guint label = i / FILES_PER_CLASS;
+    const gchar *expected_file[] = { "IMG0.JPEG", "img1.jpg", "sub/deep.jpg" };
+    gchar *expected = g_build_filename (root, sorted_classes[label],
+        expected_file[i % FILES_PER_CLASS], NULL);
+
+    fail_unless (s->has_meta);
+    fail_unless_equals_int (s->label, label);
+    fail_unless_equals_uint64 (s->index, i);
+    fail_unless_equals_int (s->epoch, 0);
+    fail_unless_equals_int (s->emissions, 0);
+    fail_unless_equals_string (s->location, expected);
+    g_free (expected);
+  }
+
+  /* The dataset facts reach the sink as tags. */
+  fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
+  fail_unless_equals_int (info.num_classes, G_N_ELEMENTS (sorted_classes));
+  for (i = 0; i < info.num_classes; i++)
+    fail_unless_equals_string (info.class_names[i], sorted_classes[i]);
+  fail_unless_equals_uint64 (info.num_samples, r->samples->len);
+  fail_unless_equals_uint64 (info.epoch_samples, r->samples->len);
+  gst_train_dataset_info_clear (&info);
+
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* The sequence of dataset indices a run produced. */
+static GArray *
+indices_of (RunResult * r)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
+  guint i;
+
+  for (i = 0; i < r->samples->len; i++)
+    g_array_append_val (out, sample_at (r, i)->index);
+  return out;
+}
+
+static gboolean
+same_indices (GArray * a, GArray * b)
+{
+  return a->len == b->len && memcmp (a->data, b->data,
+      a->len * sizeof (guint64)) == 0;
+}
+
+/* TRUE when indices [from, from + n) of @a are a permutation of 0 .. n-1. */
+static gboolean
+is_permutation (GArray * a, guint from, guint n)
+{
+  gboolean *seen = g_new0 (gboolean, n);
+  gboolean ok = TRUE;
+  guint i;
+
+  for (i = from; i < from + n && ok; i++) {
+    guint64 v = g_array_index (a, guint64, i);
+
+    ok = v < n && !seen[v];
+    if (ok)
+      seen[v] = TRUE;
+  }
+  g_free (seen);
+  return ok;
+}
+
+GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
+{
+  gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
+  RunResult *r1 = run_src (root, "seed=7 num-epochs=3");
+  RunResult *r2 = run_src (root, "seed=7 num-epochs=3 n-threads=4 "
+      "read-ahead=2");
+  RunResult *r3 = run_src (root, "seed=8 num-epochs=3");
+  GArray *a1 = indices_of (r1), *a2 = indices_of (r2), *a3 = indices_of (r3);
+  guint e, i, in_order = 0;
+
+  fail_unless_equals_int (a1->len, 3 * n);
+  for (e = 0; e < 3; e++) {
+    fail_unless (is_permutation (a1, e * n, n), "epoch %u", e);
+    for (i = 0; i < n; i++)
+      fail_unless_equals_int (sample_at (r1, e * n + i)->epoch, e);
+  }
+  /* Each epoch draws its own order. */
+  fail_if (memcmp (a1->data, (guint64 *) a1->data + n,
+          n * sizeof (guint64)) == 0);
+  fail_if (memcmp ((guint64 *) a1->data + n, (guint64 *) a1->data + 2 * n,
+          n * sizeof (guint64)) == 0);
+  /* The order is not the dataset order. */
+  for (i = 0; i < n; i++)
+    in_order += g_array_index (a1, guint64, i) == i;
+  fail_if (in_order == n);
+  /* Same seed, same order, whatever the threading; another seed differs. */
+  fail_unless (same_indices (a1, a2));
+  fail_if (same_indices (a1, a3));
+  /* Labels travel with their samples. */
+  for (i = 0; i < a1->len; i++)
+    fail_unless_equals_int (sample_at (r1, i)->label,
+        (gint) (sample_at (r1, i)->index / FILES_PER_CLASS));
+
+  g_array_unref (a1);
+  g_array_unref (a2);
+  g_array_unref (a3);
+  run_result_free (r1);
+  run_result_free (r2);
+  run_result_free (r3);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_shards_are_disjoint_and_complete)
+{
+  gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
+  const guint num_shards = 4, num_epochs = 2;
+  guint e, k, i, total = 0;
+  gint *owner = g_new (gint, n * num_epochs);
+
+  for (i = 0; i < n * num_epochs; i++)
+    owner[i] = -1;
+  for (k = 0; k < num_shards; k++) {
+    gchar *props = g_strdup_printf ("seed=3 num-epochs=%u shard-index=%u "
+        "num-shards=%u", num_epochs, k, num_shards);
+    RunResult *r = run_src (root, props);
+    GstTrainDatasetInfo info;
+
+    fail_unless (r->error == NULL, "%s", r->error);
+    /* 18 samples in 4 shards: 5, 5, 4, 4. */
+    fail_unless_equals_int (r->samples->len,
+        num_epochs * ((n - k + num_shards - 1) / num_shards));
+    fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
+    fail_unless_equals_uint64 (info.epoch_samples,
+        r->samples->len / num_epochs);
+    gst_train_dataset_info_clear (&info);
+    for (i = 0; i < r->samples->len; i++) {
+      RunSample *s = sample_at (r, i);
+      guint slot = s->epoch * n + (guint) s->index;
+
+      fail_unless (owner[slot] == -1, "sample %" G_GUINT64_FORMAT
+          " of epoch %d in shards %d and %u", s->index, s->epoch, owner[slot],
+          k);
+      owner[slot] = k;
+      total++;
+    }
+    run_result_free (r);
+    g_free (props);
+  }
+  for (e = 0; e < num_epochs; e++)
+    for (i = 0; i < n; i++)
+      fail_if (owner[e * n + i] == -1, "sample %u of epoch %u in no shard", i,
+          e);
+  fail_unless_equals_int (total, n * num_epochs);
+  g_free (owner);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_num_samples_and_epochs)
+{
+  gchar *root = make_tree ();
+  RunResult *r = run_src (root, "shuffle=false num-samples=4 num-epochs=2");
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 8);
+  for (i = 0; i < 8; i++) {
+    fail_unless_equals_uint64 (sample_at (r, i)->index, i % 4);
+    fail_unless_equals_int (sample_at (r, i)->epoch, i / 4);
+  }
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_list_file)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *list = g_build_filename (root, "train.txt", NULL);
+  gchar *img_a = g_build_filename (root, "imgs", "a.jpg", NULL);
+  gchar *img_b = g_build_filename (root, "imgs", "b.jpg", NULL);
+  const gchar *text = "# comment\nimgs/a.jpg\t2\n\nimgs/b.jpg\t0\n";
+  RunResult *r;
+  GstTrainDatasetInfo info;
+
+  fixture_write_jpeg (img_a, 8, 8, 1);
+  fixture_write_jpeg (img_b, 8, 8, 2);
+  fixture_write_file (list, (const guint8 *) text, strlen (text));
+  r = run_src (list, "shuffle=false");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 2);
+  fail_unless_equals_int (sample_at (r, 0)->label, 2);
+  fail_unless_equals_string (sample_at (r, 0)->location, img_a);
+  fail_unless_equals_int (sample_at (r, 1)->label, 0);
+  fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
+  fail_unless_equals_int (info.num_classes, 3);
+  fail_unless_equals_string (info.class_names[2], "2");
+  gst_train_dataset_info_clear (&info);
+  run_result_free (r);
+
+  fixture_remove_tree (root);
+  g_free (root);
+  g_free (list);
+  g_free (img_a);
+  g_free (img_b);
+}
+
+GST_END_TEST;
+
+static void
+expect_error_after (const gchar * location, const gchar * props,
+    const gchar * part1, const gchar * part2, guint samples_before)
+{
+  RunResult *r = run_src (location, props);
+
+  fail_unless (r->error != NULL, "no error for %s", location);
+  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"",
+      part1, r->error);
+  if (part2 != NULL)
+    fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
+        part2, r->error);
+  /* The message names the element. */
+  fail_unless (g_str_has_prefix (r->error, "datasetsrc"), "%s", r->error);
+  fail_unless_equals_int (r->samples->len, samples_before);
+  run_result_free (r);
+}
+
+static void
+expect_error (const gchar * location, const gchar * props, const gchar * part1,
+    const gchar * part2)
+{
+  expect_error_after (location, props, part1, part2, 0);
+}
+
+GST_START_TEST (test_errors_name_the_cause)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *missing = g_build_filename (root, "nowhere", NULL);
+  gchar *empty = g_build_filename (root, "empty", NULL);
+  gchar *no_images = g_build_filename (root, "no-images", NULL);
+  gchar *txt = g_build_filename (no_images, "cls", "readme.txt", NULL);
+  gchar *bad_list = g_build_filename (root, "bad.txt", NULL);
+  gchar *bad_label = g_build_filename (root, "bad-label.txt", NULL);
+  gchar *tree = make_tree ();
+
+  expect_error (missing, "", missing, "does not exist");
+  g_mkdir (empty, 0755);
+  expect_error (empty, "", empty, "no class sub-folders");
+  fixture_write_file (txt, (const guint8 *) "x", 1);
+  expect_error (no_images, "", no_images, "holds no samples");
+  fixture_write_file (bad_list, (const guint8 *) "a.jpg\t1\nb.jpg\t0\nc.jpg\n",
+      21);
+  expect_error (bad_list, "", "bad.txt:3:", "relative/path<TAB>label");
+  fixture_write_file (bad_label, (const guint8 *) "a.jpg\tcat\n", 10);
+  expect_error (bad_label, "", "bad-label.txt:1:", "cat");
+  expect_error (tree, "shard-index=4 num-shards=4", "shard-index 4", NULL);
+  expect_error (tree, "shard-index=30 num-shards=40", "gets no sample", NULL);
+
+  fixture_remove_tree (tree);
+  fixture_remove_tree (root);
+  g_free (tree);
+  g_free (root);
+  g_free (missing);
+  g_free (empty);
+  g_free (no_images);
+  g_free (txt);
+  g_free (bad_list);
+  g_free (bad_label);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_unreadable_file_skip_or_fail)
+{
+  gchar *root = make_tree ();
+  gchar *dead = g_build_filename (root, "a", "dead.jpg", NULL);
+  RunResult *r;
+
+  /* A dangling link: listed like any file, unreadable when opened (even for
+   * root, whom permissions would not stop). */
+  fail_unless (symlink ("/nonexistent/gst-train.jpg", dead) == 0);
+
+  r = run_src (root, "shuffle=false");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len,
+      G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
+  fail_unless (run_result_has_warning (r, dead, "No such file"));
+  run_result_free (r);
+
+  /* Class "a" comes fifth: the four classes before it and a/IMG0.JPEG go
+   * out ("a/dead.jpg" < "a/img1.jpg"), then the error. */
+  expect_error_after (root, "shuffle=false on-error=fail", dead,
+      "No such file", 4 * FILES_PER_CLASS + 1);
+
+  /* The skip count is readable. */
+  {
+    gchar *launch = g_strdup_printf ("datasetsrc name=src location=\"%s\" ! "
+        "fakesink", root);
+    GstElement *pipeline = gst_parse_launch (launch, NULL);
+    GstElement *named = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+    GstMessage *msg;
+    guint64 skipped = 0;
+
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (pipeline),
+        60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+    gst_message_unref (msg);
+    g_object_get (named, "files-skipped", &skipped, NULL);
+    fail_unless_equals_uint64 (skipped, 1);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (named);
+    gst_object_unref (pipeline);
+    g_free (launch);
+  }
+
+  fixture_remove_tree (root);
+  g_free (root);
+  g_free (dead);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stop_mid_stream)
+{
+  gchar *root = make_tree ();
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
+      "n-threads=3 ! fakesink", root);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstMessage *msg;
+
+  /* An endless source stops cleanly from PLAYING, readers in flight. */
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  /* PLAYING reached means the sink prerolled: data is flowing. */
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
+          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+  msg = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipeline),
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  fail_unless (msg == NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+static Suite *
+datasetsrc_suite (void)
+{
+  Suite *s = suite_create ("datasetsrc");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_labels_follow_sorted_class_names);
+  tcase_add_test (tc, test_shuffle_is_reproducible_permutation_per_epoch);
+  tcase_add_test (tc, test_shards_are_disjoint_and_complete);
+  tcase_add_test (tc, test_num_samples_and_epochs);
+  tcase_add_test (tc, test_list_file);
+  tcase_add_test (tc, test_errors_name_the_cause);
+  tcase_add_test (tc, test_unreadable_file_skip_or_fail);
+  tcase_add_test (tc, test_stop_mid_stream);
+  return s;
+}
+
+GST_CHECK_MAIN (datasetsrc);

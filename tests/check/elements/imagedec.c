@@ -1,0 +1,428 @@
+/* imagedec.c: tests of the imagedec element against libjpeg-turbo's own
+ * decoder (djpeg) on JPEG files the tests write with libjpeg. */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "train-meta.h"
+
+typedef struct
+{
+  const gchar *name;
+  FixtureJpeg how;
+} Flavour;
+
+/* Every kind of JPEG the spec asks for. */
+static const Flavour flavours[] = {
+  {"baseline-420", {FIXTURE_YCC_420, FALSE, FALSE, 0, 90}},
+  {"baseline-422", {FIXTURE_YCC_422, FALSE, FALSE, 0, 90}},
+  {"baseline-444", {FIXTURE_YCC_444, FALSE, FALSE, 0, 95}},
+  {"progressive-420", {FIXTURE_YCC_420, TRUE, FALSE, 0, 85}},
+  {"arithmetic-420", {FIXTURE_YCC_420, FALSE, TRUE, 0, 90}},
+  {"restart-422", {FIXTURE_YCC_422, FALSE, FALSE, 1, 90}},
+  {"gray", {FIXTURE_GRAY, FALSE, FALSE, 0, 90}},
+  {"gray-progressive", {FIXTURE_GRAY, TRUE, FALSE, 0, 90}},
+  {"cmyk", {FIXTURE_CMYK, FALSE, FALSE, 0, 90}},
+  {"ycck", {FIXTURE_YCCK, FALSE, FALSE, 0, 90}},
+};
+
+static RunSample *
+sample_at (RunResult * r, guint i)
+{
+  return &g_array_index (r->samples, RunSample, i);
+}
+
+/* Checks that @s holds exactly @expected (packed RGB) and its caps say
+ * @width x @height RGB. */
+static void
+assert_rgb_equals (RunSample * s, const guint8 * expected, gint width,
+    gint height, const gchar * what)
+{
+  GstVideoInfo info;
+  GstVideoFrame frame;
+  gint y;
+
+  fail_unless (gst_video_info_from_caps (&info,
+          gst_sample_get_caps (s->sample)), "%s: bad caps", what);
+  fail_unless_equals_string (gst_video_format_to_string
+      (GST_VIDEO_INFO_FORMAT (&info)), "RGB");
+  fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), width);
+  fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), height);
+  fail_unless (gst_video_frame_map (&frame, &info,
+          gst_sample_get_buffer (s->sample), GST_MAP_READ));
+  for (y = 0; y < height; y++) {
+    const guint8 *row = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&frame,
+        0) + (gsize) y * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+    const guint8 *want = expected + (gsize) y * width * 3;
+
+    if (memcmp (row, want, (gsize) width * 3) != 0) {
+      gint x = 0;
+
+      while (row[x] == want[x])
+        x++;
+      fail ("%s: row %d differs at byte %d: %u, djpeg %u", what, y, x, row[x],
+          want[x]);
+    }
+  }
+  gst_video_frame_unmap (&frame);
+}
+
+static RunResult *
+run_dec (const gchar * root, const gchar * src_props, const gchar * dec_props,
+    const gchar * filter)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
+      "%s ! imagedec %s ! %s%sfakesink name=sink", root, src_props, dec_props,
+      filter ? filter : "", filter ? " ! " : "");
+  RunResult *r = fixture_run (launch);
+
+  g_free (launch);
+  return r;
+}
+
+/* Writes one file per flavour, class folder "c", in flavour order. */
+static gchar *
+write_flavours (gint width, gint height)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (flavours); i++) {
+    gchar *name = g_strdup_printf ("%02u-%s.jpg", i, flavours[i].name);
+    gchar *path = g_build_filename (root, "c", name, NULL);
+    gsize size;
+    guint8 *data = fixture_jpeg_encode (width, height, i + 1,
+        &flavours[i].how, &size);
+
+    fixture_write_file (path, data, size);
+    g_free (data);
+    g_free (name);
+    g_free (path);
+  }
+  return root;
+}
+
+static void
+check_flavours_match_djpeg (const gchar * dec_props)
+{
+  /* An odd width: RGB rows of 37 * 3 bytes are padded to 112. */
+  gchar *root = write_flavours (37, 29);
+  RunResult *r = run_dec (root, "", dec_props, NULL);
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->warnings->len, 0);
+  fail_unless_equals_int (r->samples->len, G_N_ELEMENTS (flavours));
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = sample_at (r, i);
+    gint w = 0, h = 0;
+    guint8 *want = fixture_djpeg_rgb (s->location, NULL, &w, &h);
+
+    fail_unless (want != NULL, "djpeg failed on %s", s->location);
+    fail_unless_equals_int (w, 37);
+    assert_rgb_equals (s, want, w, h, flavours[i].name);
+    /* The sample meta survives decoding. */
+    fail_unless (s->has_meta);
+    fail_unless_equals_uint64 (s->index, i);
+    g_free (want);
+  }
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_START_TEST (test_pixels_match_libjpeg_turbo)
+{
+  check_flavours_match_djpeg ("n-threads=1");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_pixels_match_libjpeg_turbo_threaded)
+{
+  check_flavours_match_djpeg ("n-threads=4");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_order_and_caps_with_mixed_sizes)
+{
+  gchar *root = fixture_make_temp_dir ();
+  const guint n = 60;
+  guint i;
+  RunResult *r;
+
+  for (i = 0; i < n; i++) {
+    gchar *name = g_strdup_printf ("%03u.jpg", i);
+    gchar *path = g_build_filename (root, "c", name, NULL);
+
+    /* Sizes change every few images, and big ones take longer to decode,
+     * so threads finish out of order. */
+    fixture_write_jpeg (path, 16 + (i % 7) * 40, 16 + (i % 5) * 30, i);
+    g_free (name);
+    g_free (path);
+  }
+  r = run_dec (root, "num-epochs=2", "n-threads=4", NULL);
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 2 * n);
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = sample_at (r, i);
+    GstVideoInfo info;
+    guint k = i % n;
+
+    fail_unless_equals_uint64 (s->index, k);
+    fail_unless (gst_video_info_from_caps (&info,
+            gst_sample_get_caps (s->sample)));
+    fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 16 + (k % 7) * 40);
+    fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), 16 + (k % 5) * 30);
+    fail_unless_equals_int (gst_buffer_get_size (gst_sample_get_buffer
+            (s->sample)), GST_VIDEO_INFO_SIZE (&info));
+  }
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_min_short_side_picks_scale)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *path = g_build_filename (root, "c", "big.jpg", NULL);
+  struct
+  {
+    guint min_short_side;
+    const gchar *scale;
+    gint width, height;
+  } cases[] = {
+    /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180. */
+    {100, "1/4", 160, 120},
+    {120, "1/4", 160, 120},
+    {121, "3/8", 240, 180},
+    {60, "1/8", 80, 60},
+    {480, "1/1", 640, 480},
+    {1000, "1/1", 640, 480},
+  };
+  guint i;
+
+  fixture_write_jpeg (path, 640, 480, 5);
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *props = g_strdup_printf ("n-threads=1 min-short-side=%u",
+        cases[i].min_short_side);
+    RunResult *r = run_dec (root, "", props, NULL);
+    gint w = 0, h = 0;
+    guint8 *want = fixture_djpeg_rgb (path, cases[i].scale, &w, &h);
+
+    fail_unless (r->error == NULL, "%s", r->error);
+    fail_unless_equals_int (r->samples->len, 1);
+    fail_unless (want != NULL);
+    fail_unless_equals_int (w, cases[i].width);
+    fail_unless_equals_int (h, cases[i].height);
+    assert_rgb_equals (sample_at (r, 0), want, w, h, props);
+    g_free (want);
+    g_free (props);
+    run_result_free (r);
+  }
+  fixture_remove_tree (root);
+  g_free (root);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_gray8_on_request)
+{
+  gchar *root = write_flavours (24, 16);
+  RunResult *r = run_dec (root, "", "n-threads=2",
+      "video/x-raw,format=GRAY8");
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, G_N_ELEMENTS (flavours));
+  for (i = 0; i < r->samples->len; i++) {
+    GstVideoInfo info;
+
+    fail_unless (gst_video_info_from_caps (&info,
+            gst_sample_get_caps (sample_at (r, i)->sample)));
+    fail_unless_equals_int (GST_VIDEO_INFO_FORMAT (&info),
+        GST_VIDEO_FORMAT_GRAY8);
+    fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 24);
+  }
+  /* A gray JPEG decodes to its own samples, which RGB output repeats. */
+  {
+    RunSample *gray = sample_at (r, 6);
+    gint w, h, y, x;
+    guint8 *want = fixture_djpeg_rgb (gray->location, NULL, &w, &h);
+    GstMapInfo map;
+
+    fail_unless (strstr (gray->location, "gray") != NULL);
+    gst_buffer_map (gst_sample_get_buffer (gray->sample), &map, GST_MAP_READ);
+    for (y = 0; y < h; y++)
+      for (x = 0; x < w; x++)
+        fail_unless_equals_int (map.data[y * GST_ROUND_UP_4 (w) + x],
+            want[(y * w + x) * 3]);
+    gst_buffer_unmap (gst_sample_get_buffer (gray->sample), &map);
+    g_free (want);
+  }
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* A tree of good files with four bad ones between them. */
+static gchar *
+write_bad_tree (gchar ** bad_paths)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gsize size;
+  guint8 *good;
+  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  guint8 *corrupt;
+  gchar *p;
+  guint i;
+
+  for (i = 0; i < 4; i++) {
+    gchar *name = g_strdup_printf ("good%u.jpg", i);
+    p = g_build_filename (root, "c", name, NULL);
+    fixture_write_jpeg (p, 32, 24, i);
+    g_free (p);
+    g_free (name);
+  }
+  good = fixture_jpeg_encode (64, 48, 9, &how, &size);
+  /* Truncated: the entropy-coded data stops halfway. */
+  bad_paths[0] = g_build_filename (root, "c", "bad-truncated.jpg", NULL);
+  fixture_write_file (bad_paths[0], good, size / 2);
+  /* Corrupt: a valid start, then the frame header overwritten. */
+  corrupt = g_memdup2 (good, size);
+  memset (corrupt + 20, 0xff, size - 40);
+  bad_paths[1] = g_build_filename (root, "c", "bad-corrupt.jpg", NULL);
+  fixture_write_file (bad_paths[1], corrupt, size);
+  /* Empty. */
+  bad_paths[2] = g_build_filename (root, "c", "bad-empty.jpg", NULL);
+  fixture_write_file (bad_paths[2], (const guint8 *) "", 0);
+  /* Not a JPEG at all: a PNG signature and some text. */
+  bad_paths[3] = g_build_filename (root, "c", "bad-png.jpg", NULL);
+  fixture_write_file (bad_paths[3],
+      (const guint8 *) "\x89PNG\r\n\x1a\nnot really an image", 27);
+  g_free (good);
+  g_free (corrupt);
+  return root;
+}
+
+GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
+{
+  gchar *bad[4];
+  gchar *root = write_bad_tree (bad);
+  const gchar *threads[] = { "n-threads=1", "n-threads=3" };
+  guint t, i;
+
+  for (t = 0; t < G_N_ELEMENTS (threads); t++) {
+    RunResult *r = run_dec (root, "", threads[t], NULL);
+
+    fail_unless (r->error == NULL, "%s", r->error);
+    fail_unless_equals_int (r->samples->len, 4);
+    for (i = 0; i < 4; i++) {
+      fail_unless (strstr (sample_at (r, i)->location, "good") != NULL);
+      /* Each warning names the element, the sample's file and the cause. */
+      fail_unless (run_result_has_warning (r, bad[i], "imagedec"),
+          "no warning for %s", bad[i]);
+    }
+    fail_unless (run_result_has_warning (r, bad[2], "empty"));
+    fail_unless (run_result_has_warning (r, bad[3], "not a decodable JPEG"));
+    fail_unless_equals_int (r->warnings->len, 4);
+    run_result_free (r);
+  }
+
+  /* on-error=fail stops at the first bad sample, naming it. */
+  {
+    RunResult *r = run_dec (root, "", "n-threads=2 on-error=fail", NULL);
+
+    fail_unless (r->error != NULL);
+    fail_unless (g_str_has_prefix (r->error, "imagedec"), "%s", r->error);
+    fail_unless (strstr (r->error, "bad-corrupt.jpg") != NULL, "%s",
+        r->error);
+    run_result_free (r);
+  }
+  /* max-errors bounds the skips. */
+  {
+    RunResult *r = run_dec (root, "", "max-errors=2", NULL);
+
+    fail_unless (r->error != NULL);
+    fail_unless (strstr (r->error, "max-errors is 2") != NULL, "%s",
+        r->error);
+    fail_unless_equals_int (r->warnings->len, 3);
+    run_result_free (r);
+  }
+  for (i = 0; i < 4; i++)
+    g_free (bad[i]);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_harness_buffers_without_meta)
+{
+  GstHarness *h = gst_harness_new ("imagedec");
+  FixtureJpeg how = { FIXTURE_YCC_444, FALSE, FALSE, 0, 90 };
+  gsize size;
+  guint8 *data = fixture_jpeg_encode (20, 10, 3, &how, &size);
+  GstBuffer *out;
+  GstCaps *caps;
+  GstStructure *st;
+  gint w = 0, h_px = 0;
+
+  g_object_set (h->element, "n-threads", 2, NULL);
+  gst_harness_set_src_caps_str (h, "image/jpeg");
+  fail_unless_equals_int (gst_harness_push (h,
+          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  /* A zero-byte buffer between two images is skipped, not a crash. */
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new ()),
+      GST_FLOW_OK);
+  data = fixture_jpeg_encode (8, 6, 4, &how, &size);
+  fail_unless_equals_int (gst_harness_push (h,
+          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_get_size (out), 20 * 3 * 10);
+  gst_buffer_unref (out);
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (gst_buffer_get_size (out), GST_ROUND_UP_4 (8 * 3) *
+      6);
+  gst_buffer_unref (out);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  st = gst_caps_get_structure (caps, 0);
+  fail_unless (gst_structure_get_int (st, "width", &w));
+  fail_unless (gst_structure_get_int (st, "height", &h_px));
+  fail_unless_equals_int (w, 8);
+  fail_unless_equals_int (h_px, 6);
+  gst_caps_unref (caps);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static Suite *
+imagedec_suite (void)
+{
+  Suite *s = suite_create ("imagedec");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_pixels_match_libjpeg_turbo);
+  tcase_add_test (tc, test_pixels_match_libjpeg_turbo_threaded);
+  tcase_add_test (tc, test_order_and_caps_with_mixed_sizes);
+  tcase_add_test (tc, test_min_short_side_picks_scale);
+  tcase_add_test (tc, test_gray8_on_request);
+  tcase_add_test (tc, test_bad_input_is_skipped_with_a_warning);
+  tcase_add_test (tc, test_harness_buffers_without_meta);
+  return s;
+}
+
+GST_CHECK_MAIN (imagedec);

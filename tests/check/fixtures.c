@@ -1,0 +1,361 @@
+/* fixtures.c: see fixtures.h. */
+#include "fixtures.h"
+#include "train-meta.h"
+
+#include <gst/check/gstcheck.h>
+#include <gio/gio.h>
+#include <stdio.h>
+#include <string.h>
+#include <jpeglib.h>
+
+static void
+fill_pattern (guint8 * pixels, gint width, gint height, gint channels,
+    guint seed)
+{
+  guint32 state = seed * 2654435761u + 12345;
+  gint x, y, c;
+
+  /* Smooth gradients (so that chroma subsampling matters) plus a little
+   * noise (so that every coefficient does). */
+  for (y = 0; y < height; y++)
+    for (x = 0; x < width; x++)
+      for (c = 0; c < channels; c++) {
+        gint v = (x * (3 + c) * 255) / MAX (width, 1) + (y * 255 * (c + 1)) /
+            MAX (height * 2, 1) + (gint) (seed * 37 + c * 80);
+
+        state = state * 1103515245u + 12345;
+        v += (gint) ((state >> 16) % 24) - 12;
+        pixels[((gsize) y * width + x) * channels + c] = (guint8) (v & 0xff);
+      }
+}
+
+guint8 *
+fixture_jpeg_encode (gint width, gint height, guint seed,
+    const FixtureJpeg * how, gsize * size)
+{
+  struct jpeg_compress_struct cinfo;
+  struct jpeg_error_mgr jerr;
+  unsigned char *out = NULL;
+  unsigned long out_size = 0;
+  gint channels;
+  guint8 *pixels, *result;
+  gint y;
+
+  cinfo.err = jpeg_std_error (&jerr);
+  jpeg_create_compress (&cinfo);
+  jpeg_mem_dest (&cinfo, &out, &out_size);
+  cinfo.image_width = width;
+  cinfo.image_height = height;
+  switch (how->colour) {
+    case FIXTURE_GRAY:
+      cinfo.input_components = 1;
+      cinfo.in_color_space = JCS_GRAYSCALE;
+      break;
+    case FIXTURE_CMYK:
+    case FIXTURE_YCCK:
+      cinfo.input_components = 4;
+      cinfo.in_color_space = JCS_CMYK;
+      break;
+    default:
+      cinfo.input_components = 3;
+      cinfo.in_color_space = JCS_RGB;
+      break;
+  }
+  jpeg_set_defaults (&cinfo);
+  jpeg_set_quality (&cinfo, how->quality > 0 ? how->quality : 90, TRUE);
+  if (how->colour == FIXTURE_YCCK)
+    jpeg_set_colorspace (&cinfo, JCS_YCCK);
+  if (how->colour == FIXTURE_YCC_444 || how->colour == FIXTURE_YCC_422) {
+    cinfo.comp_info[0].h_samp_factor =
+        how->colour == FIXTURE_YCC_422 ? 2 : 1;
+    cinfo.comp_info[0].v_samp_factor = 1;
+  }
+  if (how->progressive)
+    jpeg_simple_progression (&cinfo);
+  cinfo.arith_code = how->arithmetic;
+  cinfo.restart_in_rows = how->restart_interval;
+
+  channels = cinfo.input_components;
+  pixels = g_malloc ((gsize) width * height * channels);
+  fill_pattern (pixels, width, height, channels, seed);
+  jpeg_start_compress (&cinfo, TRUE);
+  for (y = 0; y < height; y++) {
+    JSAMPROW row = pixels + (gsize) y * width * channels;
+    jpeg_write_scanlines (&cinfo, &row, 1);
+  }
+  jpeg_finish_compress (&cinfo);
+  jpeg_destroy_compress (&cinfo);
+  g_free (pixels);
+
+  result = g_memdup2 (out, out_size);
+  *size = out_size;
+  free (out);
+  return result;
+}
+
+void
+fixture_write_file (const gchar * path, const guint8 * data, gsize size)
+{
+  gchar *dir = g_path_get_dirname (path);
+  GError *error = NULL;
+
+  fail_unless (g_mkdir_with_parents (dir, 0755) == 0, "mkdir %s", dir);
+  g_free (dir);
+  if (!g_file_set_contents (path, (const gchar *) data, size, &error))
+    fail ("could not write %s: %s", path, error->message);
+}
+
+void
+fixture_write_jpeg (const gchar * path, gint width, gint height, guint seed)
+{
+  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  gsize size;
+  guint8 *data = fixture_jpeg_encode (width, height, seed, &how, &size);
+
+  fixture_write_file (path, data, size);
+  g_free (data);
+}
+
+gchar *
+fixture_make_temp_dir (void)
+{
+  GError *error = NULL;
+  gchar *dir = g_dir_make_tmp ("gst-train-test-XXXXXX", &error);
+
+  fail_unless (dir != NULL, "no temporary folder");
+  return dir;
+}
+
+void
+fixture_remove_tree (const gchar * path)
+{
+  gchar *argv[] = { (gchar *) "rm", (gchar *) "-rf", (gchar *) path, NULL };
+
+  if (path != NULL)
+    g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+        NULL, NULL, NULL);
+}
+
+/* Parses a binary PGM or PPM; returns RGB. */
+static guint8 *
+parse_pnm (const guint8 * data, gsize size, gint * width, gint * height)
+{
+  gint channels, maxval, fields = 0, values[3] = { 0 };
+  gsize pos = 2, n, i;
+  guint8 *rgb;
+
+  if (size < 3 || data[0] != 'P' || (data[1] != '5' && data[1] != '6'))
+    return NULL;
+  channels = data[1] == '6' ? 3 : 1;
+  while (fields < 3 && pos < size) {
+    if (data[pos] == '#') {
+      while (pos < size && data[pos] != '\n')
+        pos++;
+    } else if (g_ascii_isdigit (data[pos])) {
+      while (pos < size && g_ascii_isdigit (data[pos]))
+        values[fields] = values[fields] * 10 + (data[pos++] - '0');
+      fields++;
+      continue;
+    }
+    pos++;
+  }
+  pos++;                        /* the single whitespace after maxval */
+  *width = values[0];
+  *height = values[1];
+  maxval = values[2];
+  n = (gsize) (*width) * (*height);
+  if (maxval != 255 || pos + n * channels > size)
+    return NULL;
+  rgb = g_malloc (n * 3);
+  for (i = 0; i < n; i++) {
+    if (channels == 3) {
+      memcpy (rgb + i * 3, data + pos + i * 3, 3);
+    } else {
+      rgb[i * 3] = rgb[i * 3 + 1] = rgb[i * 3 + 2] = data[pos + i];
+    }
+  }
+  return rgb;
+}
+
+guint8 *
+fixture_djpeg_rgb (const gchar * path, const gchar * scale, gint * width,
+    gint * height)
+{
+  const gchar *argv[8];
+  gchar *out = NULL;
+  gsize out_len = 0;
+  gint status = 0, argc = 0;
+  guint8 *rgb;
+  GError *error = NULL;
+  GSubprocess *proc;
+  GBytes *bytes = NULL;
+
+  argv[argc++] = "djpeg";
+  argv[argc++] = "-pnm";
+  if (scale != NULL) {
+    argv[argc++] = "-scale";
+    argv[argc++] = scale;
+  }
+  argv[argc++] = path;
+  argv[argc] = NULL;
+
+  /* Binary output: GSubprocess keeps embedded NULs. */
+  proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  if (proc == NULL) {
+    g_printerr ("djpeg: %s\n", error->message);
+    g_error_free (error);
+    return NULL;
+  }
+  if (!g_subprocess_communicate (proc, NULL, NULL, &bytes, NULL, &error)) {
+    g_printerr ("djpeg: %s\n", error->message);
+    g_error_free (error);
+    g_object_unref (proc);
+    return NULL;
+  }
+  status = g_subprocess_get_exit_status (proc);
+  g_object_unref (proc);
+  out = g_bytes_unref_to_data (bytes, &out_len);
+  rgb = status == 0 ? parse_pnm ((guint8 *) out, out_len, width, height) :
+      NULL;
+  g_free (out);
+  return rgb;
+}
+
+/* ---- pipeline runner ---- */
+
+static void
+on_handoff (GstElement * sink, GstBuffer * buffer, GstPad * pad,
+    gpointer user_data)
+{
+  RunResult *result = user_data;
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  RunSample s = { 0 };
+
+  s.has_meta = meta != NULL;
+  if (meta != NULL) {
+    s.label = meta->label;
+    s.index = meta->index;
+    s.epoch = meta->epoch;
+    s.emissions = meta->emissions;
+    s.location = g_strdup (meta->location);
+  }
+  s.sample = gst_sample_new (buffer, caps, NULL, NULL);
+  if (caps != NULL)
+    gst_caps_unref (caps);
+  g_array_append_val (result->samples, s);
+}
+
+static void
+clear_run_sample (gpointer data)
+{
+  RunSample *s = data;
+
+  g_free (s->location);
+  if (s->sample != NULL)
+    gst_sample_unref (s->sample);
+}
+
+RunResult *
+fixture_run (const gchar * launch)
+{
+  RunResult *result = g_new0 (RunResult, 1);
+  GError *error = NULL;
+  GstElement *pipeline, *sink;
+  GstBus *bus;
+  gboolean done = FALSE;
+
+  result->samples = g_array_new (FALSE, TRUE, sizeof (RunSample));
+  g_array_set_clear_func (result->samples, clear_run_sample);
+  result->warnings = g_ptr_array_new_with_free_func (g_free);
+
+  pipeline = gst_parse_launch (launch, &error);
+  fail_unless (pipeline != NULL, "could not parse \"%s\": %s", launch,
+      error ? error->message : "?");
+  g_clear_error (&error);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  fail_unless (sink != NULL, "no element named sink in \"%s\"", launch);
+  g_object_set (sink, "signal-handoffs", TRUE, "sync", FALSE, NULL);
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), result);
+  gst_object_unref (sink);
+
+  bus = gst_element_get_bus (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while (!done) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING |
+        GST_MESSAGE_TAG);
+    GError *err = NULL;
+    gchar *debug = NULL;
+
+    fail_unless (msg != NULL, "pipeline \"%s\" did not finish", launch);
+    switch (GST_MESSAGE_TYPE (msg)) {
+      case GST_MESSAGE_EOS:
+        done = TRUE;
+        break;
+      case GST_MESSAGE_ERROR:
+        gst_message_parse_error (msg, &err, &debug);
+        result->error = g_strdup_printf ("%s: %s (%s)",
+            GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
+            debug ? debug : "");
+        done = TRUE;
+        break;
+      case GST_MESSAGE_WARNING:
+        gst_message_parse_warning (msg, &err, &debug);
+        g_ptr_array_add (result->warnings, g_strdup_printf ("%s: %s (%s)",
+                GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
+                debug ? debug : ""));
+        break;
+      case GST_MESSAGE_TAG:{
+        GstTagList *tags = NULL;
+
+        gst_message_parse_tag (msg, &tags);
+        if (result->tags == NULL) {
+          result->tags = tags;
+        } else {
+          GstTagList *merged = gst_tag_list_merge (result->tags, tags,
+              GST_TAG_MERGE_REPLACE);
+          gst_tag_list_unref (result->tags);
+          gst_tag_list_unref (tags);
+          result->tags = merged;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    g_clear_error (&err);
+    g_free (debug);
+    gst_message_unref (msg);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  return result;
+}
+
+void
+run_result_free (RunResult * result)
+{
+  g_array_unref (result->samples);
+  g_ptr_array_unref (result->warnings);
+  g_free (result->error);
+  if (result->tags)
+    gst_tag_list_unref (result->tags);
+  g_free (result);
+}
+
+gboolean
+run_result_has_warning (RunResult * result, const gchar * part1,
+    const gchar * part2)
+{
+  guint i;
+
+  for (i = 0; i < result->warnings->len; i++) {
+    const gchar *w = g_ptr_array_index (result->warnings, i);
+
+    if (strstr (w, part1) != NULL && (part2 == NULL || strstr (w, part2)))
+      return TRUE;
+  }
+  return FALSE;
+}
