@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs what gst-train needs to build, test and run its demo on Debian 12.
+# The CUDA toolkit is not a Debian package: when /usr/local/cuda is there the
+# CUDA backend is built too, else it is left out.
+set -eu
+
+packages="
+  gcc meson ninja-build pkg-config
+  libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev
+  dataset-fashion-mnist graphviz
+  python3 python3-pil python3-torch python3-torchvision
+"
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing$missing"
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
