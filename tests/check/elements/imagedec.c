@@ -408,6 +408,90 @@ GST_START_TEST (test_harness_buffers_without_meta)
 
 GST_END_TEST;
 
+GST_START_TEST (test_flush_drops_queued_images)
+{
+  GstHarness *h = gst_harness_new ("imagedec");
+  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  GstBuffer *out, *last = NULL;
+  gsize size;
+  guint8 *data;
+  guint i, received = 0;
+
+  g_object_set (h->element, "n-threads", 2, NULL);
+  gst_harness_set_src_caps_str (h, "image/jpeg");
+  for (i = 0; i < 3; i++) {
+    data = fixture_jpeg_encode (64, 48, i, &how, &size);
+    fail_unless_equals_int (gst_harness_push (h,
+            gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  }
+  /* Whatever was still decoding is dropped; the element takes new data. */
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  gst_harness_set_src_caps_str (h, "image/jpeg");
+  {
+    GstSegment segment;
+
+    gst_segment_init (&segment, GST_FORMAT_TIME);
+    fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  }
+  data = fixture_jpeg_encode (16, 8, 7, &how, &size);
+  fail_unless_equals_int (gst_harness_push (h,
+          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    received++;
+    gst_clear_buffer (&last);
+    last = out;
+  }
+  fail_unless (received >= 1 && received <= 4);
+  fail_unless_equals_int (gst_buffer_get_size (last), 16 * 3 * 8);
+  gst_buffer_unref (last);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stop_while_decoding)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *launch;
+  GstElement *pipeline;
+  guint i;
+
+  for (i = 0; i < 8; i++) {
+    gchar *name = g_strdup_printf ("%u.jpg", i);
+    gchar *path = g_build_filename (root, "c", name, NULL);
+
+    fixture_write_jpeg (path, 200, 150, i);
+    g_free (path);
+    g_free (name);
+  }
+  /* An endless stream, four decoder threads, stopped from PLAYING. */
+  launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 ! "
+      "imagedec n-threads=4 ! fakesink", root);
+  pipeline = gst_parse_launch (launch, NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
+          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  /* And it starts again from NULL. */
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
+          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 static Suite *
 imagedec_suite (void)
 {
@@ -422,6 +506,8 @@ imagedec_suite (void)
   tcase_add_test (tc, test_gray8_on_request);
   tcase_add_test (tc, test_bad_input_is_skipped_with_a_warning);
   tcase_add_test (tc, test_harness_buffers_without_meta);
+  tcase_add_test (tc, test_flush_drops_queued_images);
+  tcase_add_test (tc, test_stop_while_decoding);
   return s;
 }
 
