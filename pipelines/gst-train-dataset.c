@@ -1,0 +1,1256 @@
+/* gst-train-dataset: turns IDX image/label pairs (MNIST, Fashion-MNIST, ...)
+ * into an ImageFolder tree of JPEGs.
+ *
+ *   gst-train-dataset idx --images FILE --labels FILE --output DIR
+ *       [--class-names a,b,c] [--quality 95] [--limit N]
+ *   gst-train-dataset fashion-mnist --output DIR
+ *       [--source /usr/share/datasets/fashion-mnist] [--quality 95]
+ *       [--limit-train N] [--limit-test N]
+ *
+ * Class folders are named "<label>_<name>" (the label zero-padded to the
+ * digits of the largest label) so that sorting the folder names, as
+ * ImageFolder does, gives back the label order.  Without class names the
+ * folders are just the zero-padded labels.  Files are "<index>.jpg", the
+ * index being the image's position in the IDX file, zero-padded to the
+ * digits of the file's image count.
+ *
+ * A finished tree holds a ".complete" marker (written last) with the
+ * settings and counts; running again with the same settings does nothing.
+ * While writing, a ".partial" marker holds the settings, so an interrupted
+ * run can be redone with the same settings.
+ *
+ * Copyright (C) gst-train contributors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <turbojpeg.h>
+#include <zlib.h>
+
+#define PROGRAM "gst-train-dataset"
+
+#define IDX_TYPE_UBYTE 0x08
+
+#define MARKER_COMPLETE ".complete"
+#define MARKER_PARTIAL  ".partial"
+
+#define FASHION_MNIST_SOURCE "/usr/share/datasets/fashion-mnist"
+
+static const char *const fashion_mnist_classes[] = {
+  "T-shirt_top", "Trouser", "Pullover", "Dress",   "Coat",
+  "Sandal",      "Shirt",   "Sneaker",  "Bag",     "Ankle_boot",
+};
+
+#define DATASET_ERROR (dataset_error_quark ())
+
+static GQuark
+dataset_error_quark (void)
+{
+  return g_quark_from_static_string ("gst-train-dataset-error-quark");
+}
+
+enum {
+  DATASET_ERROR_FAILED,
+};
+
+/* One IDX file, fully loaded and checked. */
+typedef struct {
+  char *path;
+  gboolean gzip;
+  guint32 count;
+  guint32 rows;
+  guint32 cols;
+  guint32 channels;
+  guint8 *data;
+} IdxFile;
+
+typedef struct {
+  const char *name; /* "train", "test", or NULL for a single tree */
+  char *images_path;
+  char *labels_path;
+  guint32 limit; /* 0: all */
+  IdxFile images;
+  IdxFile labels;
+  guint32 written;
+} Split;
+
+static void
+idx_file_clear (IdxFile *f)
+{
+  g_free (f->path);
+  g_free (f->data);
+  memset (f, 0, sizeof (*f));
+}
+
+static void
+split_clear (Split *s)
+{
+  g_free (s->images_path);
+  g_free (s->labels_path);
+  idx_file_clear (&s->images);
+  idx_file_clear (&s->labels);
+}
+
+static guint32
+read_be32 (const guint8 *p)
+{
+  return ((guint32) p[0] << 24) | ((guint32) p[1] << 16) |
+         ((guint32) p[2] << 8) | (guint32) p[3];
+}
+
+static guint
+decimal_digits (guint64 v)
+{
+  guint n = 1;
+
+  while (v >= 10) {
+    v /= 10;
+    n++;
+  }
+  return n;
+}
+
+/* zlib's message without the "path: " it puts in front. */
+static const char *
+gz_message (gzFile gz, const char *path, int *errnum)
+{
+  const char *msg = gzerror (gz, errnum);
+  gsize plen = strlen (path);
+
+  if (msg && strncmp (msg, path, plen) == 0 && msg[plen] == ':' &&
+      msg[plen + 1] == ' ')
+    msg += plen + 2;
+  return msg;
+}
+
+/* Reads up to len bytes; returns the count read (short at end of file), or
+ * -1 with error set on a read or decompression error. */
+static gssize
+gz_read_full (gzFile gz, const char *path, gboolean is_gzip, guint8 *buf,
+    gsize len, GError **error)
+{
+  gsize done = 0;
+
+  while (done < len) {
+    gsize want = MIN (len - done, (gsize) 1 << 30);
+    int got = gzread (gz, buf + done, (unsigned) want);
+
+    if (got < 0) {
+      int errnum = 0;
+      const char *msg = gz_message (gz, path, &errnum);
+
+      if (errnum == Z_ERRNO)
+        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+            "%s: read error: %s", path, g_strerror (errno));
+      else
+        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+            "%s: %s: %s", path,
+            is_gzip ? "corrupt gzip data" : "read error", msg);
+      return -1;
+    }
+    if (got == 0)
+      break;
+    done += (gsize) got;
+  }
+  return (gssize) done;
+}
+
+/* Explains a short read: a damaged gzip stream or a plain short file. */
+static void
+set_truncated_error (GError **error, gzFile gz, const IdxFile *f,
+    const char *what, guint64 expected, guint64 got)
+{
+  int errnum = Z_OK;
+  const char *msg = gz_message (gz, f->path, &errnum);
+
+  g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+      "%s: file is truncated: %s needs %" G_GUINT64_FORMAT " bytes%s, "
+      "only %" G_GUINT64_FORMAT " there%s%s",
+      f->path, what, expected, f->gzip ? " (uncompressed)" : "", got,
+      (f->gzip && errnum != Z_OK && msg && *msg) ? "; gzip: " : "",
+      (f->gzip && errnum != Z_OK && msg && *msg) ? msg : "");
+}
+
+/* Loads an IDX file of uint8 data.  want_images selects the accepted
+ * shapes: images are (N, rows, cols) or (N, rows, cols, 1|3); labels are
+ * (N). */
+static gboolean
+idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
+{
+  const char *kind = want_images ? "image" : "label";
+  guint8 head[4];
+  guint8 dims_raw[4 * 4];
+  guint32 dims[4] = { 0, 0, 0, 0 };
+  guint ndims;
+  guint64 payload;
+  guint64 header_len;
+  gssize got;
+  guint8 extra;
+  gzFile gz;
+  FILE *fp;
+  size_t n;
+  guint i;
+
+  memset (f, 0, sizeof (*f));
+  f->path = g_strdup (path);
+
+  /* Sniff the gzip magic; only used to word the messages, gzread reads
+   * plain files as they are. */
+  fp = fopen (path, "rb");
+  if (!fp) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot open %s file: %s", path, kind, g_strerror (errno));
+    return FALSE;
+  }
+  n = fread (head, 1, 2, fp);
+  fclose (fp);
+  f->gzip = (n == 2 && head[0] == 0x1f && head[1] == 0x8b);
+
+  gz = gzopen (path, "rb");
+  if (!gz) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot open %s file: %s", path, kind,
+        errno ? g_strerror (errno) : "out of memory");
+    return FALSE;
+  }
+  gzbuffer (gz, 256 * 1024);
+
+  got = gz_read_full (gz, path, f->gzip, head, 4, error);
+  if (got < 0)
+    goto fail;
+  if (got < 4) {
+    set_truncated_error (error, gz, f, "the IDX magic number", 4,
+        (guint64) got);
+    goto fail;
+  }
+
+  ndims = head[3];
+  if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE ||
+      (want_images && ndims != 3 && ndims != 4) ||
+      (!want_images && ndims != 1)) {
+    guint32 magic = read_be32 (head);
+    const char *hint = "";
+
+    if (want_images && magic == 0x00000801)
+      hint = " (this looks like an IDX label file: are --images and "
+             "--labels swapped?)";
+    else if (!want_images && (magic == 0x00000803 || magic == 0x00000804))
+      hint = " (this looks like an IDX image file: are --images and "
+             "--labels swapped?)";
+    else if (head[0] == 0 && head[1] == 0 && head[2] != IDX_TYPE_UBYTE &&
+             head[2] >= 0x09 && head[2] <= 0x0e)
+      hint = " (only unsigned byte data, type 0x08, is supported)";
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: not an IDX %s file: magic number 0x%08x, expected %s%s", path,
+        kind, magic,
+        want_images ? "0x00000803 (uint8 images: count, rows, cols) or "
+                      "0x00000804 (count, rows, cols, channels)"
+                    : "0x00000801 (uint8 labels: count)",
+        hint);
+    goto fail;
+  }
+
+  got = gz_read_full (gz, path, f->gzip, dims_raw, 4 * ndims, error);
+  if (got < 0)
+    goto fail;
+  if ((guint) got < 4 * ndims) {
+    set_truncated_error (error, gz, f, "the IDX header", 4 + 4 * ndims,
+        4 + (guint64) got);
+    goto fail;
+  }
+  for (i = 0; i < ndims; i++)
+    dims[i] = read_be32 (dims_raw + 4 * i);
+  header_len = 4 + 4 * (guint64) ndims;
+
+  f->count = dims[0];
+  if (want_images) {
+    f->rows = dims[1];
+    f->cols = dims[2];
+    f->channels = ndims == 4 ? dims[3] : 1;
+    if (f->rows == 0 || f->cols == 0 || f->rows > 65535 ||
+        f->cols > 65535) {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: bad image size %ux%u in the IDX header (rows and columns "
+          "must be 1..65535)",
+          path, f->rows, f->cols);
+      goto fail;
+    }
+    if (f->channels != 1 && f->channels != 3) {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: images have %u channels in the IDX header; only 1 "
+          "(grayscale) or 3 (RGB) are supported",
+          path, f->channels);
+      goto fail;
+    }
+  } else {
+    f->rows = f->cols = f->channels = 1;
+  }
+  if (f->count == 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: the IDX header says the file holds no %ss", path, kind);
+    goto fail;
+  }
+
+  payload = (guint64) f->count * f->rows * f->cols * f->channels;
+  if (payload > G_MAXSIZE / 2) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: IDX data too large (%" G_GUINT64_FORMAT " bytes)", path,
+        payload);
+    goto fail;
+  }
+  f->data = g_try_malloc ((gsize) payload);
+  if (!f->data) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: out of memory loading %" G_GUINT64_FORMAT " bytes", path,
+        payload);
+    goto fail;
+  }
+  got = gz_read_full (gz, path, f->gzip, f->data, (gsize) payload, error);
+  if (got < 0)
+    goto fail;
+  if ((guint64) got < payload) {
+    char *what;
+
+    if (want_images)
+      what = g_strdup_printf ("%u images of %ux%u%s", f->count, f->rows,
+          f->cols, f->channels == 3 ? "x3" : "");
+    else
+      what = g_strdup_printf ("%u labels", f->count);
+    set_truncated_error (error, gz, f, what, header_len + payload,
+        header_len + (guint64) got);
+    g_free (what);
+    goto fail;
+  }
+
+  got = gz_read_full (gz, path, f->gzip, &extra, 1, error);
+  if (got < 0)
+    goto fail;
+  if (got > 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: more data than the IDX header announces (%u %ss, %"
+        G_GUINT64_FORMAT " bytes%s expected)",
+        path, f->count, kind, header_len + payload,
+        f->gzip ? " uncompressed" : "");
+    goto fail;
+  }
+
+  gzclose (gz);
+  return TRUE;
+
+fail:
+  gzclose (gz);
+  return FALSE;
+}
+
+static gboolean
+split_load (Split *s, GError **error)
+{
+  if (!idx_load (&s->images, s->images_path, TRUE, error))
+    return FALSE;
+  if (!idx_load (&s->labels, s->labels_path, FALSE, error))
+    return FALSE;
+  if (s->images.count != s->labels.count) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s holds %u images but %s holds %u labels; the counts must match",
+        s->images.path, s->images.count, s->labels.path, s->labels.count);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Largest label in the file. */
+static guint
+split_max_label (const Split *s)
+{
+  guint max = 0;
+  guint32 i;
+
+  for (i = 0; i < s->labels.count; i++)
+    max = MAX (max, s->labels.data[i]);
+  return max;
+}
+
+static gboolean
+split_check_labels (const Split *s, guint n_classes, const char *names_from,
+    GError **error)
+{
+  guint32 i;
+
+  for (i = 0; i < s->labels.count; i++) {
+    if (s->labels.data[i] >= n_classes) {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: label %u at index %u is out of range: %s %u class%s "
+          "(labels 0..%u)",
+          s->labels.path, s->labels.data[i], i, names_from, n_classes,
+          n_classes == 1 ? "" : "es", n_classes - 1);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Folder names in label order: "<label>_<name>", or "<label>" without
+ * names, the label zero-padded so that sorting keeps label order. */
+static GPtrArray *
+make_class_folders (char **names, guint n_classes)
+{
+  GPtrArray *folders = g_ptr_array_new_with_free_func (g_free);
+  guint width = decimal_digits (n_classes - 1);
+  guint i;
+
+  for (i = 0; i < n_classes; i++) {
+    if (names)
+      g_ptr_array_add (folders, g_strdup_printf ("%0*u_%s", (int) width, i,
+                                    names[i]));
+    else
+      g_ptr_array_add (folders, g_strdup_printf ("%0*u", (int) width, i));
+  }
+  return folders;
+}
+
+static gboolean
+parse_class_names (const char *arg, char ***names_out, GError **error)
+{
+  char **names = g_strsplit (arg, ",", -1);
+  guint n = g_strv_length (names);
+  guint i;
+
+  if (n == 0) {
+    g_strfreev (names);
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "--class-names is empty");
+    return FALSE;
+  }
+  if (n > 256) {
+    g_strfreev (names);
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "--class-names gives %u names; uint8 labels allow at most 256", n);
+    return FALSE;
+  }
+  for (i = 0; i < n; i++) {
+    const char *c;
+
+    if (names[i][0] == '\0') {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "--class-names: name %u (label %u) is empty", i + 1, i);
+      g_strfreev (names);
+      return FALSE;
+    }
+    for (c = names[i]; *c; c++) {
+      if (*c == '/' || (guchar) *c < 0x20 || *c == 0x7f) {
+        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+            "--class-names: name \"%s\" (label %u) contains '/' or a "
+            "control character; names become folder names",
+            names[i], i);
+        g_strfreev (names);
+        return FALSE;
+      }
+    }
+  }
+  *names_out = names;
+  return TRUE;
+}
+
+/* Writes len bytes to path via path.tmp and a rename. */
+static gboolean
+write_file_atomic (const char *path, const char *tmp_path, const void *data,
+    gsize len, GError **error)
+{
+  const guint8 *p = data;
+  gsize done = 0;
+  int fd;
+
+  fd = open (tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot create: %s", tmp_path, g_strerror (errno));
+    return FALSE;
+  }
+  while (done < len) {
+    ssize_t w = write (fd, p + done, len - done);
+
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: write failed: %s", tmp_path, g_strerror (errno));
+      close (fd);
+      unlink (tmp_path);
+      return FALSE;
+    }
+    done += (gsize) w;
+  }
+  if (close (fd) != 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: write failed: %s", tmp_path, g_strerror (errno));
+    unlink (tmp_path);
+    return FALSE;
+  }
+  if (rename (tmp_path, path) != 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot rename to %s: %s", tmp_path, path, g_strerror (errno));
+    unlink (tmp_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+write_text_atomic (const char *dir, const char *name, const char *text,
+    GError **error)
+{
+  char *path = g_build_filename (dir, name, NULL);
+  char *tmp = g_strconcat (path, ".tmp", NULL);
+  gboolean ok = write_file_atomic (path, tmp, text, strlen (text), error);
+
+  g_free (tmp);
+  g_free (path);
+  return ok;
+}
+
+static gboolean
+make_dir (const char *path, GError **error)
+{
+  if (g_mkdir_with_parents (path, 0755) != 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot create folder: %s", path, g_strerror (errno));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Writes len bytes to dirfd/name via dirfd/tmp_name and a rename. */
+static gboolean
+write_file_at (int dirfd, const char *dir, const char *name,
+    const char *tmp_name, const void *data, gsize len, GError **error)
+{
+  const guint8 *p = data;
+  gsize done = 0;
+  int fd;
+
+  fd = openat (dirfd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+      0644);
+  if (fd < 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s/%s: cannot create: %s", dir, tmp_name, g_strerror (errno));
+    return FALSE;
+  }
+  while (done < len) {
+    ssize_t w = write (fd, p + done, len - done);
+
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s/%s: write failed: %s", dir, tmp_name, g_strerror (errno));
+      close (fd);
+      unlinkat (dirfd, tmp_name, 0);
+      return FALSE;
+    }
+    done += (gsize) w;
+  }
+  if (close (fd) != 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s/%s: write failed: %s", dir, tmp_name, g_strerror (errno));
+    unlinkat (dirfd, tmp_name, 0);
+    return FALSE;
+  }
+  if (renameat (dirfd, tmp_name, dirfd, name) != 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s/%s: cannot rename to %s: %s", dir, tmp_name, name,
+        g_strerror (errno));
+    unlinkat (dirfd, tmp_name, 0);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Shared by the workers writing one split. */
+typedef struct {
+  const Split *split;
+  guint32 n;          /* images to write */
+  int name_width;     /* digits of the file names */
+  int quality;
+  char **dirs;        /* class folder paths, for messages */
+  int *dirfds;        /* class folders, open */
+  gint next;          /* next block of images to take (atomic) */
+  gint written;       /* images written (atomic) */
+  gint failed;        /* set once a worker fails (atomic) */
+  GMutex lock;
+  GError *error;      /* the first failure */
+} WriteJob;
+
+#define WRITE_BLOCK 256
+
+static gpointer
+write_worker (gpointer data)
+{
+  WriteJob *job = data;
+  const IdxFile *im = &job->split->images;
+  const guint8 *labels = job->split->labels.data;
+  gsize frame = (gsize) im->rows * im->cols * im->channels;
+  int pf = im->channels == 3 ? TJPF_RGB : TJPF_GRAY;
+  int subsamp = im->channels == 3 ? TJSAMP_420 : TJSAMP_GRAY;
+  unsigned long bufsize;
+  unsigned char *jpeg = NULL;
+  GError *error = NULL;
+  char name[64], tmp_name[64];
+  tjhandle tj;
+
+  tj = tjInitCompress ();
+  if (!tj) {
+    g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "cannot start the JPEG encoder: %s", tjGetErrorStr2 (NULL));
+    goto out;
+  }
+  bufsize = tjBufSize ((int) im->cols, (int) im->rows, subsamp);
+  if (bufsize == (unsigned long) -1) {
+    g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot size a JPEG buffer: %s", im->path, tjGetErrorStr2 (tj));
+    goto out;
+  }
+  jpeg = tjAlloc ((int) bufsize);
+  if (!jpeg) {
+    g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "out of memory allocating a JPEG buffer");
+    goto out;
+  }
+
+  while (!g_atomic_int_get (&job->failed)) {
+    guint32 first = (guint32) g_atomic_int_add (&job->next, WRITE_BLOCK);
+    guint32 last = MIN ((guint64) first + WRITE_BLOCK, job->n);
+    guint32 k;
+
+    if (first >= job->n)
+      break;
+    for (k = first; k < last; k++) {
+      unsigned char *out = jpeg;
+      unsigned long out_size = bufsize;
+      guint8 label = labels[k];
+
+      if (tjCompress2 (tj, im->data + (gsize) k * frame, (int) im->cols,
+              (int) (im->cols * im->channels), (int) im->rows, pf, &out,
+              &out_size, subsamp, job->quality, TJFLAG_NOREALLOC) != 0) {
+        g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
+            "%s: JPEG encoding of image %u failed: %s", im->path, k,
+            tjGetErrorStr2 (tj));
+        goto out;
+      }
+      g_snprintf (name, sizeof (name), "%0*u.jpg", job->name_width, k);
+      g_snprintf (tmp_name, sizeof (tmp_name), "%s.tmp", name);
+      if (!write_file_at (job->dirfds[label], job->dirs[label], name,
+              tmp_name, out, out_size, &error))
+        goto out;
+    }
+    g_atomic_int_add (&job->written, (gint) (last - first));
+  }
+
+out:
+  if (error) {
+    g_atomic_int_set (&job->failed, 1);
+    g_mutex_lock (&job->lock);
+    if (!job->error)
+      job->error = error;
+    else
+      g_error_free (error);
+    g_mutex_unlock (&job->lock);
+  }
+  if (jpeg)
+    tjFree (jpeg);
+  if (tj)
+    tjDestroy (tj);
+  return NULL;
+}
+
+/* Encodes and writes the images of one split into root/<class>/, with
+ * n_jobs threads, each reusing one TurboJPEG handle. */
+static gboolean
+split_write (Split *s, const char *root, GPtrArray *folders, int quality,
+    guint n_jobs, GError **error)
+{
+  WriteJob job;
+  GThread **threads;
+  gboolean ok = FALSE;
+  guint i;
+
+  memset (&job, 0, sizeof (job));
+  job.split = s;
+  job.n = s->limit ? MIN (s->limit, s->images.count) : s->images.count;
+  job.name_width = (int) decimal_digits (s->images.count);
+  job.quality = quality;
+  job.dirs = g_new0 (char *, folders->len + 1);
+  job.dirfds = g_new (int, folders->len);
+  g_mutex_init (&job.lock);
+  for (i = 0; i < folders->len; i++)
+    job.dirfds[i] = -1;
+
+  for (i = 0; i < folders->len; i++) {
+    job.dirs[i] = g_build_filename (root, g_ptr_array_index (folders, i),
+        NULL);
+    if (!make_dir (job.dirs[i], error))
+      goto out;
+    job.dirfds[i] = open (job.dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (job.dirfds[i] < 0) {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: cannot open folder: %s", job.dirs[i], g_strerror (errno));
+      goto out;
+    }
+  }
+
+  n_jobs = CLAMP (n_jobs, 1, MAX (1, job.n / WRITE_BLOCK));
+  threads = g_new0 (GThread *, n_jobs);
+  for (i = 1; i < n_jobs; i++) {
+    threads[i] = g_thread_try_new ("writer", write_worker, &job, NULL);
+    if (!threads[i])
+      break; /* fewer workers then */
+  }
+  write_worker (&job);
+  for (i = 1; i < n_jobs; i++) {
+    if (threads[i])
+      g_thread_join (threads[i]);
+  }
+  g_free (threads);
+
+  s->written = (guint32) g_atomic_int_get (&job.written);
+  if (job.error) {
+    g_propagate_error (error, job.error);
+    job.error = NULL;
+    goto out;
+  }
+  ok = TRUE;
+
+out:
+  for (i = 0; i < folders->len; i++) {
+    if (job.dirfds[i] >= 0)
+      close (job.dirfds[i]);
+  }
+  g_free (job.dirfds);
+  g_strfreev (job.dirs);
+  g_mutex_clear (&job.lock);
+  return ok;
+}
+
+static char *
+read_marker_line (const char *contents, const char *key)
+{
+  char **lines = g_strsplit (contents, "\n", -1);
+  char *found = NULL;
+  gsize klen = strlen (key);
+  guint i;
+
+  for (i = 0; lines[i]; i++) {
+    if (strncmp (lines[i], key, klen) == 0 && lines[i][klen] == '=') {
+      found = g_strdup (lines[i] + klen + 1);
+      break;
+    }
+  }
+  g_strfreev (lines);
+  return found;
+}
+
+typedef enum {
+  OUTPUT_FRESH,    /* nothing there yet, or an interrupted run to redo */
+  OUTPUT_COMPLETE, /* done earlier with the same settings */
+  OUTPUT_ERROR,
+} OutputState;
+
+/* Decides what to do with the output folder given this run's settings. */
+static OutputState
+check_output (const char *out_dir, const char *settings, GError **error)
+{
+  char *complete = g_build_filename (out_dir, MARKER_COMPLETE, NULL);
+  char *partial = g_build_filename (out_dir, MARKER_PARTIAL, NULL);
+  char *contents = NULL;
+  char *old = NULL;
+  OutputState state = OUTPUT_ERROR;
+  GDir *dir;
+
+  if (!g_file_test (out_dir, G_FILE_TEST_EXISTS)) {
+    state = OUTPUT_FRESH;
+    goto out;
+  }
+  if (!g_file_test (out_dir, G_FILE_TEST_IS_DIR)) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: exists and is not a folder", out_dir);
+    goto out;
+  }
+
+  if (g_file_get_contents (complete, &contents, NULL, NULL)) {
+    old = read_marker_line (contents, "settings");
+    if (old && strcmp (old, settings) == 0) {
+      state = OUTPUT_COMPLETE;
+    } else {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: holds a complete tree made with other settings\n"
+          "  that run: %s\n  this run: %s\n"
+          "remove the folder or choose another --output",
+          out_dir, old ? old : "(unknown)", settings);
+    }
+    goto out;
+  }
+
+  if (g_file_get_contents (partial, &contents, NULL, NULL)) {
+    old = read_marker_line (contents, "settings");
+    if (old && strcmp (old, settings) == 0) {
+      state = OUTPUT_FRESH; /* interrupted run: redo it */
+    } else {
+      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+          "%s: holds an unfinished tree made with other settings\n"
+          "  that run: %s\n  this run: %s\n"
+          "remove the folder or choose another --output",
+          out_dir, old ? old : "(unknown)", settings);
+    }
+    goto out;
+  }
+
+  dir = g_dir_open (out_dir, 0, error);
+  if (!dir)
+    goto out;
+  if (g_dir_read_name (dir) != NULL) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: folder is not empty and holds no tree made by " PROGRAM
+        "; remove it or choose another --output",
+        out_dir);
+  } else {
+    state = OUTPUT_FRESH;
+  }
+  g_dir_close (dir);
+
+out:
+  if (state == OUTPUT_COMPLETE) {
+    char *classes = read_marker_line (contents, "classes");
+    char *counts = read_marker_line (contents, "counts");
+
+    g_print ("%s: already complete (%s, %s classes); nothing to do\n",
+        out_dir, counts ? counts : "?", classes ? classes : "?");
+    g_free (classes);
+    g_free (counts);
+  }
+  g_free (old);
+  g_free (contents);
+  g_free (partial);
+  g_free (complete);
+  return state;
+}
+
+static char *
+absolute_path (const char *path)
+{
+  return g_canonicalize_filename (path, NULL);
+}
+
+/* Loads, checks and writes all splits; each split goes to out_dir/name, or
+ * to out_dir itself when its name is NULL. */
+static gboolean
+run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
+    const char *names_from, int quality, guint n_jobs, const char *settings,
+    GError **error)
+{
+  GPtrArray *folders = NULL;
+  GString *marker = NULL;
+  GString *counts = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+  guint n_classes;
+  gboolean ok = FALSE;
+  guint i;
+
+  switch (check_output (out_dir, settings, error)) {
+  case OUTPUT_COMPLETE:
+    return TRUE;
+  case OUTPUT_ERROR:
+    return FALSE;
+  case OUTPUT_FRESH:
+    break;
+  }
+
+  /* Load and check everything before writing anything. */
+  for (i = 0; i < n_splits; i++) {
+    if (!split_load (&splits[i], error))
+      return FALSE;
+  }
+  if (class_names) {
+    n_classes = g_strv_length (class_names);
+  } else {
+    guint max = 0;
+
+    for (i = 0; i < n_splits; i++)
+      max = MAX (max, split_max_label (&splits[i]));
+    n_classes = max + 1;
+  }
+  for (i = 0; i < n_splits; i++) {
+    if (!split_check_labels (&splits[i], n_classes, names_from, error))
+      return FALSE;
+  }
+  folders = make_class_folders (class_names, n_classes);
+
+  if (!make_dir (out_dir, error))
+    goto out;
+  marker = g_string_new (NULL);
+  g_string_append_printf (marker, "settings=%s\n", settings);
+  if (!write_text_atomic (out_dir, MARKER_PARTIAL, marker->str, error))
+    goto out;
+
+  counts = g_string_new (NULL);
+  for (i = 0; i < n_splits; i++) {
+    Split *s = &splits[i];
+    char *root = s->name ? g_build_filename (out_dir, s->name, NULL)
+                         : g_strdup (out_dir);
+    gboolean written = split_write (s, root, folders, quality, n_jobs,
+        error);
+
+    g_free (root);
+    if (!written)
+      goto out;
+    if (counts->len)
+      g_string_append (counts, ", ");
+    if (s->name)
+      g_string_append_printf (counts, "%s %u images", s->name, s->written);
+    else
+      g_string_append_printf (counts, "%u images", s->written);
+  }
+
+  /* Marker last: the tree is only complete once it is there. */
+  g_string_append_printf (marker, "counts=%s\nclasses=%u\n", counts->str,
+      n_classes);
+  for (i = 0; i < n_splits; i++) {
+    Split *s = &splits[i];
+
+    g_string_append_printf (marker, "%s%s%s=%u\n", s->name ? s->name : "",
+        s->name ? "-" : "", "images", s->written);
+  }
+  g_string_append (marker, "folders=");
+  for (i = 0; i < folders->len; i++)
+    g_string_append_printf (marker, "%s%s", i ? "," : "",
+        (char *) g_ptr_array_index (folders, i));
+  g_string_append_c (marker, '\n');
+  if (!write_text_atomic (out_dir, MARKER_COMPLETE, marker->str, error))
+    goto out;
+  {
+    char *partial = g_build_filename (out_dir, MARKER_PARTIAL, NULL);
+
+    g_unlink (partial);
+    g_free (partial);
+  }
+
+  g_print ("%s: %s, %u classes, %.2f s\n", out_dir, counts->str, n_classes,
+      (g_get_monotonic_time () - t0) / 1e6);
+  ok = TRUE;
+
+out:
+  if (counts)
+    g_string_free (counts, TRUE);
+  if (marker)
+    g_string_free (marker, TRUE);
+  if (folders)
+    g_ptr_array_unref (folders);
+  return ok;
+}
+
+static gboolean
+check_quality (int quality, GError **error)
+{
+  if (quality < 1 || quality > 100) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "--quality must be 1..100, got %d", quality);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+check_limit (const char *name, int limit, GError **error)
+{
+  if (limit < 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s must be 0 (all) or more, got %d", name, limit);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static guint
+effective_jobs (int jobs)
+{
+  if (jobs > 0)
+    return (guint) MIN (jobs, 256);
+  return CLAMP (g_get_num_processors (), 1, 16);
+}
+
+static gboolean
+parse_options (GOptionContext *ctx, int *argc, char ***argv, GError **error)
+{
+  if (!g_option_context_parse (ctx, argc, argv, error))
+    return FALSE;
+  if (*argc > 1) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "unexpected argument \"%s\"", (*argv)[1]);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static int
+cmd_idx (int argc, char **argv, GError **error)
+{
+  char *images = NULL, *labels = NULL, *output = NULL, *names_arg = NULL;
+  int quality = 95, limit = 0, jobs = 0;
+  GOptionEntry entries[] = {
+    {"images", 0, 0, G_OPTION_ARG_FILENAME, &images,
+        "IDX image file (gzip or plain): magic 0x00000803, or 0x00000804 "
+        "with a last dimension of 1 or 3 (RGB)",
+        "FILE"},
+    {"labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
+        "IDX label file (gzip or plain), magic 0x00000801", "FILE"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        "Output folder (ImageFolder tree)", "DIR"},
+    {"class-names", 0, 0, G_OPTION_ARG_STRING, &names_arg,
+        "Comma-separated class names in label order (default: the label "
+        "numbers)",
+        "a,b,c"},
+    {"quality", 'q', 0, G_OPTION_ARG_INT, &quality,
+        "JPEG quality 1..100 (default 95)", "Q"},
+    {"limit", 'n', 0, G_OPTION_ARG_INT, &limit,
+        "Write only the first N images (default 0: all)", "N"},
+    {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        "Encoder threads (default 0: one per CPU)", "N"},
+    {NULL},
+  };
+  GOptionContext *ctx = g_option_context_new ("- IDX pair to ImageFolder");
+  char **class_names = NULL;
+  char *settings = NULL;
+  Split split = { 0 };
+  int status = 1;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_summary (ctx,
+      "Turns an IDX image/label pair into DIR/<label>_<class>/<index>.jpg.");
+  if (!parse_options (ctx, &argc, &argv, error))
+    goto out;
+  if (!images || !labels || !output) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "idx needs --images, --labels and --output (see "
+        "\"" PROGRAM " idx --help\")");
+    goto out;
+  }
+  if (!check_quality (quality, error) ||
+      !check_limit ("--limit", limit, error) ||
+      !check_limit ("--jobs", jobs, error))
+    goto out;
+  if (names_arg && !parse_class_names (names_arg, &class_names, error))
+    goto out;
+
+  split.images_path = g_strdup (images);
+  split.labels_path = g_strdup (labels);
+  split.limit = (guint32) limit;
+  {
+    char *joined = class_names ? g_strjoinv (",", class_names) : NULL;
+    char *images_abs = absolute_path (images);
+    char *labels_abs = absolute_path (labels);
+
+    settings = g_strdup_printf (
+        "idx images=%s labels=%s quality=%d limit=%d class-names=%s",
+        images_abs, labels_abs, quality, limit,
+        joined ? joined : "(labels)");
+    g_free (labels_abs);
+    g_free (images_abs);
+    g_free (joined);
+  }
+  if (run (&split, 1, output, class_names, "--class-names gives", quality,
+          effective_jobs (jobs), settings, error))
+    status = 0;
+
+out:
+  split_clear (&split);
+  g_free (settings);
+  g_strfreev (class_names);
+  g_free (images);
+  g_free (labels);
+  g_free (output);
+  g_free (names_arg);
+  g_option_context_free (ctx);
+  return status;
+}
+
+/* source/name.gz, or source/name when only the unpacked file is there. */
+static char *
+find_source_file (const char *source, const char *name)
+{
+  char *gz_name = g_strconcat (name, ".gz", NULL);
+  char *path = g_build_filename (source, gz_name, NULL);
+
+  g_free (gz_name);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS)) {
+    char *plain = g_build_filename (source, name, NULL);
+
+    if (g_file_test (plain, G_FILE_TEST_EXISTS)) {
+      g_free (path);
+      path = plain;
+    } else {
+      g_free (plain);
+    }
+  }
+  return path;
+}
+
+static int
+cmd_fashion_mnist (int argc, char **argv, GError **error)
+{
+  char *output = NULL, *source = NULL;
+  int quality = 95, limit_train = 0, limit_test = 0, jobs = 0;
+  GOptionEntry entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        "Output folder; gets train/ and test/", "DIR"},
+    {"source", 's', 0, G_OPTION_ARG_FILENAME, &source,
+        "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")",
+        "DIR"},
+    {"quality", 'q', 0, G_OPTION_ARG_INT, &quality,
+        "JPEG quality 1..100 (default 95)", "Q"},
+    {"limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
+        "Write only the first N training images (default 0: all)", "N"},
+    {"limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
+        "Write only the first N test images (default 0: all)", "N"},
+    {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        "Encoder threads (default 0: one per CPU)", "N"},
+    {NULL},
+  };
+  GOptionContext *ctx =
+      g_option_context_new ("- Fashion-MNIST to ImageFolder");
+  char **class_names = NULL;
+  char *settings = NULL;
+  char *source_abs = NULL;
+  Split splits[2] = { { 0 }, { 0 } };
+  int status = 1;
+  guint i;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_summary (ctx,
+      "Turns the Fashion-MNIST IDX files (Debian package "
+      "dataset-fashion-mnist)\ninto DIR/train and DIR/test, each "
+      "<label>_<class>/<index>.jpg.");
+  if (!parse_options (ctx, &argc, &argv, error))
+    goto out;
+  if (!output) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "fashion-mnist needs --output (see \"" PROGRAM
+        " fashion-mnist --help\")");
+    goto out;
+  }
+  if (!check_quality (quality, error) ||
+      !check_limit ("--limit-train", limit_train, error) ||
+      !check_limit ("--limit-test", limit_test, error) ||
+      !check_limit ("--jobs", jobs, error))
+    goto out;
+
+  if (!source)
+    source = g_strdup (FASHION_MNIST_SOURCE);
+  source_abs = absolute_path (source);
+  if (!g_file_test (source, G_FILE_TEST_IS_DIR)) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: no such folder (install the Debian package "
+        "dataset-fashion-mnist, or give --source)",
+        source);
+    goto out;
+  }
+
+  splits[0].name = "train";
+  splits[0].images_path =
+      find_source_file (source, "train-images-idx3-ubyte");
+  splits[0].labels_path =
+      find_source_file (source, "train-labels-idx1-ubyte");
+  splits[0].limit = (guint32) limit_train;
+  splits[1].name = "test";
+  splits[1].images_path =
+      find_source_file (source, "t10k-images-idx3-ubyte");
+  splits[1].labels_path =
+      find_source_file (source, "t10k-labels-idx1-ubyte");
+  splits[1].limit = (guint32) limit_test;
+
+  class_names = g_new0 (char *, G_N_ELEMENTS (fashion_mnist_classes) + 1);
+  for (i = 0; i < G_N_ELEMENTS (fashion_mnist_classes); i++)
+    class_names[i] = g_strdup (fashion_mnist_classes[i]);
+
+  settings = g_strdup_printf (
+      "fashion-mnist source=%s quality=%d limit-train=%d limit-test=%d",
+      source_abs, quality, limit_train, limit_test);
+  if (run (splits, 2, output, class_names, "Fashion-MNIST has", quality,
+          effective_jobs (jobs), settings, error))
+    status = 0;
+
+out:
+  split_clear (&splits[0]);
+  split_clear (&splits[1]);
+  g_free (settings);
+  g_free (source_abs);
+  g_strfreev (class_names);
+  g_free (output);
+  g_free (source);
+  g_option_context_free (ctx);
+  return status;
+}
+
+static void
+usage (FILE *to)
+{
+  fprintf (to,
+      "Usage:\n"
+      "  " PROGRAM " idx --images FILE --labels FILE --output DIR\n"
+      "      [--class-names a,b,c] [--quality 95] [--limit N] [--jobs N]\n"
+      "  " PROGRAM " fashion-mnist --output DIR [--source " FASHION_MNIST_SOURCE
+      "]\n"
+      "      [--quality 95] [--limit-train N] [--limit-test N] [--jobs N]\n"
+      "\n"
+      "Turns IDX image/label files (gzip or plain) into an ImageFolder tree\n"
+      "of JPEGs: DIR/<label>_<class>/<index>.jpg.  \"" PROGRAM
+      " COMMAND --help\"\n"
+      "lists a command's options.\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  GError *error = NULL;
+  const char *cmd;
+  int status;
+
+  if (argc < 2) {
+    usage (stderr);
+    return 1;
+  }
+  cmd = argv[1];
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "-h") == 0 ||
+      strcmp (cmd, "help") == 0) {
+    usage (stdout);
+    return 0;
+  }
+
+  {
+    /* "--help" of a command then reads "gst-train-dataset COMMAND". */
+    char *prgname = g_strconcat (PROGRAM " ", cmd, NULL);
+
+    g_set_prgname (prgname);
+    g_free (prgname);
+  }
+  if (strcmp (cmd, "idx") == 0) {
+    status = cmd_idx (argc - 1, argv + 1, &error);
+  } else if (strcmp (cmd, "fashion-mnist") == 0) {
+    status = cmd_fashion_mnist (argc - 1, argv + 1, &error);
+  } else {
+    fprintf (stderr, PROGRAM ": unknown command \"%s\"\n\n", cmd);
+    usage (stderr);
+    return 1;
+  }
+
+  if (error) {
+    fprintf (stderr, PROGRAM ": %s\n", error->message);
+    g_error_free (error);
+  }
+  return status;
+}
