@@ -12,16 +12,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
-G_DEFINE_QUARK (gst-train-dataset-error-quark, gst_train_dataset_error);
+G_DEFINE_QUARK (gst - train - dataset - error - quark, gst_train_dataset_error);
 
 static gint
 compare_strings (gconstpointer a, gconstpointer b)
 {
-  return strcmp (*(const gchar * const *) a, *(const gchar * const *) b);
+  return strcmp (*(const gchar *const *)a, *(const gchar *const *)b);
 }
 
 gchar **
-gst_train_dataset_parse_extensions (const gchar * list)
+gst_train_dataset_parse_extensions (const gchar *list)
 {
   gchar **parts = g_strsplit (list ? list : "", ",", -1);
   GPtrArray *out = g_ptr_array_new ();
@@ -37,11 +37,11 @@ gst_train_dataset_parse_extensions (const gchar * list)
   }
   g_strfreev (parts);
   g_ptr_array_add (out, NULL);
-  return (gchar **) g_ptr_array_free (out, FALSE);
+  return (gchar **)g_ptr_array_free (out, FALSE);
 }
 
 static gboolean
-has_extension (const gchar * name, const gchar * const *extensions)
+has_extension (const gchar *name, const gchar *const *extensions)
 {
   gsize len = strlen (name);
   guint i;
@@ -59,7 +59,7 @@ has_extension (const gchar * name, const gchar * const *extensions)
 }
 
 static gboolean
-is_directory (const gchar * path)
+is_directory (const gchar *path)
 {
   struct stat st;
 
@@ -70,7 +70,7 @@ is_directory (const gchar * path)
 
 /* Sorted names of the entries of @dir; NULL with @error set if unreadable. */
 static GPtrArray *
-list_sorted (const gchar * dir, GError ** error)
+list_sorted (const gchar *dir, GError **error)
 {
   GDir *d = g_dir_open (dir, 0, error);
   GPtrArray *names;
@@ -88,7 +88,7 @@ list_sorted (const gchar * dir, GError ** error)
 
 /* Collects every folder under @dir (itself included) into @dirs. */
 static void
-collect_dirs (const gchar * dir, GPtrArray * dirs, guint depth)
+collect_dirs (const gchar *dir, GPtrArray *dirs, guint depth)
 {
   GPtrArray *names;
   guint i;
@@ -112,7 +112,7 @@ collect_dirs (const gchar * dir, GPtrArray * dirs, guint depth)
 }
 
 static void
-add_entry (GstTrainDatasetIndex * index, gchar * path, gint label)
+add_entry (GstTrainDatasetIndex *index, gchar *path, gint label)
 {
   GstTrainDatasetEntry entry = { path, label };
 
@@ -122,7 +122,7 @@ add_entry (GstTrainDatasetIndex * index, gchar * path, gint label)
 static void
 clear_entry (gpointer data)
 {
-  g_free (((GstTrainDatasetEntry *) data)->path);
+  g_free (((GstTrainDatasetEntry *)data)->path);
 }
 
 static GstTrainDatasetIndex *
@@ -138,8 +138,8 @@ index_new (void)
 }
 
 static gboolean
-load_image_folder (GstTrainDatasetIndex * index, const gchar * root,
-    const gchar * const *extensions, GError ** error)
+load_image_folder (GstTrainDatasetIndex *index, const gchar *root,
+    const gchar *const *extensions, GError **error)
 {
   GPtrArray *names;
   GError *err = NULL;
@@ -168,7 +168,8 @@ load_image_folder (GstTrainDatasetIndex * index, const gchar * root,
   if (index->class_names->len == 0) {
     g_set_error (error, GST_TRAIN_DATASET_ERROR, GST_TRAIN_DATASET_ERROR_EMPTY,
         "Dataset folder \"%s\" has no class sub-folders (ImageFolder layout "
-        "expects one folder per class)", root);
+        "expects one folder per class)",
+        root);
     return FALSE;
   }
 
@@ -198,7 +199,7 @@ load_image_folder (GstTrainDatasetIndex * index, const gchar * root,
           g_free (path);
           continue;
         }
-        add_entry (index, path, (gint) i);
+        add_entry (index, path, (gint)i);
       }
       g_ptr_array_unref (files);
     }
@@ -211,8 +212,8 @@ load_image_folder (GstTrainDatasetIndex * index, const gchar * root,
 }
 
 static gboolean
-load_list_file (GstTrainDatasetIndex * index, const gchar * list_path,
-    GError ** error)
+load_list_file (
+    GstTrainDatasetIndex *index, const gchar *list_path, GError **error)
 {
   gchar *contents = NULL, *base_dir;
   gsize length;
@@ -225,8 +226,7 @@ load_list_file (GstTrainDatasetIndex * index, const gchar * list_path,
   if (!g_file_get_contents (list_path, &contents, &length, &err)) {
     g_set_error (error, GST_TRAIN_DATASET_ERROR,
         GST_TRAIN_DATASET_ERROR_UNREADABLE,
-        "Could not read dataset list file \"%s\": %s", list_path,
-        err->message);
+        "Could not read dataset list file \"%s\": %s", list_path, err->message);
     g_error_free (err);
     return FALSE;
   }
@@ -254,8 +254,8 @@ load_list_file (GstTrainDatasetIndex * index, const gchar * list_path,
     if (tab == NULL || tab == line) {
       g_set_error (error, GST_TRAIN_DATASET_ERROR,
           GST_TRAIN_DATASET_ERROR_BAD_LINE,
-          "%s:%u: expected \"relative/path<TAB>label\", got \"%s\"",
-          list_path, i + 1, line);
+          "%s:%u: expected \"relative/path<TAB>label\", got \"%s\"", list_path,
+          i + 1, line);
       ok = FALSE;
       break;
     }
@@ -267,16 +267,16 @@ load_list_file (GstTrainDatasetIndex * index, const gchar * list_path,
         || label >= GST_TRAIN_DATASET_MAX_CLASSES) {
       g_set_error (error, GST_TRAIN_DATASET_ERROR,
           GST_TRAIN_DATASET_ERROR_BAD_LINE,
-          "%s:%u: label \"%s\" is not an integer in [0, %d)", list_path,
-          i + 1, label_text, GST_TRAIN_DATASET_MAX_CLASSES);
+          "%s:%u: label \"%s\" is not an integer in [0, %d)", list_path, i + 1,
+          label_text, GST_TRAIN_DATASET_MAX_CLASSES);
       ok = FALSE;
       break;
     }
     if (g_path_is_absolute (line))
-      add_entry (index, g_strdup (line), (gint) label);
+      add_entry (index, g_strdup (line), (gint)label);
     else
-      add_entry (index, g_build_filename (base_dir, line, NULL), (gint) label);
-    max_label = MAX (max_label, (gint) label);
+      add_entry (index, g_build_filename (base_dir, line, NULL), (gint)label);
+    max_label = MAX (max_label, (gint)label);
   }
   g_strfreev (lines);
   g_free (base_dir);
@@ -284,15 +284,15 @@ load_list_file (GstTrainDatasetIndex * index, const gchar * list_path,
 
   if (ok) {
     /* A list file has no class names: a class is called by its label. */
-    for (i = 0; i < (guint) (max_label + 1); i++)
+    for (i = 0; i < (guint)(max_label + 1); i++)
       g_ptr_array_add (index->class_names, g_strdup_printf ("%u", i));
   }
   return ok;
 }
 
 GstTrainDatasetIndex *
-gst_train_dataset_index_load (const gchar * location,
-    const gchar * const *extensions, GError ** error)
+gst_train_dataset_index_load (
+    const gchar *location, const gchar *const *extensions, GError **error)
 {
   GstTrainDatasetIndex *index;
   struct stat st;
@@ -307,8 +307,9 @@ gst_train_dataset_index_load (const gchar * location,
   }
   if (stat (location, &st) != 0) {
     g_set_error (error, GST_TRAIN_DATASET_ERROR,
-        errno == ENOENT || errno == ENOTDIR ?
-        GST_TRAIN_DATASET_ERROR_NOT_FOUND : GST_TRAIN_DATASET_ERROR_UNREADABLE,
+        errno == ENOENT || errno == ENOTDIR
+            ? GST_TRAIN_DATASET_ERROR_NOT_FOUND
+            : GST_TRAIN_DATASET_ERROR_UNREADABLE,
         "Dataset location \"%s\" %s: %s", location,
         errno == ENOENT ? "does not exist" : "cannot be read",
         g_strerror (errno));
@@ -335,7 +336,7 @@ gst_train_dataset_index_load (const gchar * location,
 }
 
 void
-gst_train_dataset_index_free (GstTrainDatasetIndex * index)
+gst_train_dataset_index_free (GstTrainDatasetIndex *index)
 {
   if (index == NULL)
     return;

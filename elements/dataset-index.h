@@ -47,15 +47,15 @@ GQuark gst_train_dataset_error_quark (void);
  * without case) is in @extensions count as images in a folder. Returns NULL
  * and sets @error when the location is missing or unreadable, holds no
  * sample, or a list line is malformed (the message names the line). */
-GstTrainDatasetIndex *gst_train_dataset_index_load (const gchar * location,
-    const gchar * const *extensions, GError ** error);
+GstTrainDatasetIndex *gst_train_dataset_index_load (
+    const gchar *location, const gchar *const *extensions, GError **error);
 
 /* Frees @index and everything it holds. */
-void gst_train_dataset_index_free (GstTrainDatasetIndex * index);
+void gst_train_dataset_index_free (GstTrainDatasetIndex *index);
 
 /* Splits a comma-separated extension list ("jpg,jpeg") into lower-case
  * suffixes without dots; free with g_strfreev(). */
-gchar **gst_train_dataset_parse_extensions (const gchar * list);
+gchar **gst_train_dataset_parse_extensions (const gchar *list);
 
 G_END_DECLS
 

@@ -127,30 +127,30 @@ struct _GstDatasetSrc
   GThreadPool *pool;
 };
 
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
 
 #define gst_dataset_src_parent_class parent_class
 G_DEFINE_TYPE (GstDatasetSrc, gst_dataset_src, GST_TYPE_PUSH_SRC);
-GST_ELEMENT_REGISTER_DEFINE (datasetsrc, "datasetsrc", GST_RANK_NONE,
-    GST_TYPE_DATASET_SRC);
+GST_ELEMENT_REGISTER_DEFINE (
+    datasetsrc, "datasetsrc", GST_RANK_NONE, GST_TYPE_DATASET_SRC);
 
-static void gst_dataset_src_finalize (GObject * object);
-static void gst_dataset_src_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec);
-static void gst_dataset_src_get_property (GObject * object, guint prop_id,
-    GValue * value, GParamSpec * pspec);
-static gboolean gst_dataset_src_start (GstBaseSrc * bsrc);
-static gboolean gst_dataset_src_stop (GstBaseSrc * bsrc);
-static gboolean gst_dataset_src_unlock (GstBaseSrc * bsrc);
-static gboolean gst_dataset_src_unlock_stop (GstBaseSrc * bsrc);
-static gboolean gst_dataset_src_is_seekable (GstBaseSrc * bsrc);
-static GstFlowReturn gst_dataset_src_create (GstPushSrc * psrc,
-    GstBuffer ** buffer);
+static void gst_dataset_src_finalize (GObject *object);
+static void gst_dataset_src_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
+static void gst_dataset_src_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static gboolean gst_dataset_src_start (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_stop (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_unlock (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_unlock_stop (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_is_seekable (GstBaseSrc *bsrc);
+static GstFlowReturn gst_dataset_src_create (
+    GstPushSrc *psrc, GstBuffer **buffer);
 static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
 
 static void
-gst_dataset_src_class_init (GstDatasetSrcClass * klass)
+gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -166,76 +166,80 @@ gst_dataset_src_class_init (GstDatasetSrcClass * klass)
           "Dataset to read: a folder in ImageFolder layout (one sub-folder "
           "per class) or a list file of \"relative/path<TAB>label\" lines",
           DEFAULT_LOCATION,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SHUFFLE,
       g_param_spec_boolean ("shuffle", "Shuffle",
           "Visit the samples in a fresh random order each epoch (FALSE: "
-          "dataset order)", DEFAULT_SHUFFLE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "dataset order)",
+          DEFAULT_SHUFFLE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the per-epoch shuffle; the same seed gives the same order "
-          "(use one seed for all shards)", 0, G_MAXUINT64, DEFAULT_SEED,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "(use one seed for all shards)",
+          0, G_MAXUINT64, DEFAULT_SEED,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_EPOCHS,
       g_param_spec_int ("num-epochs", "Number of epochs",
           "Passes over the dataset before EOS (-1 = forever)", -1, G_MAXINT,
           DEFAULT_NUM_EPOCHS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SHARD_INDEX,
       g_param_spec_uint ("shard-index", "Shard index",
           "Which shard this source reads, from 0 to num-shards - 1", 0,
           G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_SHARDS,
       g_param_spec_uint ("num-shards", "Number of shards",
           "Split every epoch into this many disjoint shards (one per "
-          "training process)", 1, G_MAXUINT, DEFAULT_NUM_SHARDS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "training process)",
+          1, G_MAXUINT, DEFAULT_NUM_SHARDS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_SAMPLES,
       g_param_spec_uint64 ("num-samples", "Number of samples",
           "Use only the first N samples of each epoch's shard (0 = all)", 0,
           G_MAXUINT64, DEFAULT_NUM_SAMPLES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Reader threads",
           "Threads that read files ahead of the stream", 1, 256,
           DEFAULT_N_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_READ_AHEAD,
       g_param_spec_uint ("read-ahead", "Read-ahead",
-          "Most samples read ahead of the one being pushed (bounds memory)",
-          1, 65536, DEFAULT_READ_AHEAD,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "Most samples read ahead of the one being pushed (bounds memory)", 1,
+          65536, DEFAULT_READ_AHEAD,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_EXTENSIONS,
       g_param_spec_string ("extensions", "Extensions",
           "Comma-separated file extensions (any case) that count as images "
-          "in an ImageFolder tree (empty = every file)", DEFAULT_EXTENSIONS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "in an ImageFolder tree (empty = every file)",
+          DEFAULT_EXTENSIONS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_ON_ERROR,
       g_param_spec_enum ("on-error", "On error",
           "What to do with a file that cannot be read", GST_TYPE_TRAIN_ON_ERROR,
           DEFAULT_ON_ERROR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Classes in the dataset (known once the element is PAUSED)", 0,
           G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_DATASET_SIZE,
       g_param_spec_uint64 ("dataset-size", "Dataset size",
-          "Samples in the whole dataset (known once the element is PAUSED)",
-          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "Samples in the whole dataset (known once the element is PAUSED)", 0,
+          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_FILES_SKIPPED,
       g_param_spec_uint64 ("files-skipped", "Files skipped",
           "Files that could not be read and were skipped (on-error=skip)", 0,
@@ -254,12 +258,12 @@ gst_dataset_src_class_init (GstDatasetSrcClass * klass)
   pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_dataset_src_create);
 
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_ON_ERROR, 0);
-  GST_DEBUG_CATEGORY_INIT (gst_dataset_src_debug, "datasetsrc", 0,
-      "dataset source");
+  GST_DEBUG_CATEGORY_INIT (
+      gst_dataset_src_debug, "datasetsrc", 0, "dataset source");
 }
 
 static void
-gst_dataset_src_init (GstDatasetSrc * src)
+gst_dataset_src_init (GstDatasetSrc *src)
 {
   src->location = g_strdup (DEFAULT_LOCATION);
   src->shuffle = DEFAULT_SHUFFLE;
@@ -278,7 +282,7 @@ gst_dataset_src_init (GstDatasetSrc * src)
 }
 
 static void
-gst_dataset_src_finalize (GObject * object)
+gst_dataset_src_finalize (GObject *object)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
 
@@ -290,8 +294,8 @@ gst_dataset_src_finalize (GObject * object)
 }
 
 static void
-gst_dataset_src_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec)
+gst_dataset_src_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
 
@@ -340,8 +344,8 @@ gst_dataset_src_set_property (GObject * object, guint prop_id,
 }
 
 static void
-gst_dataset_src_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_dataset_src_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
 
@@ -411,29 +415,29 @@ gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
 }
 
 static void
-gst_dataset_src_send_dataset_info (GstDatasetSrc * src)
+gst_dataset_src_send_dataset_info (GstDatasetSrc *src)
 {
   GstTrainDatasetInfo info;
   GstTagList *tags;
 
   info.num_classes = src->index->class_names->len;
   g_ptr_array_add (src->index->class_names, NULL);
-  info.class_names = (gchar **) src->index->class_names->pdata;
+  info.class_names = (gchar **)src->index->class_names->pdata;
   info.num_samples = src->index->entries->len;
   info.epoch_samples = src->epoch_samples;
   tags = gst_train_dataset_info_to_tag_list (&info);
-  g_ptr_array_remove_index (src->index->class_names,
-      src->index->class_names->len - 1);
+  g_ptr_array_remove_index (
+      src->index->class_names, src->index->class_names->len - 1);
 
   GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
   /* GstBaseSrc queues a tag event sent to the element and pushes it after
    * the segment, ahead of the first buffer. */
-  GST_ELEMENT_CLASS (parent_class)->send_event (GST_ELEMENT (src),
-      gst_event_new_tag (tags));
+  GST_ELEMENT_CLASS (parent_class)
+      ->send_event (GST_ELEMENT (src), gst_event_new_tag (tags));
 }
 
 static gboolean
-gst_dataset_src_start (GstBaseSrc * bsrc)
+gst_dataset_src_start (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
   GstTrainDatasetIndex *index;
@@ -447,28 +451,26 @@ gst_dataset_src_start (GstBaseSrc * bsrc)
   GST_OBJECT_UNLOCK (src);
 
   if (location == NULL) {
-    GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND,
-        ("No dataset location given."),
+    GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));
     g_strfreev (extensions);
     return FALSE;
   }
 
-  index = gst_train_dataset_index_load (location,
-      (const gchar * const *) extensions, &error);
+  index = gst_train_dataset_index_load (
+      location, (const gchar *const *)extensions, &error);
   g_strfreev (extensions);
   if (index == NULL) {
-    if (g_error_matches (error, GST_TRAIN_DATASET_ERROR,
-            GST_TRAIN_DATASET_ERROR_NOT_FOUND))
-      GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("%s", error->message),
-          (NULL));
+    if (g_error_matches (
+            error, GST_TRAIN_DATASET_ERROR, GST_TRAIN_DATASET_ERROR_NOT_FOUND))
+      GST_ELEMENT_ERROR (
+          src, RESOURCE, NOT_FOUND, ("%s", error->message), (NULL));
     else if (g_error_matches (error, GST_TRAIN_DATASET_ERROR,
-            GST_TRAIN_DATASET_ERROR_UNREADABLE))
-      GST_ELEMENT_ERROR (src, RESOURCE, OPEN_READ, ("%s", error->message),
-          (NULL));
+                 GST_TRAIN_DATASET_ERROR_UNREADABLE))
+      GST_ELEMENT_ERROR (
+          src, RESOURCE, OPEN_READ, ("%s", error->message), (NULL));
     else
-      GST_ELEMENT_ERROR (src, RESOURCE, FAILED, ("%s", error->message),
-          (NULL));
+      GST_ELEMENT_ERROR (src, RESOURCE, FAILED, ("%s", error->message), (NULL));
     g_error_free (error);
     g_free (location);
     return FALSE;
@@ -477,25 +479,26 @@ gst_dataset_src_start (GstBaseSrc * bsrc)
   for (i = 0; i < index->empty_classes->len; i++)
     GST_ELEMENT_WARNING (src, RESOURCE, NOT_FOUND,
         ("Class folder \"%s\" in \"%s\" holds no image; its label stays "
-            "reserved.", (gchar *) g_ptr_array_index (index->empty_classes,
-                i), location), (NULL));
+         "reserved.",
+            (gchar *)g_ptr_array_index (index->empty_classes, i), location),
+        (NULL));
 
   GST_OBJECT_LOCK (src);
   if (src->shard_index >= src->num_shards) {
     GST_OBJECT_UNLOCK (src);
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.",
-            src->shard_index, src->num_shards), (NULL));
+        ("shard-index %u is out of range for num-shards %u.", src->shard_index,
+            src->num_shards),
+        (NULL));
     goto fail;
   }
-  src->epoch_samples =
-      gst_dataset_src_count_epoch_samples (index->entries->len,
-      src->shard_index, src->num_shards, src->num_samples);
+  src->epoch_samples = gst_dataset_src_count_epoch_samples (
+      index->entries->len, src->shard_index, src->num_shards, src->num_samples);
   if (src->epoch_samples == 0) {
     GST_OBJECT_UNLOCK (src);
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("Shard %u of %u gets no sample of the %u in \"%s\".",
-            src->shard_index, src->num_shards, index->entries->len, location),
+        ("Shard %u of %u gets no sample of the %u in \"%s\".", src->shard_index,
+            src->num_shards, index->entries->len, location),
         (NULL));
     goto fail;
   }
@@ -506,8 +509,9 @@ gst_dataset_src_start (GstBaseSrc * bsrc)
   src->n_slots = src->read_ahead;
   GST_OBJECT_UNLOCK (src);
 
-  GST_INFO_OBJECT (src, "%u samples in %u classes from %s, %" G_GUINT64_FORMAT
-      " per epoch", index->entries->len, index->class_names->len, location,
+  GST_INFO_OBJECT (src,
+      "%u samples in %u classes from %s, %" G_GUINT64_FORMAT " per epoch",
+      index->entries->len, index->class_names->len, location,
       src->epoch_samples);
 
   src->cursor_epoch = -1;
@@ -518,8 +522,8 @@ gst_dataset_src_start (GstBaseSrc * bsrc)
   src->submitted = 0;
   src->emitted = 0;
   src->flushing = FALSE;
-  src->pool = g_thread_pool_new (gst_dataset_src_read_sample, src,
-      (gint) src->n_threads, FALSE, NULL);
+  src->pool = g_thread_pool_new (
+      gst_dataset_src_read_sample, src, (gint)src->n_threads, FALSE, NULL);
 
   gst_dataset_src_send_dataset_info (src);
   g_free (location);
@@ -532,7 +536,7 @@ fail:
 }
 
 static gboolean
-gst_dataset_src_stop (GstBaseSrc * bsrc)
+gst_dataset_src_stop (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
   guint i;
@@ -554,7 +558,7 @@ gst_dataset_src_stop (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_dataset_src_unlock (GstBaseSrc * bsrc)
+gst_dataset_src_unlock (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
 
@@ -566,7 +570,7 @@ gst_dataset_src_unlock (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_dataset_src_unlock_stop (GstBaseSrc * bsrc)
+gst_dataset_src_unlock_stop (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
 
@@ -577,7 +581,7 @@ gst_dataset_src_unlock_stop (GstBaseSrc * bsrc)
 }
 
 static gboolean
-gst_dataset_src_is_seekable (GstBaseSrc * bsrc)
+gst_dataset_src_is_seekable (GstBaseSrc *bsrc)
 {
   return FALSE;
 }
@@ -585,7 +589,7 @@ gst_dataset_src_is_seekable (GstBaseSrc * bsrc)
 /* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
  * this shard's part of it. */
 static void
-gst_dataset_src_enter_epoch (GstDatasetSrc * src, gint epoch)
+gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
 {
   guint64 n = src->index->entries->len, i, pos;
   guint64 *order = g_new (guint64, n);
@@ -605,7 +609,7 @@ gst_dataset_src_enter_epoch (GstDatasetSrc * src, gint epoch)
   if (shuffle) {
     GstTrainRandom rng;
 
-    gst_train_random_init (&rng, seed, (guint64) epoch);
+    gst_train_random_init (&rng, seed, (guint64)epoch);
     gst_train_random_shuffle (&rng, order, n);
   }
   /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
@@ -621,7 +625,7 @@ gst_dataset_src_enter_epoch (GstDatasetSrc * src, gint epoch)
 /* Hands reads to the pool until the ring is full or the last epoch is
  * submitted. Called with @lock held, from the streaming thread. */
 static void
-gst_dataset_src_refill (GstDatasetSrc * src)
+gst_dataset_src_refill (GstDatasetSrc *src)
 {
   gint num_epochs;
 
@@ -654,7 +658,7 @@ gst_dataset_src_refill (GstDatasetSrc * src)
 
 /* Reads the whole of @path; NULL with @error set (naming the cause). */
 static GstBuffer *
-gst_dataset_src_read_file (const gchar * path, gchar ** error)
+gst_dataset_src_read_file (const gchar *path, gchar **error)
 {
   struct stat st;
   guint8 *data;
@@ -690,7 +694,7 @@ gst_dataset_src_read_file (const gchar * path, gchar ** error)
       return NULL;
     }
     if (got == 0)
-      break;                    /* the file shrank while we read it */
+      break; /* the file shrank while we read it */
     done += got;
   }
   close (fd);
@@ -703,15 +707,15 @@ gst_dataset_src_read_sample (gpointer data, gpointer user_data)
 {
   GstDatasetSrcSlot *slot = data;
   GstDatasetSrc *src = user_data;
-  const GstTrainDatasetEntry *entry = &g_array_index (src->index->entries,
-      GstTrainDatasetEntry, slot->sample);
+  const GstTrainDatasetEntry *entry =
+      &g_array_index (src->index->entries, GstTrainDatasetEntry, slot->sample);
   gchar *error = NULL;
   GstBuffer *buffer;
 
   buffer = gst_dataset_src_read_file (entry->path, &error);
   if (buffer != NULL) {
-    gst_buffer_add_train_sample_meta (buffer, entry->label, slot->sample,
-        slot->epoch, entry->path);
+    gst_buffer_add_train_sample_meta (
+        buffer, entry->label, slot->sample, slot->epoch, entry->path);
     GST_BUFFER_OFFSET (buffer) = slot->sample;
   }
 
@@ -724,7 +728,7 @@ gst_dataset_src_read_sample (gpointer data, gpointer user_data)
 }
 
 static GstFlowReturn
-gst_dataset_src_create (GstPushSrc * psrc, GstBuffer ** out)
+gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (psrc);
 
@@ -768,8 +772,8 @@ gst_dataset_src_create (GstPushSrc * psrc, GstBuffer ** out)
     }
 
     g_mutex_unlock (&src->lock);
-    path = g_array_index (src->index->entries, GstTrainDatasetEntry,
-        sample).path;
+    path =
+        g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
     GST_OBJECT_LOCK (src);
     on_error = src->on_error;
     if (on_error == GST_TRAIN_ON_ERROR_SKIP)
@@ -779,13 +783,15 @@ gst_dataset_src_create (GstPushSrc * psrc, GstBuffer ** out)
     if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
       GST_ELEMENT_ERROR (src, RESOURCE, READ,
           ("Could not read sample %" G_GUINT64_FORMAT " from \"%s\": %s.",
-              sample, path, error), ("on-error=fail"));
+              sample, path, error),
+          ("on-error=fail"));
       g_free (error);
       return GST_FLOW_ERROR;
     }
     GST_ELEMENT_WARNING (src, RESOURCE, READ,
         ("Skipping sample %" G_GUINT64_FORMAT ": could not read \"%s\": %s.",
-            sample, path, error), ("on-error=skip"));
+            sample, path, error),
+        ("on-error=skip"));
     g_free (error);
     g_mutex_lock (&src->lock);
   }

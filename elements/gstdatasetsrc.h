@@ -8,8 +8,8 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_DATASET_SRC (gst_dataset_src_get_type ())
-G_DECLARE_FINAL_TYPE (GstDatasetSrc, gst_dataset_src, GST, DATASET_SRC,
-    GstPushSrc);
+G_DECLARE_FINAL_TYPE (
+    GstDatasetSrc, gst_dataset_src, GST, DATASET_SRC, GstPushSrc);
 
 GST_ELEMENT_REGISTER_DECLARE (datasetsrc);
 

@@ -84,11 +84,11 @@ struct _GstImageDec
   guint64 samples_skipped;
 
   /* Streaming state. */
-  GstVideoFormat format;        /* chosen with downstream at the first buffer */
+  GstVideoFormat format; /* chosen with downstream at the first buffer */
   gint out_width;
   gint out_height;
   gboolean have_caps;
-  GList *pending_events;        /* sticky events held until the first caps */
+  GList *pending_events; /* sticky events held until the first caps */
   guint n_workers;
   guint window;
 
@@ -98,39 +98,39 @@ struct _GstImageDec
   GQueue jobs;
   GPtrArray *handles;
   gboolean flushing;
-  guint busy;                   /* jobs a worker is decoding right now */
+  guint busy; /* jobs a worker is decoding right now */
   GThreadPool *pool;
 };
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE (
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
 
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS ("video/x-raw, format = (string) { RGB, GRAY8 }, "
-        "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ], "
-        "framerate = (fraction) 0/1"));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS ("video/x-raw, format = (string) { RGB, GRAY8 }, "
+                         "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ], "
+                         "framerate = (fraction) 0/1"));
 
 #define gst_image_dec_parent_class parent_class
 G_DEFINE_TYPE (GstImageDec, gst_image_dec, GST_TYPE_ELEMENT);
-GST_ELEMENT_REGISTER_DEFINE (imagedec, "imagedec", GST_RANK_NONE,
-    GST_TYPE_IMAGE_DEC);
+GST_ELEMENT_REGISTER_DEFINE (
+    imagedec, "imagedec", GST_RANK_NONE, GST_TYPE_IMAGE_DEC);
 
-static void gst_image_dec_finalize (GObject * object);
-static void gst_image_dec_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec);
-static void gst_image_dec_get_property (GObject * object, guint prop_id,
-    GValue * value, GParamSpec * pspec);
-static GstStateChangeReturn gst_image_dec_change_state (GstElement * element,
-    GstStateChange transition);
-static GstFlowReturn gst_image_dec_chain (GstPad * pad, GstObject * parent,
-    GstBuffer * buffer);
-static gboolean gst_image_dec_sink_event (GstPad * pad, GstObject * parent,
-    GstEvent * event);
+static void gst_image_dec_finalize (GObject *object);
+static void gst_image_dec_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
+static void gst_image_dec_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static GstStateChangeReturn gst_image_dec_change_state (
+    GstElement *element, GstStateChange transition);
+static GstFlowReturn gst_image_dec_chain (
+    GstPad *pad, GstObject *parent, GstBuffer *buffer);
+static gboolean gst_image_dec_sink_event (
+    GstPad *pad, GstObject *parent, GstEvent *event);
 static void gst_image_dec_worker (gpointer data, gpointer user_data);
 
 static void
-gst_image_dec_class_init (GstImageDecClass * klass)
+gst_image_dec_class_init (GstImageDecClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
@@ -142,30 +142,31 @@ gst_image_dec_class_init (GstImageDecClass * klass)
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
           "Decoder threads (0 = one per CPU core, 1 = decode in the "
-          "streaming thread); output keeps the input order", 0, 256,
-          DEFAULT_N_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "streaming thread); output keeps the input order",
+          0, 256, DEFAULT_N_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_MIN_SHORT_SIDE,
       g_param_spec_uint ("min-short-side", "Minimum short side",
           "Decode at the smallest DCT scale (1/8 to 1) whose short side is "
-          "still at least this many pixels (0 = full resolution)", 0,
-          G_MAXINT, DEFAULT_MIN_SHORT_SIDE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "still at least this many pixels (0 = full resolution)",
+          0, G_MAXINT, DEFAULT_MIN_SHORT_SIDE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_ON_ERROR,
       g_param_spec_enum ("on-error", "On error",
           "What to do with a sample that does not decode (corrupt, "
-          "truncated, empty or not a JPEG)", GST_TYPE_TRAIN_ON_ERROR,
-          DEFAULT_ON_ERROR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          "truncated, empty or not a JPEG)",
+          GST_TYPE_TRAIN_ON_ERROR, DEFAULT_ON_ERROR,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_MAX_ERRORS,
       g_param_spec_int ("max-errors", "Maximum errors",
           "With on-error=skip, fail once more than this many samples were "
-          "skipped (-1 = never fail)", -1, G_MAXINT, DEFAULT_MAX_ERRORS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          "skipped (-1 = never fail)",
+          -1, G_MAXINT, DEFAULT_MAX_ERRORS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_SAMPLES_SKIPPED,
       g_param_spec_uint64 ("samples-skipped", "Samples skipped",
           "Samples that did not decode and were dropped", 0, G_MAXUINT64, 0,
@@ -181,18 +182,18 @@ gst_image_dec_class_init (GstImageDecClass * klass)
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_image_dec_change_state);
 
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_ON_ERROR, 0);
-  GST_DEBUG_CATEGORY_INIT (gst_image_dec_debug, "imagedec", 0,
-      "training image decoder");
+  GST_DEBUG_CATEGORY_INIT (
+      gst_image_dec_debug, "imagedec", 0, "training image decoder");
 }
 
 static void
-gst_image_dec_init (GstImageDec * dec)
+gst_image_dec_init (GstImageDec *dec)
 {
   dec->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
-  gst_pad_set_chain_function (dec->sinkpad,
-      GST_DEBUG_FUNCPTR (gst_image_dec_chain));
-  gst_pad_set_event_function (dec->sinkpad,
-      GST_DEBUG_FUNCPTR (gst_image_dec_sink_event));
+  gst_pad_set_chain_function (
+      dec->sinkpad, GST_DEBUG_FUNCPTR (gst_image_dec_chain));
+  gst_pad_set_event_function (
+      dec->sinkpad, GST_DEBUG_FUNCPTR (gst_image_dec_sink_event));
   gst_element_add_pad (GST_ELEMENT (dec), dec->sinkpad);
 
   dec->srcpad = gst_pad_new_from_static_template (&src_template, "src");
@@ -211,7 +212,7 @@ gst_image_dec_init (GstImageDec * dec)
 }
 
 static void
-gst_image_dec_finalize (GObject * object)
+gst_image_dec_finalize (GObject *object)
 {
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
@@ -222,8 +223,8 @@ gst_image_dec_finalize (GObject * object)
 }
 
 static void
-gst_image_dec_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec)
+gst_image_dec_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
@@ -249,8 +250,8 @@ gst_image_dec_set_property (GObject * object, guint prop_id,
 }
 
 static void
-gst_image_dec_get_property (GObject * object, guint prop_id, GValue * value,
-    GParamSpec * pspec)
+gst_image_dec_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
@@ -298,7 +299,7 @@ gst_image_dec_pick_scale (int width, int height, guint min_short_side)
 
     if (f.num > f.denom)
       continue;
-    if ((guint) short_side >= min_short_side
+    if ((guint)short_side >= min_short_side
         && f.num * best.denom < best.num * f.denom)
       best = f;
   }
@@ -308,14 +309,14 @@ gst_image_dec_pick_scale (int width, int height, guint min_short_side)
 /* libjpeg-turbo's own CMYK to RGB rule (its cmyk.h, used by djpeg): the
  * stored values are Adobe-inverted, so R = C * K / 255, rounded. */
 static void
-gst_image_dec_cmyk_to_rgb (const guint8 * cmyk, guint8 * rgb, int width,
-    int height, int rgb_stride)
+gst_image_dec_cmyk_to_rgb (
+    const guint8 *cmyk, guint8 *rgb, int width, int height, int rgb_stride)
 {
   int x, y;
 
   for (y = 0; y < height; y++) {
-    const guint8 *in = cmyk + (gsize) y * width * 4;
-    guint8 *out = rgb + (gsize) y * rgb_stride;
+    const guint8 *in = cmyk + (gsize)y * width * 4;
+    guint8 *out = rgb + (gsize)y * rgb_stride;
 
     for (x = 0; x < width; x++, in += 4, out += 3) {
       guint k = in[3];
@@ -329,14 +330,14 @@ gst_image_dec_cmyk_to_rgb (const guint8 * cmyk, guint8 * rgb, int width,
 
 /* Luminance of RGB rows, with libjpeg's weights (ITU-R BT.601). */
 static void
-gst_image_dec_rgb_to_gray (const guint8 * rgb, int rgb_stride, guint8 * gray,
+gst_image_dec_rgb_to_gray (const guint8 *rgb, int rgb_stride, guint8 *gray,
     int gray_stride, int width, int height)
 {
   int x, y;
 
   for (y = 0; y < height; y++) {
-    const guint8 *in = rgb + (gsize) y * rgb_stride;
-    guint8 *out = gray + (gsize) y * gray_stride;
+    const guint8 *in = rgb + (gsize)y * rgb_stride;
+    guint8 *out = gray + (gsize)y * gray_stride;
 
     for (x = 0; x < width; x++, in += 3)
       out[x] = (19595 * in[0] + 38470 * in[1] + 7471 * in[2] + 32768) >> 16;
@@ -346,7 +347,7 @@ gst_image_dec_rgb_to_gray (const guint8 * rgb, int rgb_stride, guint8 * gray,
 /* Decodes @job->input with @handle into a new buffer; on failure leaves
  * @job->output NULL and says why in @job->error. */
 static void
-gst_image_dec_decode (GstImageDec * dec, GstImageDecJob * job, tjhandle handle,
+gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     GstVideoFormat format, guint min_short_side)
 {
   GstMapInfo map;
@@ -365,16 +366,18 @@ gst_image_dec_decode (GstImageDec * dec, GstImageDecJob * job, tjhandle handle,
     job->error = g_strdup ("the buffer is empty");
     goto done;
   }
-  if (map.size > G_MAXULONG || tjDecompressHeader3 (handle, map.data,
-          map.size, &width, &height, &subsamp, &colorspace) != 0) {
-    job->error = g_strdup_printf ("not a decodable JPEG (%s)",
-        tjGetErrorStr2 (handle));
+  if (map.size > G_MAXULONG
+      || tjDecompressHeader3 (
+             handle, map.data, map.size, &width, &height, &subsamp, &colorspace)
+          != 0) {
+    job->error =
+        g_strdup_printf ("not a decodable JPEG (%s)", tjGetErrorStr2 (handle));
     goto done;
   }
   if (width <= 0 || height <= 0
-      || (guint64) width * (guint64) height > MAX_PIXELS) {
-    job->error = g_strdup_printf ("implausible image size %dx%d", width,
-        height);
+      || (guint64)width * (guint64)height > MAX_PIXELS) {
+    job->error =
+        g_strdup_printf ("implausible image size %dx%d", width, height);
     goto done;
   }
 
@@ -389,20 +392,20 @@ gst_image_dec_decode (GstImageDec * dec, GstImageDecJob * job, tjhandle handle,
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
     /* TurboJPEG does not convert CMYK itself: decode the inks, then apply
      * libjpeg-turbo's rule. */
-    guint8 *cmyk = g_malloc ((gsize) out_width * out_height * 4);
+    guint8 *cmyk = g_malloc ((gsize)out_width * out_height * 4);
 
     ret = tjDecompress2 (handle, map.data, map.size, cmyk, out_width,
         out_width * 4, out_height, TJPF_CMYK, TJFLAG_STOPONWARNING);
     if (ret == 0 && format == GST_VIDEO_FORMAT_RGB) {
-      gst_image_dec_cmyk_to_rgb (cmyk, out_map.data, out_width, out_height,
-          stride);
+      gst_image_dec_cmyk_to_rgb (
+          cmyk, out_map.data, out_width, out_height, stride);
     } else if (ret == 0) {
-      guint8 *rgb = g_malloc ((gsize) out_width * out_height * 3);
+      guint8 *rgb = g_malloc ((gsize)out_width * out_height * 3);
 
-      gst_image_dec_cmyk_to_rgb (cmyk, rgb, out_width, out_height,
-          out_width * 3);
-      gst_image_dec_rgb_to_gray (rgb, out_width * 3, out_map.data, stride,
-          out_width, out_height);
+      gst_image_dec_cmyk_to_rgb (
+          cmyk, rgb, out_width, out_height, out_width * 3);
+      gst_image_dec_rgb_to_gray (
+          rgb, out_width * 3, out_map.data, stride, out_width, out_height);
       g_free (rgb);
     }
     g_free (cmyk);
@@ -417,8 +420,8 @@ gst_image_dec_decode (GstImageDec * dec, GstImageDecJob * job, tjhandle handle,
   if (ret != 0) {
     /* With TJFLAG_STOPONWARNING a truncated or damaged file stops here
      * instead of coming out half grey. */
-    job->error = g_strdup_printf ("corrupt JPEG data (%s)",
-        tjGetErrorStr2 (handle));
+    job->error =
+        g_strdup_printf ("corrupt JPEG data (%s)", tjGetErrorStr2 (handle));
     gst_buffer_unref (output);
     goto done;
   }
@@ -432,7 +435,7 @@ done:
 }
 
 static tjhandle
-gst_image_dec_take_handle (GstImageDec * dec)
+gst_image_dec_take_handle (GstImageDec *dec)
 {
   tjhandle handle = NULL;
 
@@ -444,7 +447,7 @@ gst_image_dec_take_handle (GstImageDec * dec)
 }
 
 static void
-gst_image_dec_return_handle (GstImageDec * dec, tjhandle handle)
+gst_image_dec_return_handle (GstImageDec *dec, tjhandle handle)
 {
   g_mutex_lock (&dec->lock);
   g_ptr_array_add (dec->handles, handle);
@@ -452,7 +455,7 @@ gst_image_dec_return_handle (GstImageDec * dec, tjhandle handle)
 }
 
 static void
-gst_image_dec_run_job (GstImageDec * dec, GstImageDecJob * job)
+gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
 {
   tjhandle handle = gst_image_dec_take_handle (dec);
   guint min_short_side;
@@ -462,8 +465,8 @@ gst_image_dec_run_job (GstImageDec * dec, GstImageDecJob * job)
   GST_OBJECT_UNLOCK (dec);
 
   if (handle == NULL) {
-    job->error = g_strdup_printf ("could not create a decoder (%s)",
-        tjGetErrorStr2 (NULL));
+    job->error = g_strdup_printf (
+        "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
     return;
   }
   gst_image_dec_decode (dec, job, handle, dec->format, min_short_side);
@@ -491,7 +494,7 @@ gst_image_dec_worker (gpointer data, gpointer user_data)
 }
 
 static void
-gst_image_dec_job_free (GstImageDecJob * job)
+gst_image_dec_job_free (GstImageDecJob *job)
 {
   gst_clear_buffer (&job->input);
   gst_clear_buffer (&job->output);
@@ -503,7 +506,7 @@ gst_image_dec_job_free (GstImageDecJob * job)
 
 /* Chooses RGB unless downstream only takes GRAY8. */
 static gboolean
-gst_image_dec_choose_format (GstImageDec * dec)
+gst_image_dec_choose_format (GstImageDec *dec)
 {
   GstCaps *templ = gst_pad_get_pad_template_caps (dec->srcpad);
   GstCaps *peer = gst_pad_peer_query_caps (dec->srcpad, templ);
@@ -527,13 +530,13 @@ gst_image_dec_choose_format (GstImageDec * dec)
     dec->format = GST_VIDEO_FORMAT_GRAY8;
   }
   gst_caps_unref (peer);
-  GST_DEBUG_OBJECT (dec, "output format %s",
-      gst_video_format_to_string (dec->format));
+  GST_DEBUG_OBJECT (
+      dec, "output format %s", gst_video_format_to_string (dec->format));
   return dec->format != GST_VIDEO_FORMAT_UNKNOWN;
 }
 
 static void
-gst_image_dec_push_pending_events (GstImageDec * dec)
+gst_image_dec_push_pending_events (GstImageDec *dec)
 {
   GList *events = g_list_reverse (dec->pending_events), *l;
 
@@ -545,7 +548,7 @@ gst_image_dec_push_pending_events (GstImageDec * dec)
 
 /* Sends caps for a @width x @height image when they differ from the last. */
 static gboolean
-gst_image_dec_negotiate (GstImageDec * dec, gint width, gint height)
+gst_image_dec_negotiate (GstImageDec *dec, gint width, gint height)
 {
   GstCaps *caps;
   gboolean ok;
@@ -553,10 +556,9 @@ gst_image_dec_negotiate (GstImageDec * dec, gint width, gint height)
   if (dec->have_caps && width == dec->out_width && height == dec->out_height)
     return TRUE;
 
-  caps = gst_caps_new_simple ("video/x-raw",
-      "format", G_TYPE_STRING, gst_video_format_to_string (dec->format),
-      "width", G_TYPE_INT, width, "height", G_TYPE_INT, height,
-      "framerate", GST_TYPE_FRACTION, 0, 1,
+  caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING,
+      gst_video_format_to_string (dec->format), "width", G_TYPE_INT, width,
+      "height", G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION, 0, 1,
       "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, NULL);
   GST_DEBUG_OBJECT (dec, "new caps %" GST_PTR_FORMAT, caps);
   ok = gst_pad_push_event (dec->srcpad, gst_event_new_caps (caps));
@@ -574,7 +576,7 @@ gst_image_dec_negotiate (GstImageDec * dec, gint width, gint height)
 
 /* The input's untagged metas (the sample meta among them) go on the output. */
 static gboolean
-gst_image_dec_copy_meta (GstBuffer * input, GstMeta ** meta, gpointer data)
+gst_image_dec_copy_meta (GstBuffer *input, GstMeta **meta, gpointer data)
 {
   GstBuffer *output = data;
   const GstMetaInfo *info = (*meta)->info;
@@ -582,22 +584,22 @@ gst_image_dec_copy_meta (GstBuffer * input, GstMeta ** meta, gpointer data)
   GstMetaTransformCopy copy = { FALSE, 0, -1 };
 
   if ((tags == NULL || tags[0] == NULL) && info->transform_func != NULL)
-    info->transform_func (output, *meta, input, _gst_meta_transform_copy,
-        &copy);
+    info->transform_func (
+        output, *meta, input, _gst_meta_transform_copy, &copy);
   return TRUE;
 }
 
 static const gchar *
-gst_image_dec_job_name (GstImageDecJob * job, gchar ** owned)
+gst_image_dec_job_name (GstImageDecJob *job, gchar **owned)
 {
   GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (job->input);
 
   if (meta == NULL)
-    *owned = g_strdup_printf ("at offset %" G_GUINT64_FORMAT,
-        GST_BUFFER_OFFSET (job->input));
+    *owned = g_strdup_printf (
+        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (job->input));
   else if (meta->location != NULL)
-    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT " (\"%s\")", meta->index,
-        meta->location);
+    *owned = g_strdup_printf (
+        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
   else
     *owned = g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
   return *owned;
@@ -605,7 +607,7 @@ gst_image_dec_job_name (GstImageDecJob * job, gchar ** owned)
 
 /* Pushes a decoded job downstream, or reports why it did not decode. */
 static GstFlowReturn
-gst_image_dec_finish_job (GstImageDec * dec, GstImageDecJob * job)
+gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
 {
   GstBuffer *output;
   GstTrainOnError on_error;
@@ -620,7 +622,8 @@ gst_image_dec_finish_job (GstImageDec * dec, GstImageDecJob * job)
       GST_ELEMENT_ERROR (dec, CORE, NEGOTIATION,
           ("Downstream does not accept %s images of %dx%d.",
               gst_video_format_to_string (dec->format), job->width,
-              job->height), (NULL));
+              job->height),
+          (NULL));
       return GST_FLOW_NOT_NEGOTIATED;
     }
     output = job->output;
@@ -649,10 +652,12 @@ gst_image_dec_finish_job (GstImageDec * dec, GstImageDecJob * job)
       ("Skipping sample %s: %s.", name, job->error),
       ("on-error=skip, %" G_GUINT64_FORMAT " skipped so far", skipped));
   g_free (name);
-  if (max_errors >= 0 && skipped > (guint64) max_errors) {
+  if (max_errors >= 0 && skipped > (guint64)max_errors) {
     GST_ELEMENT_ERROR (dec, STREAM, DECODE,
         ("Too many samples did not decode: %" G_GUINT64_FORMAT
-            " skipped, max-errors is %d.", skipped, max_errors), (NULL));
+         " skipped, max-errors is %d.",
+            skipped, max_errors),
+        (NULL));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
@@ -661,7 +666,7 @@ gst_image_dec_finish_job (GstImageDec * dec, GstImageDecJob * job)
 /* Pushes finished jobs from the head of the queue, waiting for unfinished
  * ones while more than @keep jobs are queued. */
 static GstFlowReturn
-gst_image_dec_push_ready (GstImageDec * dec, guint keep)
+gst_image_dec_push_ready (GstImageDec *dec, guint keep)
 {
   GstFlowReturn ret = GST_FLOW_OK;
 
@@ -694,7 +699,7 @@ gst_image_dec_push_ready (GstImageDec * dec, guint keep)
 }
 
 static GstFlowReturn
-gst_image_dec_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
   GstImageDec *dec = GST_IMAGE_DEC (parent);
   GstImageDecJob *job;
@@ -737,7 +742,7 @@ gst_image_dec_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
 
 /* Waits until no worker holds a job, then frees every queued job. */
 static void
-gst_image_dec_discard_jobs (GstImageDec * dec)
+gst_image_dec_discard_jobs (GstImageDec *dec)
 {
   GstImageDecJob *job;
 
@@ -750,7 +755,7 @@ gst_image_dec_discard_jobs (GstImageDec * dec)
 }
 
 static gboolean
-gst_image_dec_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 {
   GstImageDec *dec = GST_IMAGE_DEC (parent);
 
@@ -798,7 +803,7 @@ gst_image_dec_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 }
 
 static gboolean
-gst_image_dec_start (GstImageDec * dec)
+gst_image_dec_start (GstImageDec *dec)
 {
   guint n_threads;
 
@@ -818,12 +823,13 @@ gst_image_dec_start (GstImageDec * dec)
   if (dec->n_workers > 1) {
     GError *error = NULL;
 
-    dec->pool = g_thread_pool_new (gst_image_dec_worker, dec,
-        (gint) dec->n_workers, TRUE, &error);
+    dec->pool = g_thread_pool_new (
+        gst_image_dec_worker, dec, (gint)dec->n_workers, TRUE, &error);
     if (dec->pool == NULL) {
       GST_ELEMENT_ERROR (dec, RESOURCE, FAILED,
           ("Could not start %u decoder threads: %s", dec->n_workers,
-              error->message), (NULL));
+              error->message),
+          (NULL));
       g_error_free (error);
       return FALSE;
     }
@@ -832,7 +838,7 @@ gst_image_dec_start (GstImageDec * dec)
 }
 
 static void
-gst_image_dec_stop (GstImageDec * dec)
+gst_image_dec_stop (GstImageDec *dec)
 {
   guint i;
 
@@ -841,7 +847,7 @@ gst_image_dec_stop (GstImageDec * dec)
     dec->pool = NULL;
   }
   gst_image_dec_discard_jobs (dec);
-  g_list_free_full (dec->pending_events, (GDestroyNotify) gst_event_unref);
+  g_list_free_full (dec->pending_events, (GDestroyNotify)gst_event_unref);
   dec->pending_events = NULL;
   for (i = 0; i < dec->handles->len; i++)
     tjDestroy (g_ptr_array_index (dec->handles, i));
@@ -851,7 +857,7 @@ gst_image_dec_stop (GstImageDec * dec)
 }
 
 static GstStateChangeReturn
-gst_image_dec_change_state (GstElement * element, GstStateChange transition)
+gst_image_dec_change_state (GstElement *element, GstStateChange transition)
 {
   GstImageDec *dec = GST_IMAGE_DEC (element);
   GstStateChangeReturn ret;

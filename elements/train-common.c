@@ -6,10 +6,10 @@ gst_train_on_error_get_type (void)
 {
   static GType type = 0;
   static const GEnumValue values[] = {
-    {GST_TRAIN_ON_ERROR_SKIP, "Post a warning, count the sample and drop it",
-        "skip"},
-    {GST_TRAIN_ON_ERROR_FAIL, "Post an error and stop the pipeline", "fail"},
-    {0, NULL, NULL},
+    { GST_TRAIN_ON_ERROR_SKIP, "Post a warning, count the sample and drop it",
+        "skip" },
+    { GST_TRAIN_ON_ERROR_FAIL, "Post an error and stop the pipeline", "fail" },
+    { 0, NULL, NULL },
   };
 
   if (g_once_init_enter (&type)) {

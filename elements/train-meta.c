@@ -19,10 +19,9 @@ gst_train_sample_meta_api_get_type (void)
 }
 
 static gboolean
-gst_train_sample_meta_init (GstMeta * meta, gpointer params,
-    GstBuffer * buffer)
+gst_train_sample_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
 {
-  GstTrainSampleMeta *smeta = (GstTrainSampleMeta *) meta;
+  GstTrainSampleMeta *smeta = (GstTrainSampleMeta *)meta;
 
   smeta->label = -1;
   smeta->index = 0;
@@ -33,22 +32,22 @@ gst_train_sample_meta_init (GstMeta * meta, gpointer params,
 }
 
 static void
-gst_train_sample_meta_free (GstMeta * meta, GstBuffer * buffer)
+gst_train_sample_meta_free (GstMeta *meta, GstBuffer *buffer)
 {
-  GstTrainSampleMeta *smeta = (GstTrainSampleMeta *) meta;
+  GstTrainSampleMeta *smeta = (GstTrainSampleMeta *)meta;
 
   g_clear_pointer (&smeta->location, g_free);
 }
 
 static gboolean
-gst_train_sample_meta_transform (GstBuffer * dest, GstMeta * meta,
-    GstBuffer * buffer, GQuark type, gpointer data)
+gst_train_sample_meta_transform (GstBuffer *dest, GstMeta *meta,
+    GstBuffer *buffer, GQuark type, gpointer data)
 {
-  GstTrainSampleMeta *src = (GstTrainSampleMeta *) meta;
+  GstTrainSampleMeta *src = (GstTrainSampleMeta *)meta;
   GstTrainSampleMeta *dst;
 
-  dst = gst_buffer_add_train_sample_meta (dest, src->label, src->index,
-      src->epoch, src->location);
+  dst = gst_buffer_add_train_sample_meta (
+      dest, src->label, src->index, src->epoch, src->location);
   if (dst == NULL)
     return FALSE;
   dst->emissions = src->emissions;
@@ -60,27 +59,26 @@ gst_train_sample_meta_get_info (void)
 {
   static const GstMetaInfo *info = NULL;
 
-  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+  if (g_once_init_enter ((GstMetaInfo **)&info)) {
     const GstMetaInfo *registered =
-        gst_meta_register (GST_TRAIN_SAMPLE_META_API_TYPE,
-        "GstTrainSampleMeta", sizeof (GstTrainSampleMeta),
-        gst_train_sample_meta_init, gst_train_sample_meta_free,
-        gst_train_sample_meta_transform);
-    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) registered);
+        gst_meta_register (GST_TRAIN_SAMPLE_META_API_TYPE, "GstTrainSampleMeta",
+            sizeof (GstTrainSampleMeta), gst_train_sample_meta_init,
+            gst_train_sample_meta_free, gst_train_sample_meta_transform);
+    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)registered);
   }
   return info;
 }
 
 GstTrainSampleMeta *
-gst_buffer_add_train_sample_meta (GstBuffer * buffer, gint label,
-    guint64 index, gint epoch, const gchar * location)
+gst_buffer_add_train_sample_meta (GstBuffer *buffer, gint label, guint64 index,
+    gint epoch, const gchar *location)
 {
   GstTrainSampleMeta *meta;
 
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
 
-  meta = (GstTrainSampleMeta *) gst_buffer_add_meta (buffer,
-      GST_TRAIN_SAMPLE_META_INFO, NULL);
+  meta = (GstTrainSampleMeta *)gst_buffer_add_meta (
+      buffer, GST_TRAIN_SAMPLE_META_INFO, NULL);
   if (meta == NULL)
     return NULL;
   meta->label = label;
@@ -97,9 +95,8 @@ gst_train_tags_register (void)
   static gsize registered = 0;
 
   if (g_once_init_enter (&registered)) {
-    gst_tag_register (GST_TRAIN_TAG_NUM_CLASSES, GST_TAG_FLAG_META,
-        G_TYPE_UINT, "number of classes",
-        "number of classes in the training dataset", NULL);
+    gst_tag_register (GST_TRAIN_TAG_NUM_CLASSES, GST_TAG_FLAG_META, G_TYPE_UINT,
+        "number of classes", "number of classes in the training dataset", NULL);
     /* A merge function makes the tag hold a list: one name per class. */
     gst_tag_register (GST_TRAIN_TAG_CLASS_NAME, GST_TAG_FLAG_META,
         G_TYPE_STRING, "class name",
@@ -116,7 +113,7 @@ gst_train_tags_register (void)
 }
 
 GstTagList *
-gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo * info)
+gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo *info)
 {
   GstTagList *tags;
   guint i;
@@ -126,20 +123,20 @@ gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo * info)
   gst_train_tags_register ();
   tags = gst_tag_list_new_empty ();
   gst_tag_list_set_scope (tags, GST_TAG_SCOPE_STREAM);
-  gst_tag_list_add (tags, GST_TAG_MERGE_REPLACE,
-      GST_TRAIN_TAG_NUM_CLASSES, info->num_classes,
-      GST_TRAIN_TAG_NUM_SAMPLES, info->num_samples,
+  gst_tag_list_add (tags, GST_TAG_MERGE_REPLACE, GST_TRAIN_TAG_NUM_CLASSES,
+      info->num_classes, GST_TRAIN_TAG_NUM_SAMPLES, info->num_samples,
       GST_TRAIN_TAG_EPOCH_SAMPLES, info->epoch_samples, NULL);
   for (i = 0; i < info->num_classes && info->class_names != NULL
-      && info->class_names[i] != NULL; i++)
+       && info->class_names[i] != NULL;
+       i++)
     gst_tag_list_add (tags, GST_TAG_MERGE_APPEND, GST_TRAIN_TAG_CLASS_NAME,
         info->class_names[i], NULL);
   return tags;
 }
 
 gboolean
-gst_train_dataset_info_from_tag_list (const GstTagList * tags,
-    GstTrainDatasetInfo * info)
+gst_train_dataset_info_from_tag_list (
+    const GstTagList *tags, GstTrainDatasetInfo *info)
 {
   guint i, n_names;
 
@@ -149,13 +146,12 @@ gst_train_dataset_info_from_tag_list (const GstTagList * tags,
     return FALSE;
 
   gst_train_tags_register ();
-  if (!gst_tag_list_get_uint (tags, GST_TRAIN_TAG_NUM_CLASSES,
-          &info->num_classes))
+  if (!gst_tag_list_get_uint (
+          tags, GST_TRAIN_TAG_NUM_CLASSES, &info->num_classes))
     return FALSE;
-  gst_tag_list_get_uint64 (tags, GST_TRAIN_TAG_NUM_SAMPLES,
-      &info->num_samples);
-  gst_tag_list_get_uint64 (tags, GST_TRAIN_TAG_EPOCH_SAMPLES,
-      &info->epoch_samples);
+  gst_tag_list_get_uint64 (tags, GST_TRAIN_TAG_NUM_SAMPLES, &info->num_samples);
+  gst_tag_list_get_uint64 (
+      tags, GST_TRAIN_TAG_EPOCH_SAMPLES, &info->epoch_samples);
 
   n_names = gst_tag_list_get_tag_size (tags, GST_TRAIN_TAG_CLASS_NAME);
   info->class_names = g_new0 (gchar *, info->num_classes + 1);
@@ -163,8 +159,7 @@ gst_train_dataset_info_from_tag_list (const GstTagList * tags,
     const gchar *name = NULL;
 
     if (i < n_names)
-      gst_tag_list_peek_string_index (tags, GST_TRAIN_TAG_CLASS_NAME, i,
-          &name);
+      gst_tag_list_peek_string_index (tags, GST_TRAIN_TAG_CLASS_NAME, i, &name);
     /* A class without a name gets its label, as list-file datasets do. */
     info->class_names[i] = name ? g_strdup (name) : g_strdup_printf ("%u", i);
   }
@@ -172,7 +167,7 @@ gst_train_dataset_info_from_tag_list (const GstTagList * tags,
 }
 
 void
-gst_train_dataset_info_clear (GstTrainDatasetInfo * info)
+gst_train_dataset_info_clear (GstTrainDatasetInfo *info)
 {
   g_return_if_fail (info != NULL);
   g_strfreev (info->class_names);

@@ -53,24 +53,27 @@ GST_TRAIN_META_API const GstMetaInfo *gst_train_sample_meta_get_info (void);
 #define GST_TRAIN_SAMPLE_META_INFO (gst_train_sample_meta_get_info ())
 
 /* The sample meta of @buffer, or NULL when it has none. */
-#define gst_buffer_get_train_sample_meta(buffer) \
-  ((GstTrainSampleMeta *) gst_buffer_get_meta ((buffer), \
-      GST_TRAIN_SAMPLE_META_API_TYPE))
+#define gst_buffer_get_train_sample_meta(buffer)                               \
+  ((GstTrainSampleMeta *)gst_buffer_get_meta (                                 \
+      (buffer), GST_TRAIN_SAMPLE_META_API_TYPE))
 
 /* Attaches a fresh (emissions = 0) sample meta to the writable @buffer;
  * @location is copied and may be NULL. */
-GST_TRAIN_META_API GstTrainSampleMeta *
-gst_buffer_add_train_sample_meta (GstBuffer * buffer, gint label,
-    guint64 index, gint epoch, const gchar * location);
+GST_TRAIN_META_API GstTrainSampleMeta *gst_buffer_add_train_sample_meta (
+    GstBuffer *buffer, gint label, guint64 index, gint epoch,
+    const gchar *location);
 
 /* Stream tags that carry the dataset facts. */
-#define GST_TRAIN_TAG_NUM_CLASSES   "train-num-classes"   /* guint */
-#define GST_TRAIN_TAG_CLASS_NAME    "train-class-name"    /* string, one per
+#define GST_TRAIN_TAG_NUM_CLASSES "train-num-classes" /* guint */
+#define GST_TRAIN_TAG_CLASS_NAME                                               \
+  "train-class-name" /* string, one per
                                                            * class, in label
                                                            * order */
-#define GST_TRAIN_TAG_NUM_SAMPLES   "train-num-samples"   /* guint64: whole
+#define GST_TRAIN_TAG_NUM_SAMPLES                                              \
+  "train-num-samples" /* guint64: whole
                                                            * dataset */
-#define GST_TRAIN_TAG_EPOCH_SAMPLES "train-epoch-samples" /* guint64: samples
+#define GST_TRAIN_TAG_EPOCH_SAMPLES                                            \
+  "train-epoch-samples" /* guint64: samples
                                                            * one epoch of this
                                                            * source emits
                                                            * (after sharding
@@ -95,18 +98,17 @@ typedef struct
 GST_TRAIN_META_API void gst_train_tags_register (void);
 
 /* A new stream-scoped tag list that describes @info. */
-GST_TRAIN_META_API GstTagList *
-gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo * info);
+GST_TRAIN_META_API GstTagList *gst_train_dataset_info_to_tag_list (
+    const GstTrainDatasetInfo *info);
 
 /* Fills @info from @tags; FALSE (and @info zeroed) when @tags holds no
  * dataset facts. Free the result with gst_train_dataset_info_clear(). */
-GST_TRAIN_META_API gboolean
-gst_train_dataset_info_from_tag_list (const GstTagList * tags,
-    GstTrainDatasetInfo * info);
+GST_TRAIN_META_API gboolean gst_train_dataset_info_from_tag_list (
+    const GstTagList *tags, GstTrainDatasetInfo *info);
 
 /* Frees what @info owns and zeroes it. */
-GST_TRAIN_META_API void
-gst_train_dataset_info_clear (GstTrainDatasetInfo * info);
+GST_TRAIN_META_API void gst_train_dataset_info_clear (
+    GstTrainDatasetInfo *info);
 
 G_END_DECLS
 

@@ -15,7 +15,7 @@ typedef struct
 } GstTrainRandom;
 
 static inline guint64
-gst_train_random_splitmix64 (guint64 * state)
+gst_train_random_splitmix64 (guint64 *state)
 {
   guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
 
@@ -27,7 +27,7 @@ gst_train_random_splitmix64 (guint64 * state)
 /* Seeds @rng from @seed and @stream: distinct streams (epochs, threads) of
  * one seed give independent sequences. */
 static inline void
-gst_train_random_init (GstTrainRandom * rng, guint64 seed, guint64 stream)
+gst_train_random_init (GstTrainRandom *rng, guint64 seed, guint64 stream)
 {
   guint64 state = seed ^ (stream * G_GUINT64_CONSTANT (0xd1342543de82ef95));
   int i;
@@ -43,7 +43,7 @@ gst_train_random_rotl (guint64 x, int k)
 }
 
 static inline guint64
-gst_train_random_next (GstTrainRandom * rng)
+gst_train_random_next (GstTrainRandom *rng)
 {
   guint64 *s = rng->s;
   guint64 result = gst_train_random_rotl (s[1] * 5, 7) * 9;
@@ -60,14 +60,14 @@ gst_train_random_next (GstTrainRandom * rng)
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline gdouble
-gst_train_random_double (GstTrainRandom * rng)
+gst_train_random_double (GstTrainRandom *rng)
 {
   return (gst_train_random_next (rng) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Uniform in [0, @bound) without modulo bias; @bound > 0. */
 static inline guint64
-gst_train_random_below (GstTrainRandom * rng, guint64 bound)
+gst_train_random_below (GstTrainRandom *rng, guint64 bound)
 {
   guint64 threshold = (-bound) % bound;
 
@@ -81,7 +81,7 @@ gst_train_random_below (GstTrainRandom * rng, guint64 bound)
 
 /* Fisher-Yates shuffle of @n guint64 values. */
 static inline void
-gst_train_random_shuffle (GstTrainRandom * rng, guint64 * values, guint64 n)
+gst_train_random_shuffle (GstTrainRandom *rng, guint64 *values, guint64 n)
 {
   guint64 i;
 

@@ -10,7 +10,7 @@
 #include "train-meta.h"
 
 static gboolean
-plugin_init (GstPlugin * plugin)
+plugin_init (GstPlugin *plugin)
 {
   gboolean ok = FALSE;
 
@@ -22,5 +22,6 @@ plugin_init (GstPlugin * plugin)
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, train,
     "Training data pipelines with data echoing: from JPEG files to "
-    "ResNet training steps", plugin_init, PACKAGE_VERSION, "LGPL",
-    "gst-train", "https://github.com/gst-train/gst-train")
+    "ResNet training steps",
+    plugin_init, PACKAGE_VERSION, "LGPL", "gst-train",
+    "https://github.com/gst-train/gst-train")

@@ -40,13 +40,21 @@
 #define IDX_TYPE_UBYTE 0x08
 
 #define MARKER_COMPLETE ".complete"
-#define MARKER_PARTIAL  ".partial"
+#define MARKER_PARTIAL ".partial"
 
 #define FASHION_MNIST_SOURCE "/usr/share/datasets/fashion-mnist"
 
 static const char *const fashion_mnist_classes[] = {
-  "T-shirt_top", "Trouser", "Pullover", "Dress",   "Coat",
-  "Sandal",      "Shirt",   "Sneaker",  "Bag",     "Ankle_boot",
+  "T-shirt_top",
+  "Trouser",
+  "Pullover",
+  "Dress",
+  "Coat",
+  "Sandal",
+  "Shirt",
+  "Sneaker",
+  "Bag",
+  "Ankle_boot",
 };
 
 #define DATASET_ERROR (dataset_error_quark ())
@@ -57,12 +65,14 @@ dataset_error_quark (void)
   return g_quark_from_static_string ("gst-train-dataset-error-quark");
 }
 
-enum {
+enum
+{
   DATASET_ERROR_FAILED,
 };
 
 /* One IDX file, fully loaded and checked. */
-typedef struct {
+typedef struct
+{
   char *path;
   gboolean gzip;
   guint32 count;
@@ -72,7 +82,8 @@ typedef struct {
   guint8 *data;
 } IdxFile;
 
-typedef struct {
+typedef struct
+{
   const char *name; /* "train", "test", or NULL for a single tree */
   char *images_path;
   char *labels_path;
@@ -102,8 +113,8 @@ split_clear (Split *s)
 static guint32
 read_be32 (const guint8 *p)
 {
-  return ((guint32) p[0] << 24) | ((guint32) p[1] << 16) |
-         ((guint32) p[2] << 8) | (guint32) p[3];
+  return ((guint32)p[0] << 24) | ((guint32)p[1] << 16) | ((guint32)p[2] << 8)
+      | (guint32)p[3];
 }
 
 static guint
@@ -125,8 +136,8 @@ gz_message (gzFile gz, const char *path, int *errnum)
   const char *msg = gzerror (gz, errnum);
   gsize plen = strlen (path);
 
-  if (msg && strncmp (msg, path, plen) == 0 && msg[plen] == ':' &&
-      msg[plen + 1] == ' ')
+  if (msg && strncmp (msg, path, plen) == 0 && msg[plen] == ':'
+      && msg[plen + 1] == ' ')
     msg += plen + 2;
   return msg;
 }
@@ -140,8 +151,8 @@ gz_read_full (gzFile gz, const char *path, gboolean is_gzip, guint8 *buf,
   gsize done = 0;
 
   while (done < len) {
-    gsize want = MIN (len - done, (gsize) 1 << 30);
-    int got = gzread (gz, buf + done, (unsigned) want);
+    gsize want = MIN (len - done, (gsize)1 << 30);
+    int got = gzread (gz, buf + done, (unsigned)want);
 
     if (got < 0) {
       int errnum = 0;
@@ -151,16 +162,15 @@ gz_read_full (gzFile gz, const char *path, gboolean is_gzip, guint8 *buf,
         g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
             "%s: read error: %s", path, g_strerror (errno));
       else
-        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-            "%s: %s: %s", path,
-            is_gzip ? "corrupt gzip data" : "read error", msg);
+        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED, "%s: %s: %s",
+            path, is_gzip ? "corrupt gzip data" : "read error", msg);
       return -1;
     }
     if (got == 0)
       break;
-    done += (gsize) got;
+    done += (gsize)got;
   }
-  return (gssize) done;
+  return (gssize)done;
 }
 
 /* Explains a short read: a damaged gzip stream or a plain short file. */
@@ -227,15 +237,14 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
   if (got < 0)
     goto fail;
   if (got < 4) {
-    set_truncated_error (error, gz, f, "the IDX magic number", 4,
-        (guint64) got);
+    set_truncated_error (error, gz, f, "the IDX magic number", 4, (guint64)got);
     goto fail;
   }
 
   ndims = head[3];
-  if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE ||
-      (want_images && ndims != 3 && ndims != 4) ||
-      (!want_images && ndims != 1)) {
+  if (head[0] != 0 || head[1] != 0 || head[2] != IDX_TYPE_UBYTE
+      || (want_images && ndims != 3 && ndims != 4)
+      || (!want_images && ndims != 1)) {
     guint32 magic = read_be32 (head);
     const char *hint = "";
 
@@ -245,8 +254,8 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
     else if (!want_images && (magic == 0x00000803 || magic == 0x00000804))
       hint = " (this looks like an IDX image file: are --images and "
              "--labels swapped?)";
-    else if (head[0] == 0 && head[1] == 0 && head[2] != IDX_TYPE_UBYTE &&
-             head[2] >= 0x09 && head[2] <= 0x0e)
+    else if (head[0] == 0 && head[1] == 0 && head[2] != IDX_TYPE_UBYTE
+        && head[2] >= 0x09 && head[2] <= 0x0e)
       hint = " (only unsigned byte data, type 0x08, is supported)";
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
         "%s: not an IDX %s file: magic number 0x%08x, expected %s%s", path,
@@ -261,22 +270,21 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
   got = gz_read_full (gz, path, f->gzip, dims_raw, 4 * ndims, error);
   if (got < 0)
     goto fail;
-  if ((guint) got < 4 * ndims) {
-    set_truncated_error (error, gz, f, "the IDX header", 4 + 4 * ndims,
-        4 + (guint64) got);
+  if ((guint)got < 4 * ndims) {
+    set_truncated_error (
+        error, gz, f, "the IDX header", 4 + 4 * ndims, 4 + (guint64)got);
     goto fail;
   }
   for (i = 0; i < ndims; i++)
     dims[i] = read_be32 (dims_raw + 4 * i);
-  header_len = 4 + 4 * (guint64) ndims;
+  header_len = 4 + 4 * (guint64)ndims;
 
   f->count = dims[0];
   if (want_images) {
     f->rows = dims[1];
     f->cols = dims[2];
     f->channels = ndims == 4 ? dims[3] : 1;
-    if (f->rows == 0 || f->cols == 0 || f->rows > 65535 ||
-        f->cols > 65535) {
+    if (f->rows == 0 || f->cols == 0 || f->rows > 65535 || f->cols > 65535) {
       g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
           "%s: bad image size %ux%u in the IDX header (rows and columns "
           "must be 1..65535)",
@@ -299,24 +307,22 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
     goto fail;
   }
 
-  payload = (guint64) f->count * f->rows * f->cols * f->channels;
+  payload = (guint64)f->count * f->rows * f->cols * f->channels;
   if (payload > G_MAXSIZE / 2) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: IDX data too large (%" G_GUINT64_FORMAT " bytes)", path,
-        payload);
+        "%s: IDX data too large (%" G_GUINT64_FORMAT " bytes)", path, payload);
     goto fail;
   }
-  f->data = g_try_malloc ((gsize) payload);
+  f->data = g_try_malloc ((gsize)payload);
   if (!f->data) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: out of memory loading %" G_GUINT64_FORMAT " bytes", path,
-        payload);
+        "%s: out of memory loading %" G_GUINT64_FORMAT " bytes", path, payload);
     goto fail;
   }
-  got = gz_read_full (gz, path, f->gzip, f->data, (gsize) payload, error);
+  got = gz_read_full (gz, path, f->gzip, f->data, (gsize)payload, error);
   if (got < 0)
     goto fail;
-  if ((guint64) got < payload) {
+  if ((guint64)got < payload) {
     char *what;
 
     if (want_images)
@@ -324,8 +330,8 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
           f->cols, f->channels == 3 ? "x3" : "");
     else
       what = g_strdup_printf ("%u labels", f->count);
-    set_truncated_error (error, gz, f, what, header_len + payload,
-        header_len + (guint64) got);
+    set_truncated_error (
+        error, gz, f, what, header_len + payload, header_len + (guint64)got);
     g_free (what);
     goto fail;
   }
@@ -335,8 +341,8 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
     goto fail;
   if (got > 0) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: more data than the IDX header announces (%u %ss, %"
-        G_GUINT64_FORMAT " bytes%s expected)",
+        "%s: more data than the IDX header announces (%u %ss, "
+        "%" G_GUINT64_FORMAT " bytes%s expected)",
         path, f->count, kind, header_len + payload,
         f->gzip ? " uncompressed" : "");
     goto fail;
@@ -379,8 +385,8 @@ split_max_label (const Split *s)
 }
 
 static gboolean
-split_check_labels (const Split *s, guint n_classes, const char *names_from,
-    GError **error)
+split_check_labels (
+    const Split *s, guint n_classes, const char *names_from, GError **error)
 {
   guint32 i;
 
@@ -408,10 +414,10 @@ make_class_folders (char **names, guint n_classes)
 
   for (i = 0; i < n_classes; i++) {
     if (names)
-      g_ptr_array_add (folders, g_strdup_printf ("%0*u_%s", (int) width, i,
-                                    names[i]));
+      g_ptr_array_add (
+          folders, g_strdup_printf ("%0*u_%s", (int)width, i, names[i]));
     else
-      g_ptr_array_add (folders, g_strdup_printf ("%0*u", (int) width, i));
+      g_ptr_array_add (folders, g_strdup_printf ("%0*u", (int)width, i));
   }
   return folders;
 }
@@ -425,8 +431,8 @@ parse_class_names (const char *arg, char ***names_out, GError **error)
 
   if (n == 0) {
     g_strfreev (names);
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "--class-names is empty");
+    g_set_error (
+        error, DATASET_ERROR, DATASET_ERROR_FAILED, "--class-names is empty");
     return FALSE;
   }
   if (n > 256) {
@@ -445,7 +451,7 @@ parse_class_names (const char *arg, char ***names_out, GError **error)
       return FALSE;
     }
     for (c = names[i]; *c; c++) {
-      if (*c == '/' || (guchar) *c < 0x20 || *c == 0x7f) {
+      if (*c == '/' || (guchar)*c < 0x20 || *c == 0x7f) {
         g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
             "--class-names: name \"%s\" (label %u) contains '/' or a "
             "control character; names become folder names",
@@ -486,7 +492,7 @@ write_file_atomic (const char *path, const char *tmp_path, const void *data,
       unlink (tmp_path);
       return FALSE;
     }
-    done += (gsize) w;
+    done += (gsize)w;
   }
   if (close (fd) != 0) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
@@ -504,8 +510,8 @@ write_file_atomic (const char *path, const char *tmp_path, const void *data,
 }
 
 static gboolean
-write_text_atomic (const char *dir, const char *name, const char *text,
-    GError **error)
+write_text_atomic (
+    const char *dir, const char *name, const char *text, GError **error)
 {
   char *path = g_build_filename (dir, name, NULL);
   char *tmp = g_strconcat (path, ".tmp", NULL);
@@ -536,8 +542,7 @@ write_file_at (int dirfd, const char *dir, const char *name,
   gsize done = 0;
   int fd;
 
-  fd = openat (dirfd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-      0644);
+  fd = openat (dirfd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
         "%s/%s: cannot create: %s", dir, tmp_name, g_strerror (errno));
@@ -555,7 +560,7 @@ write_file_at (int dirfd, const char *dir, const char *name,
       unlinkat (dirfd, tmp_name, 0);
       return FALSE;
     }
-    done += (gsize) w;
+    done += (gsize)w;
   }
   if (close (fd) != 0) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
@@ -574,18 +579,19 @@ write_file_at (int dirfd, const char *dir, const char *name,
 }
 
 /* Shared by the workers writing one split. */
-typedef struct {
+typedef struct
+{
   const Split *split;
-  guint32 n;          /* images to write */
-  int name_width;     /* digits of the file names */
+  guint32 n;      /* images to write */
+  int name_width; /* digits of the file names */
   int quality;
-  char **dirs;        /* class folder paths, for messages */
-  int *dirfds;        /* class folders, open */
-  gint next;          /* next block of images to take (atomic) */
-  gint written;       /* images written (atomic) */
-  gint failed;        /* set once a worker fails (atomic) */
+  char **dirs;  /* class folder paths, for messages */
+  int *dirfds;  /* class folders, open */
+  gint next;    /* next block of images to take (atomic) */
+  gint written; /* images written (atomic) */
+  gint failed;  /* set once a worker fails (atomic) */
   GMutex lock;
-  GError *error;      /* the first failure */
+  GError *error; /* the first failure */
 } WriteJob;
 
 #define WRITE_BLOCK 256
@@ -596,7 +602,7 @@ write_worker (gpointer data)
   WriteJob *job = data;
   const IdxFile *im = &job->split->images;
   const guint8 *labels = job->split->labels.data;
-  gsize frame = (gsize) im->rows * im->cols * im->channels;
+  gsize frame = (gsize)im->rows * im->cols * im->channels;
   int pf = im->channels == 3 ? TJPF_RGB : TJPF_GRAY;
   int subsamp = im->channels == 3 ? TJSAMP_420 : TJSAMP_GRAY;
   unsigned long bufsize;
@@ -611,13 +617,13 @@ write_worker (gpointer data)
         "cannot start the JPEG encoder: %s", tjGetErrorStr2 (NULL));
     goto out;
   }
-  bufsize = tjBufSize ((int) im->cols, (int) im->rows, subsamp);
-  if (bufsize == (unsigned long) -1) {
+  bufsize = tjBufSize ((int)im->cols, (int)im->rows, subsamp);
+  if (bufsize == (unsigned long)-1) {
     g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
         "%s: cannot size a JPEG buffer: %s", im->path, tjGetErrorStr2 (tj));
     goto out;
   }
-  jpeg = tjAlloc ((int) bufsize);
+  jpeg = tjAlloc ((int)bufsize);
   if (!jpeg) {
     g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
         "out of memory allocating a JPEG buffer");
@@ -625,8 +631,8 @@ write_worker (gpointer data)
   }
 
   while (!g_atomic_int_get (&job->failed)) {
-    guint32 first = (guint32) g_atomic_int_add (&job->next, WRITE_BLOCK);
-    guint32 last = MIN ((guint64) first + WRITE_BLOCK, job->n);
+    guint32 first = (guint32)g_atomic_int_add (&job->next, WRITE_BLOCK);
+    guint32 last = MIN ((guint64)first + WRITE_BLOCK, job->n);
     guint32 k;
 
     if (first >= job->n)
@@ -636,9 +642,10 @@ write_worker (gpointer data)
       unsigned long out_size = bufsize;
       guint8 label = labels[k];
 
-      if (tjCompress2 (tj, im->data + (gsize) k * frame, (int) im->cols,
-              (int) (im->cols * im->channels), (int) im->rows, pf, &out,
-              &out_size, subsamp, job->quality, TJFLAG_NOREALLOC) != 0) {
+      if (tjCompress2 (tj, im->data + (gsize)k * frame, (int)im->cols,
+              (int)(im->cols * im->channels), (int)im->rows, pf, &out,
+              &out_size, subsamp, job->quality, TJFLAG_NOREALLOC)
+          != 0) {
         g_set_error (&error, DATASET_ERROR, DATASET_ERROR_FAILED,
             "%s: JPEG encoding of image %u failed: %s", im->path, k,
             tjGetErrorStr2 (tj));
@@ -646,11 +653,11 @@ write_worker (gpointer data)
       }
       g_snprintf (name, sizeof (name), "%0*u.jpg", job->name_width, k);
       g_snprintf (tmp_name, sizeof (tmp_name), "%s.tmp", name);
-      if (!write_file_at (job->dirfds[label], job->dirs[label], name,
-              tmp_name, out, out_size, &error))
+      if (!write_file_at (job->dirfds[label], job->dirs[label], name, tmp_name,
+              out, out_size, &error))
         goto out;
     }
-    g_atomic_int_add (&job->written, (gint) (last - first));
+    g_atomic_int_add (&job->written, (gint)(last - first));
   }
 
 out:
@@ -684,7 +691,7 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
   memset (&job, 0, sizeof (job));
   job.split = s;
   job.n = s->limit ? MIN (s->limit, s->images.count) : s->images.count;
-  job.name_width = (int) decimal_digits (s->images.count);
+  job.name_width = (int)decimal_digits (s->images.count);
   job.quality = quality;
   job.dirs = g_new0 (char *, folders->len + 1);
   job.dirfds = g_new (int, folders->len);
@@ -693,8 +700,7 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
     job.dirfds[i] = -1;
 
   for (i = 0; i < folders->len; i++) {
-    job.dirs[i] = g_build_filename (root, g_ptr_array_index (folders, i),
-        NULL);
+    job.dirs[i] = g_build_filename (root, g_ptr_array_index (folders, i), NULL);
     if (!make_dir (job.dirs[i], error))
       goto out;
     job.dirfds[i] = open (job.dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -719,7 +725,7 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
   }
   g_free (threads);
 
-  s->written = (guint32) g_atomic_int_get (&job.written);
+  s->written = (guint32)g_atomic_int_get (&job.written);
   if (job.error) {
     g_propagate_error (error, job.error);
     job.error = NULL;
@@ -756,7 +762,8 @@ read_marker_line (const char *contents, const char *key)
   return found;
 }
 
-typedef enum {
+typedef enum
+{
   OUTPUT_FRESH,    /* nothing there yet, or an interrupted run to redo */
   OUTPUT_COMPLETE, /* done earlier with the same settings */
   OUTPUT_ERROR,
@@ -829,8 +836,8 @@ out:
     char *classes = read_marker_line (contents, "classes");
     char *counts = read_marker_line (contents, "counts");
 
-    g_print ("%s: already complete (%s, %s classes); nothing to do\n",
-        out_dir, counts ? counts : "?", classes ? classes : "?");
+    g_print ("%s: already complete (%s, %s classes); nothing to do\n", out_dir,
+        counts ? counts : "?", classes ? classes : "?");
     g_free (classes);
     g_free (counts);
   }
@@ -863,12 +870,12 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
   guint i;
 
   switch (check_output (out_dir, settings, error)) {
-  case OUTPUT_COMPLETE:
-    return TRUE;
-  case OUTPUT_ERROR:
-    return FALSE;
-  case OUTPUT_FRESH:
-    break;
+    case OUTPUT_COMPLETE:
+      return TRUE;
+    case OUTPUT_ERROR:
+      return FALSE;
+    case OUTPUT_FRESH:
+      break;
   }
 
   /* Load and check everything before writing anything. */
@@ -903,8 +910,7 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
     Split *s = &splits[i];
     char *root = s->name ? g_build_filename (out_dir, s->name, NULL)
                          : g_strdup (out_dir);
-    gboolean written = split_write (s, root, folders, quality, n_jobs,
-        error);
+    gboolean written = split_write (s, root, folders, quality, n_jobs, error);
 
     g_free (root);
     if (!written)
@@ -918,8 +924,8 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
   }
 
   /* Marker last: the tree is only complete once it is there. */
-  g_string_append_printf (marker, "counts=%s\nclasses=%u\n", counts->str,
-      n_classes);
+  g_string_append_printf (
+      marker, "counts=%s\nclasses=%u\n", counts->str, n_classes);
   for (i = 0; i < n_splits; i++) {
     Split *s = &splits[i];
 
@@ -928,8 +934,8 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
   }
   g_string_append (marker, "folders=");
   for (i = 0; i < folders->len; i++)
-    g_string_append_printf (marker, "%s%s", i ? "," : "",
-        (char *) g_ptr_array_index (folders, i));
+    g_string_append_printf (
+        marker, "%s%s", i ? "," : "", (char *)g_ptr_array_index (folders, i));
   g_string_append_c (marker, '\n');
   if (!write_text_atomic (out_dir, MARKER_COMPLETE, marker->str, error))
     goto out;
@@ -980,7 +986,7 @@ static guint
 effective_jobs (int jobs)
 {
   if (jobs > 0)
-    return (guint) MIN (jobs, 256);
+    return (guint)MIN (jobs, 256);
   return CLAMP (g_get_num_processors (), 1, 16);
 }
 
@@ -1003,25 +1009,25 @@ cmd_idx (int argc, char **argv, GError **error)
   char *images = NULL, *labels = NULL, *output = NULL, *names_arg = NULL;
   int quality = 95, limit = 0, jobs = 0;
   GOptionEntry entries[] = {
-    {"images", 0, 0, G_OPTION_ARG_FILENAME, &images,
+    { "images", 0, 0, G_OPTION_ARG_FILENAME, &images,
         "IDX image file (gzip or plain): magic 0x00000803, or 0x00000804 "
         "with a last dimension of 1 or 3 (RGB)",
-        "FILE"},
-    {"labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
-        "IDX label file (gzip or plain), magic 0x00000801", "FILE"},
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-        "Output folder (ImageFolder tree)", "DIR"},
-    {"class-names", 0, 0, G_OPTION_ARG_STRING, &names_arg,
+        "FILE" },
+    { "labels", 0, 0, G_OPTION_ARG_FILENAME, &labels,
+        "IDX label file (gzip or plain), magic 0x00000801", "FILE" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        "Output folder (ImageFolder tree)", "DIR" },
+    { "class-names", 0, 0, G_OPTION_ARG_STRING, &names_arg,
         "Comma-separated class names in label order (default: the label "
         "numbers)",
-        "a,b,c"},
-    {"quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q"},
-    {"limit", 'n', 0, G_OPTION_ARG_INT, &limit,
-        "Write only the first N images (default 0: all)", "N"},
-    {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N"},
-    {NULL},
+        "a,b,c" },
+    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
+        "JPEG quality 1..100 (default 95)", "Q" },
+    { "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
+        "Write only the first N images (default 0: all)", "N" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        "Encoder threads (default 0: one per CPU)", "N" },
+    { NULL },
   };
   GOptionContext *ctx = g_option_context_new ("- IDX pair to ImageFolder");
   char **class_names = NULL;
@@ -1040,16 +1046,15 @@ cmd_idx (int argc, char **argv, GError **error)
         "\"" PROGRAM " idx --help\")");
     goto out;
   }
-  if (!check_quality (quality, error) ||
-      !check_limit ("--limit", limit, error) ||
-      !check_limit ("--jobs", jobs, error))
+  if (!check_quality (quality, error) || !check_limit ("--limit", limit, error)
+      || !check_limit ("--jobs", jobs, error))
     goto out;
   if (names_arg && !parse_class_names (names_arg, &class_names, error))
     goto out;
 
   split.images_path = g_strdup (images);
   split.labels_path = g_strdup (labels);
-  split.limit = (guint32) limit;
+  split.limit = (guint32)limit;
   {
     char *joined = class_names ? g_strjoinv (",", class_names) : NULL;
     char *images_abs = absolute_path (images);
@@ -1057,8 +1062,7 @@ cmd_idx (int argc, char **argv, GError **error)
 
     settings = g_strdup_printf (
         "idx images=%s labels=%s quality=%d limit=%d class-names=%s",
-        images_abs, labels_abs, quality, limit,
-        joined ? joined : "(labels)");
+        images_abs, labels_abs, quality, limit, joined ? joined : "(labels)");
     g_free (labels_abs);
     g_free (images_abs);
     g_free (joined);
@@ -1106,23 +1110,21 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
   char *output = NULL, *source = NULL;
   int quality = 95, limit_train = 0, limit_test = 0, jobs = 0;
   GOptionEntry entries[] = {
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-        "Output folder; gets train/ and test/", "DIR"},
-    {"source", 's', 0, G_OPTION_ARG_FILENAME, &source,
-        "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")",
-        "DIR"},
-    {"quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q"},
-    {"limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
-        "Write only the first N training images (default 0: all)", "N"},
-    {"limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
-        "Write only the first N test images (default 0: all)", "N"},
-    {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N"},
-    {NULL},
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        "Output folder; gets train/ and test/", "DIR" },
+    { "source", 's', 0, G_OPTION_ARG_FILENAME, &source,
+        "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")", "DIR" },
+    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
+        "JPEG quality 1..100 (default 95)", "Q" },
+    { "limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
+        "Write only the first N training images (default 0: all)", "N" },
+    { "limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
+        "Write only the first N test images (default 0: all)", "N" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        "Encoder threads (default 0: one per CPU)", "N" },
+    { NULL },
   };
-  GOptionContext *ctx =
-      g_option_context_new ("- Fashion-MNIST to ImageFolder");
+  GOptionContext *ctx = g_option_context_new ("- Fashion-MNIST to ImageFolder");
   char **class_names = NULL;
   char *settings = NULL;
   char *source_abs = NULL;
@@ -1143,10 +1145,10 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
         " fashion-mnist --help\")");
     goto out;
   }
-  if (!check_quality (quality, error) ||
-      !check_limit ("--limit-train", limit_train, error) ||
-      !check_limit ("--limit-test", limit_test, error) ||
-      !check_limit ("--jobs", jobs, error))
+  if (!check_quality (quality, error)
+      || !check_limit ("--limit-train", limit_train, error)
+      || !check_limit ("--limit-test", limit_test, error)
+      || !check_limit ("--jobs", jobs, error))
     goto out;
 
   if (!source)
@@ -1161,17 +1163,13 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
   }
 
   splits[0].name = "train";
-  splits[0].images_path =
-      find_source_file (source, "train-images-idx3-ubyte");
-  splits[0].labels_path =
-      find_source_file (source, "train-labels-idx1-ubyte");
-  splits[0].limit = (guint32) limit_train;
+  splits[0].images_path = find_source_file (source, "train-images-idx3-ubyte");
+  splits[0].labels_path = find_source_file (source, "train-labels-idx1-ubyte");
+  splits[0].limit = (guint32)limit_train;
   splits[1].name = "test";
-  splits[1].images_path =
-      find_source_file (source, "t10k-images-idx3-ubyte");
-  splits[1].labels_path =
-      find_source_file (source, "t10k-labels-idx1-ubyte");
-  splits[1].limit = (guint32) limit_test;
+  splits[1].images_path = find_source_file (source, "t10k-images-idx3-ubyte");
+  splits[1].labels_path = find_source_file (source, "t10k-labels-idx1-ubyte");
+  splits[1].limit = (guint32)limit_test;
 
   class_names = g_new0 (char *, G_N_ELEMENTS (fashion_mnist_classes) + 1);
   for (i = 0; i < G_N_ELEMENTS (fashion_mnist_classes); i++)
@@ -1225,8 +1223,8 @@ main (int argc, char **argv)
     return 1;
   }
   cmd = argv[1];
-  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "-h") == 0 ||
-      strcmp (cmd, "help") == 0) {
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "-h") == 0
+      || strcmp (cmd, "help") == 0) {
     usage (stdout);
     return 0;
   }

@@ -19,11 +19,11 @@ gt_cuda_device_count (char *why, size_t why_size)
 }
 
 int
-gt_cuda_device_info (int device_id, GtCudaDeviceInfo * info, char *why,
-    size_t why_size)
+gt_cuda_device_info (
+    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
 {
-  (void) device_id;
-  (void) info;
+  (void)device_id;
+  (void)info;
   if (why != NULL && why_size > 0)
     snprintf (why, why_size, "gst-train was built without CUDA");
   return -1;

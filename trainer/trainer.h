@@ -30,8 +30,8 @@ int gt_cuda_device_count (char *why, size_t why_size);
 
 /* Fills @info for device @device_id; 0 on success, -1 with the reason in
  * @why otherwise. */
-int gt_cuda_device_info (int device_id, GtCudaDeviceInfo * info, char *why,
-    size_t why_size);
+int gt_cuda_device_info (
+    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

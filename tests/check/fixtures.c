@@ -9,8 +9,8 @@
 #include <jpeglib.h>
 
 static void
-fill_pattern (guint8 * pixels, gint width, gint height, gint channels,
-    guint seed)
+fill_pattern (
+    guint8 *pixels, gint width, gint height, gint channels, guint seed)
 {
   guint32 state = seed * 2654435761u + 12345;
   gint x, y, c;
@@ -20,18 +20,19 @@ fill_pattern (guint8 * pixels, gint width, gint height, gint channels,
   for (y = 0; y < height; y++)
     for (x = 0; x < width; x++)
       for (c = 0; c < channels; c++) {
-        gint v = (x * (3 + c) * 255) / MAX (width, 1) + (y * 255 * (c + 1)) /
-            MAX (height * 2, 1) + (gint) (seed * 37 + c * 80);
+        gint v = (x * (3 + c) * 255) / MAX (width, 1)
+            + (y * 255 * (c + 1)) / MAX (height * 2, 1)
+            + (gint)(seed * 37 + c * 80);
 
         state = state * 1103515245u + 12345;
-        v += (gint) ((state >> 16) % 24) - 12;
-        pixels[((gsize) y * width + x) * channels + c] = (guint8) (v & 0xff);
+        v += (gint)((state >> 16) % 24) - 12;
+        pixels[((gsize)y * width + x) * channels + c] = (guint8)(v & 0xff);
       }
 }
 
 guint8 *
-fixture_jpeg_encode (gint width, gint height, guint seed,
-    const FixtureJpeg * how, gsize * size)
+fixture_jpeg_encode (
+    gint width, gint height, guint seed, const FixtureJpeg *how, gsize *size)
 {
   struct jpeg_compress_struct cinfo;
   struct jpeg_error_mgr jerr;
@@ -66,8 +67,7 @@ fixture_jpeg_encode (gint width, gint height, guint seed,
   if (how->colour == FIXTURE_YCCK)
     jpeg_set_colorspace (&cinfo, JCS_YCCK);
   if (how->colour == FIXTURE_YCC_444 || how->colour == FIXTURE_YCC_422) {
-    cinfo.comp_info[0].h_samp_factor =
-        how->colour == FIXTURE_YCC_422 ? 2 : 1;
+    cinfo.comp_info[0].h_samp_factor = how->colour == FIXTURE_YCC_422 ? 2 : 1;
     cinfo.comp_info[0].v_samp_factor = 1;
   }
   if (how->progressive)
@@ -76,11 +76,11 @@ fixture_jpeg_encode (gint width, gint height, guint seed,
   cinfo.restart_in_rows = how->restart_interval;
 
   channels = cinfo.input_components;
-  pixels = g_malloc ((gsize) width * height * channels);
+  pixels = g_malloc ((gsize)width * height * channels);
   fill_pattern (pixels, width, height, channels, seed);
   jpeg_start_compress (&cinfo, TRUE);
   for (y = 0; y < height; y++) {
-    JSAMPROW row = pixels + (gsize) y * width * channels;
+    JSAMPROW row = pixels + (gsize)y * width * channels;
     jpeg_write_scanlines (&cinfo, &row, 1);
   }
   jpeg_finish_compress (&cinfo);
@@ -94,19 +94,19 @@ fixture_jpeg_encode (gint width, gint height, guint seed,
 }
 
 void
-fixture_write_file (const gchar * path, const guint8 * data, gsize size)
+fixture_write_file (const gchar *path, const guint8 *data, gsize size)
 {
   gchar *dir = g_path_get_dirname (path);
   GError *error = NULL;
 
   fail_unless (g_mkdir_with_parents (dir, 0755) == 0, "mkdir %s", dir);
   g_free (dir);
-  if (!g_file_set_contents (path, (const gchar *) data, size, &error))
+  if (!g_file_set_contents (path, (const gchar *)data, size, &error))
     fail ("could not write %s: %s", path, error->message);
 }
 
 void
-fixture_write_jpeg (const gchar * path, gint width, gint height, guint seed)
+fixture_write_jpeg (const gchar *path, gint width, gint height, guint seed)
 {
   FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
   gsize size;
@@ -127,18 +127,18 @@ fixture_make_temp_dir (void)
 }
 
 void
-fixture_remove_tree (const gchar * path)
+fixture_remove_tree (const gchar *path)
 {
-  gchar *argv[] = { (gchar *) "rm", (gchar *) "-rf", (gchar *) path, NULL };
+  gchar *argv[] = { (gchar *)"rm", (gchar *)"-rf", (gchar *)path, NULL };
 
   if (path != NULL)
-    g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
-        NULL, NULL, NULL);
+    g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+        NULL, NULL);
 }
 
 /* Parses a binary PGM or PPM; returns RGB. */
 static guint8 *
-parse_pnm (const guint8 * data, gsize size, gint * width, gint * height)
+parse_pnm (const guint8 *data, gsize size, gint *width, gint *height)
 {
   gint channels, maxval, fields = 0, values[3] = { 0 };
   gsize pos = 2, n, i;
@@ -159,11 +159,11 @@ parse_pnm (const guint8 * data, gsize size, gint * width, gint * height)
     }
     pos++;
   }
-  pos++;                        /* the single whitespace after maxval */
+  pos++; /* the single whitespace after maxval */
   *width = values[0];
   *height = values[1];
   maxval = values[2];
-  n = (gsize) (*width) * (*height);
+  n = (gsize)(*width) * (*height);
   if (maxval != 255 || pos + n * channels > size)
     return NULL;
   rgb = g_malloc (n * 3);
@@ -178,8 +178,8 @@ parse_pnm (const guint8 * data, gsize size, gint * width, gint * height)
 }
 
 guint8 *
-fixture_djpeg_rgb (const gchar * path, const gchar * scale, gint * width,
-    gint * height)
+fixture_djpeg_rgb (
+    const gchar *path, const gchar *scale, gint *width, gint *height)
 {
   const gchar *argv[8];
   gchar *out = NULL;
@@ -215,8 +215,7 @@ fixture_djpeg_rgb (const gchar * path, const gchar * scale, gint * width,
   status = g_subprocess_get_exit_status (proc);
   g_object_unref (proc);
   out = g_bytes_unref_to_data (bytes, &out_len);
-  rgb = status == 0 ? parse_pnm ((guint8 *) out, out_len, width, height) :
-      NULL;
+  rgb = status == 0 ? parse_pnm ((guint8 *)out, out_len, width, height) : NULL;
   g_free (out);
   return rgb;
 }
@@ -224,8 +223,8 @@ fixture_djpeg_rgb (const gchar * path, const gchar * scale, gint * width,
 /* ---- pipeline runner ---- */
 
 static void
-on_handoff (GstElement * sink, GstBuffer * buffer, GstPad * pad,
-    gpointer user_data)
+on_handoff (
+    GstElement *sink, GstBuffer *buffer, GstPad *pad, gpointer user_data)
 {
   RunResult *result = user_data;
   GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
@@ -257,7 +256,7 @@ clear_run_sample (gpointer data)
 }
 
 RunResult *
-fixture_run (const gchar * launch)
+fixture_run (const gchar *launch)
 {
   RunResult *result = g_new0 (RunResult, 1);
   GError *error = NULL;
@@ -283,8 +282,8 @@ fixture_run (const gchar * launch)
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   while (!done) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING |
-        GST_MESSAGE_TAG);
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING
+            | GST_MESSAGE_TAG);
     GError *err = NULL;
     gchar *debug = NULL;
 
@@ -302,19 +301,20 @@ fixture_run (const gchar * launch)
         break;
       case GST_MESSAGE_WARNING:
         gst_message_parse_warning (msg, &err, &debug);
-        g_ptr_array_add (result->warnings, g_strdup_printf ("%s: %s (%s)",
+        g_ptr_array_add (result->warnings,
+            g_strdup_printf ("%s: %s (%s)",
                 GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
                 debug ? debug : ""));
         break;
-      case GST_MESSAGE_TAG:{
+      case GST_MESSAGE_TAG: {
         GstTagList *tags = NULL;
 
         gst_message_parse_tag (msg, &tags);
         if (result->tags == NULL) {
           result->tags = tags;
         } else {
-          GstTagList *merged = gst_tag_list_merge (result->tags, tags,
-              GST_TAG_MERGE_REPLACE);
+          GstTagList *merged =
+              gst_tag_list_merge (result->tags, tags, GST_TAG_MERGE_REPLACE);
           gst_tag_list_unref (result->tags);
           gst_tag_list_unref (tags);
           result->tags = merged;
@@ -335,7 +335,7 @@ fixture_run (const gchar * launch)
 }
 
 void
-run_result_free (RunResult * result)
+run_result_free (RunResult *result)
 {
   g_array_unref (result->samples);
   g_ptr_array_unref (result->warnings);
@@ -346,8 +346,8 @@ run_result_free (RunResult * result)
 }
 
 gboolean
-run_result_has_warning (RunResult * result, const gchar * part1,
-    const gchar * part2)
+run_result_has_warning (
+    RunResult *result, const gchar *part1, const gchar *part2)
 {
   guint i;
 

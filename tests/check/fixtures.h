@@ -23,32 +23,32 @@ typedef struct
   FixtureColour colour;
   gboolean progressive;
   gboolean arithmetic;
-  guint restart_interval;       /* in MCU rows; 0 = none */
+  guint restart_interval; /* in MCU rows; 0 = none */
   gint quality;
 } FixtureJpeg;
 
 /* A JPEG of a @width x @height test pattern (different per @seed), encoded
  * as @how says; free with g_free(). */
-guint8 *fixture_jpeg_encode (gint width, gint height, guint seed,
-    const FixtureJpeg * how, gsize * size);
+guint8 *fixture_jpeg_encode (
+    gint width, gint height, guint seed, const FixtureJpeg *how, gsize *size);
 
 /* Writes @size bytes to @path, creating folders; aborts the test on
  * failure. */
-void fixture_write_file (const gchar * path, const guint8 * data, gsize size);
+void fixture_write_file (const gchar *path, const guint8 *data, gsize size);
 
 /* Writes a baseline 4:2:0 JPEG file. */
-void fixture_write_jpeg (const gchar * path, gint width, gint height,
-    guint seed);
+void fixture_write_jpeg (
+    const gchar *path, gint width, gint height, guint seed);
 
 /* A new empty temporary folder; remove with fixture_remove_tree(). */
 gchar *fixture_make_temp_dir (void);
-void fixture_remove_tree (const gchar * path);
+void fixture_remove_tree (const gchar *path);
 
 /* libjpeg-turbo's own decode of @path to packed RGB (djpeg -ppm, with
  * "-scale M/N" when @scale is not NULL), width x height x 3 bytes; gray files
  * are expanded to R = G = B. NULL if djpeg fails. */
-guint8 *fixture_djpeg_rgb (const gchar * path, const gchar * scale,
-    gint * width, gint * height);
+guint8 *fixture_djpeg_rgb (
+    const gchar *path, const gchar *scale, gint *width, gint *height);
 
 /* One buffer as it left the pipeline's last element. */
 typedef struct
@@ -59,25 +59,25 @@ typedef struct
   guint emissions;
   gchar *location;
   gboolean has_meta;
-  GstSample *sample;            /* buffer and its caps */
+  GstSample *sample; /* buffer and its caps */
 } RunSample;
 
 typedef struct
 {
-  GArray *samples;              /* RunSample */
-  GPtrArray *warnings;          /* "element: message (debug)" */
-  gchar *error;                 /* NULL when the pipeline reached EOS */
-  GstTagList *tags;             /* merged tags the sink saw */
+  GArray *samples;     /* RunSample */
+  GPtrArray *warnings; /* "element: message (debug)" */
+  gchar *error;        /* NULL when the pipeline reached EOS */
+  GstTagList *tags;    /* merged tags the sink saw */
 } RunResult;
 
 /* Runs @launch (whose last element must be "fakesink name=sink") to EOS or
  * error, recording every buffer that reaches the sink. */
-RunResult *fixture_run (const gchar * launch);
-void run_result_free (RunResult * result);
+RunResult *fixture_run (const gchar *launch);
+void run_result_free (RunResult *result);
 
 /* TRUE when some warning contains all of the given substrings. */
-gboolean run_result_has_warning (RunResult * result, const gchar * part1,
-    const gchar * part2);
+gboolean run_result_has_warning (
+    RunResult *result, const gchar *part1, const gchar *part2);
 
 G_END_DECLS
 

@@ -7,7 +7,7 @@
 static const gchar *elements[] = { "datasetsrc", "imagedec" };
 
 static gboolean
-have_debug_category (const gchar * name)
+have_debug_category (const gchar *name)
 {
   GSList *all = gst_debug_get_all_categories (), *l;
   gboolean found = FALSE;
@@ -29,8 +29,7 @@ GST_START_TEST (test_every_element_is_documented)
     guint n_specs = 0;
     const gchar *keys[] = { GST_ELEMENT_METADATA_LONGNAME,
       GST_ELEMENT_METADATA_KLASS, GST_ELEMENT_METADATA_DESCRIPTION,
-      GST_ELEMENT_METADATA_AUTHOR
-    };
+      GST_ELEMENT_METADATA_AUTHOR };
 
     fail_unless (factory != NULL, "%s is not registered", elements[i]);
     for (j = 0; j < G_N_ELEMENTS (keys); j++) {
@@ -39,10 +38,10 @@ GST_START_TEST (test_every_element_is_documented)
           elements[i], keys[j]);
     }
     element = gst_element_factory_create (factory, NULL);
-    fail_unless (have_debug_category (elements[i]),
-        "%s has no debug category", elements[i]);
-    specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (element),
-        &n_specs);
+    fail_unless (have_debug_category (elements[i]), "%s has no debug category",
+        elements[i]);
+    specs =
+        g_object_class_list_properties (G_OBJECT_GET_CLASS (element), &n_specs);
     for (j = 0; j < n_specs; j++) {
       GParamSpec *pspec = specs[j];
       const gchar *blurb = g_param_spec_get_blurb (pspec);
@@ -57,10 +56,10 @@ GST_START_TEST (test_every_element_is_documented)
       fail_unless (pspec->flags & G_PARAM_STATIC_STRINGS);
       /* Writable properties say when they may change. */
       if (pspec->flags & G_PARAM_WRITABLE)
-        fail_unless (pspec->flags & (GST_PARAM_MUTABLE_READY |
-                GST_PARAM_MUTABLE_PLAYING | GST_PARAM_MUTABLE_PAUSED),
-            "%s::%s has no GST_PARAM_MUTABLE_* flag", elements[i],
-            pspec->name);
+        fail_unless (pspec->flags
+                & (GST_PARAM_MUTABLE_READY | GST_PARAM_MUTABLE_PLAYING
+                    | GST_PARAM_MUTABLE_PAUSED),
+            "%s::%s has no GST_PARAM_MUTABLE_* flag", elements[i], pspec->name);
     }
     g_free (specs);
     gst_object_unref (element);

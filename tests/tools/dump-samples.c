@@ -9,8 +9,8 @@
 #include "train-meta.h"
 
 static void
-on_handoff (GstElement * sink, GstBuffer * buffer, GstPad * pad,
-    gpointer user_data)
+on_handoff (
+    GstElement *sink, GstBuffer *buffer, GstPad *pad, gpointer user_data)
 {
   GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
 

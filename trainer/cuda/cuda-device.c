@@ -19,8 +19,8 @@ gt_cuda_device_count (char *why, size_t why_size)
 
   if (err != cudaSuccess) {
     if (why != NULL && why_size > 0)
-      snprintf (why, why_size, "no usable CUDA device: %s",
-          cudaGetErrorString (err));
+      snprintf (
+          why, why_size, "no usable CUDA device: %s", cudaGetErrorString (err));
     return 0;
   }
   if (count == 0 && why != NULL && why_size > 0)
@@ -29,8 +29,8 @@ gt_cuda_device_count (char *why, size_t why_size)
 }
 
 int
-gt_cuda_device_info (int device_id, GtCudaDeviceInfo * info, char *why,
-    size_t why_size)
+gt_cuda_device_info (
+    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
 {
   struct cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties (&prop, device_id);

@@ -35,17 +35,18 @@ make_tree (void)
     fixture_write_jpeg (p, 8, 8, c * 10 + 3);
     g_free (p);
     p = g_build_filename (root, class_dirs[c], "notes.txt", NULL);
-    fixture_write_file (p, (const guint8 *) "x", 1);
+    fixture_write_file (p, (const guint8 *)"x", 1);
     g_free (p);
   }
   return root;
 }
 
 static RunResult *
-run_src (const gchar * root, const gchar * props)
+run_src (const gchar *root, const gchar *props)
 {
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" %s ! "
-      "fakesink name=sink", root, props);
+                                   "fakesink name=sink",
+      root, props);
   RunResult *result = fixture_run (launch);
 
   g_free (launch);
@@ -53,7 +54,7 @@ run_src (const gchar * root, const gchar * props)
 }
 
 static RunSample *
-sample_at (RunResult * r, guint i)
+sample_at (RunResult *r, guint i)
 {
   return &g_array_index (r->samples, RunSample, i);
 }
@@ -66,8 +67,8 @@ GST_START_TEST (test_labels_follow_sorted_class_names)
   guint i;
 
   fail_unless (r->error == NULL, "%s", r->error);
-  fail_unless_equals_int (r->samples->len,
-      G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
+  fail_unless_equals_int (
+      r->samples->len, G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
 
   /* Dataset order: classes in code-point order; inside a class the files of
    * the class folder (sorted: "IMG0.JPEG" < "img1.jpg"), then sub/. */
@@ -75,8 +76,8 @@ GST_START_TEST (test_labels_follow_sorted_class_names)
     RunSample *s = sample_at (r, i);
     guint label = i / FILES_PER_CLASS;
     const gchar *expected_file[] = { "IMG0.JPEG", "img1.jpg", "sub/deep.jpg" };
-    gchar *expected = g_build_filename (root, sorted_classes[label],
-        expected_file[i % FILES_PER_CLASS], NULL);
+    gchar *expected = g_build_filename (
+        root, sorted_classes[label], expected_file[i % FILES_PER_CLASS], NULL);
 
     fail_unless (s->has_meta);
     fail_unless_equals_int (s->label, label);
@@ -105,7 +106,7 @@ GST_END_TEST;
 
 /* The sequence of dataset indices a run produced. */
 static GArray *
-indices_of (RunResult * r)
+indices_of (RunResult *r)
 {
   GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
   guint i;
@@ -116,15 +117,15 @@ indices_of (RunResult * r)
 }
 
 static gboolean
-same_indices (GArray * a, GArray * b)
+same_indices (GArray *a, GArray *b)
 {
-  return a->len == b->len && memcmp (a->data, b->data,
-      a->len * sizeof (guint64)) == 0;
+  return a->len == b->len
+      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
 }
 
 /* TRUE when indices [from, from + n) of @a are a permutation of 0 .. n-1. */
 static gboolean
-is_permutation (GArray * a, guint from, guint n)
+is_permutation (GArray *a, guint from, guint n)
 {
   gboolean *seen = g_new0 (gboolean, n);
   gboolean ok = TRUE;
@@ -146,7 +147,8 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
   RunResult *r1 = run_src (root, "seed=7 num-epochs=3");
-  RunResult *r2 = run_src (root, "seed=7 num-epochs=3 n-threads=4 "
+  RunResult *r2 = run_src (root,
+      "seed=7 num-epochs=3 n-threads=4 "
       "read-ahead=2");
   RunResult *r3 = run_src (root, "seed=8 num-epochs=3");
   GArray *a1 = indices_of (r1), *a2 = indices_of (r2), *a3 = indices_of (r3);
@@ -159,10 +161,11 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
       fail_unless_equals_int (sample_at (r1, e * n + i)->epoch, e);
   }
   /* Each epoch draws its own order. */
-  fail_if (memcmp (a1->data, (guint64 *) a1->data + n,
-          n * sizeof (guint64)) == 0);
-  fail_if (memcmp ((guint64 *) a1->data + n, (guint64 *) a1->data + 2 * n,
-          n * sizeof (guint64)) == 0);
+  fail_if (
+      memcmp (a1->data, (guint64 *)a1->data + n, n * sizeof (guint64)) == 0);
+  fail_if (memcmp ((guint64 *)a1->data + n, (guint64 *)a1->data + 2 * n,
+               n * sizeof (guint64))
+      == 0);
   /* The order is not the dataset order. */
   for (i = 0; i < n; i++)
     in_order += g_array_index (a1, guint64, i) == i;
@@ -173,7 +176,7 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   /* Labels travel with their samples. */
   for (i = 0; i < a1->len; i++)
     fail_unless_equals_int (sample_at (r1, i)->label,
-        (gint) (sample_at (r1, i)->index / FILES_PER_CLASS));
+        (gint)(sample_at (r1, i)->index / FILES_PER_CLASS));
 
   g_array_unref (a1);
   g_array_unref (a2);
@@ -199,25 +202,26 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
     owner[i] = -1;
   for (k = 0; k < num_shards; k++) {
     gchar *props = g_strdup_printf ("seed=3 num-epochs=%u shard-index=%u "
-        "num-shards=%u", num_epochs, k, num_shards);
+                                    "num-shards=%u",
+        num_epochs, k, num_shards);
     RunResult *r = run_src (root, props);
     GstTrainDatasetInfo info;
 
     fail_unless (r->error == NULL, "%s", r->error);
     /* 18 samples in 4 shards: 5, 5, 4, 4. */
-    fail_unless_equals_int (r->samples->len,
-        num_epochs * ((n - k + num_shards - 1) / num_shards));
+    fail_unless_equals_int (
+        r->samples->len, num_epochs * ((n - k + num_shards - 1) / num_shards));
     fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
-    fail_unless_equals_uint64 (info.epoch_samples,
-        r->samples->len / num_epochs);
+    fail_unless_equals_uint64 (
+        info.epoch_samples, r->samples->len / num_epochs);
     gst_train_dataset_info_clear (&info);
     for (i = 0; i < r->samples->len; i++) {
       RunSample *s = sample_at (r, i);
-      guint slot = s->epoch * n + (guint) s->index;
+      guint slot = s->epoch * n + (guint)s->index;
 
-      fail_unless (owner[slot] == -1, "sample %" G_GUINT64_FORMAT
-          " of epoch %d in shards %d and %u", s->index, s->epoch, owner[slot],
-          k);
+      fail_unless (owner[slot] == -1,
+          "sample %" G_GUINT64_FORMAT " of epoch %d in shards %d and %u",
+          s->index, s->epoch, owner[slot], k);
       owner[slot] = k;
       total++;
     }
@@ -226,8 +230,8 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
   }
   for (e = 0; e < num_epochs; e++)
     for (i = 0; i < n; i++)
-      fail_if (owner[e * n + i] == -1, "sample %u of epoch %u in no shard", i,
-          e);
+      fail_if (
+          owner[e * n + i] == -1, "sample %u of epoch %u in no shard", i, e);
   fail_unless_equals_int (total, n * num_epochs);
   g_free (owner);
   fixture_remove_tree (root);
@@ -267,7 +271,7 @@ GST_START_TEST (test_list_file)
 
   fixture_write_jpeg (img_a, 8, 8, 1);
   fixture_write_jpeg (img_b, 8, 8, 2);
-  fixture_write_file (list, (const guint8 *) text, strlen (text));
+  fixture_write_file (list, (const guint8 *)text, strlen (text));
   r = run_src (list, "shuffle=false");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2);
@@ -290,14 +294,14 @@ GST_START_TEST (test_list_file)
 GST_END_TEST;
 
 static void
-expect_error_after (const gchar * location, const gchar * props,
-    const gchar * part1, const gchar * part2, guint samples_before)
+expect_error_after (const gchar *location, const gchar *props,
+    const gchar *part1, const gchar *part2, guint samples_before)
 {
   RunResult *r = run_src (location, props);
 
   fail_unless (r->error != NULL, "no error for %s", location);
-  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"",
-      part1, r->error);
+  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"", part1,
+      r->error);
   if (part2 != NULL)
     fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
         part2, r->error);
@@ -308,8 +312,8 @@ expect_error_after (const gchar * location, const gchar * props,
 }
 
 static void
-expect_error (const gchar * location, const gchar * props, const gchar * part1,
-    const gchar * part2)
+expect_error (const gchar *location, const gchar *props, const gchar *part1,
+    const gchar *part2)
 {
   expect_error_after (location, props, part1, part2, 0);
 }
@@ -328,12 +332,12 @@ GST_START_TEST (test_errors_name_the_cause)
   expect_error (missing, "", missing, "does not exist");
   g_mkdir (empty, 0755);
   expect_error (empty, "", empty, "no class sub-folders");
-  fixture_write_file (txt, (const guint8 *) "x", 1);
+  fixture_write_file (txt, (const guint8 *)"x", 1);
   expect_error (no_images, "", no_images, "holds no samples");
-  fixture_write_file (bad_list, (const guint8 *) "a.jpg\t1\nb.jpg\t0\nc.jpg\n",
-      21);
+  fixture_write_file (
+      bad_list, (const guint8 *)"a.jpg\t1\nb.jpg\t0\nc.jpg\n", 21);
   expect_error (bad_list, "", "bad.txt:3:", "relative/path<TAB>label");
-  fixture_write_file (bad_label, (const guint8 *) "a.jpg\tcat\n", 10);
+  fixture_write_file (bad_label, (const guint8 *)"a.jpg\tcat\n", 10);
   expect_error (bad_label, "", "bad-label.txt:1:", "cat");
   expect_error (tree, "shard-index=4 num-shards=4", "shard-index 4", NULL);
   expect_error (tree, "shard-index=30 num-shards=40", "gets no sample", NULL);
@@ -364,20 +368,21 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
 
   r = run_src (root, "shuffle=false");
   fail_unless (r->error == NULL, "%s", r->error);
-  fail_unless_equals_int (r->samples->len,
-      G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
+  fail_unless_equals_int (
+      r->samples->len, G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
   fail_unless (run_result_has_warning (r, dead, "No such file"));
   run_result_free (r);
 
   /* Class "a" comes fifth: the four classes before it and a/IMG0.JPEG go
    * out ("a/dead.jpg" < "a/img1.jpg"), then the error. */
-  expect_error_after (root, "shuffle=false on-error=fail", dead,
-      "No such file", 4 * FILES_PER_CLASS + 1);
+  expect_error_after (root, "shuffle=false on-error=fail", dead, "No such file",
+      4 * FILES_PER_CLASS + 1);
 
   /* The skip count is readable. */
   {
     gchar *launch = g_strdup_printf ("datasetsrc name=src location=\"%s\" ! "
-        "fakesink", root);
+                                     "fakesink",
+        root);
     GstElement *pipeline = gst_parse_launch (launch, NULL);
     GstElement *named = gst_bin_get_by_name (GST_BIN (pipeline), "src");
     GstMessage *msg;
@@ -407,21 +412,22 @@ GST_START_TEST (test_stop_mid_stream)
 {
   gchar *root = make_tree ();
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
-      "n-threads=3 ! fakesink", root);
+                                   "n-threads=3 ! fakesink",
+      root);
   GstElement *pipeline = gst_parse_launch (launch, NULL);
   GstMessage *msg;
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
   /* PLAYING reached means the sink prerolled: data is flowing. */
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
-          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
-  msg = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipeline),
-      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+      == GST_STATE_CHANGE_SUCCESS);
+  msg = gst_bus_pop_filtered (
+      GST_ELEMENT_BUS (pipeline), GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
   fail_unless (msg == NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
-      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
   gst_object_unref (pipeline);
   g_free (launch);
   fixture_remove_tree (root);

@@ -16,20 +16,20 @@ typedef struct
 
 /* Every kind of JPEG the spec asks for. */
 static const Flavour flavours[] = {
-  {"baseline-420", {FIXTURE_YCC_420, FALSE, FALSE, 0, 90}},
-  {"baseline-422", {FIXTURE_YCC_422, FALSE, FALSE, 0, 90}},
-  {"baseline-444", {FIXTURE_YCC_444, FALSE, FALSE, 0, 95}},
-  {"progressive-420", {FIXTURE_YCC_420, TRUE, FALSE, 0, 85}},
-  {"arithmetic-420", {FIXTURE_YCC_420, FALSE, TRUE, 0, 90}},
-  {"restart-422", {FIXTURE_YCC_422, FALSE, FALSE, 1, 90}},
-  {"gray", {FIXTURE_GRAY, FALSE, FALSE, 0, 90}},
-  {"gray-progressive", {FIXTURE_GRAY, TRUE, FALSE, 0, 90}},
-  {"cmyk", {FIXTURE_CMYK, FALSE, FALSE, 0, 90}},
-  {"ycck", {FIXTURE_YCCK, FALSE, FALSE, 0, 90}},
+  { "baseline-420", { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 } },
+  { "baseline-422", { FIXTURE_YCC_422, FALSE, FALSE, 0, 90 } },
+  { "baseline-444", { FIXTURE_YCC_444, FALSE, FALSE, 0, 95 } },
+  { "progressive-420", { FIXTURE_YCC_420, TRUE, FALSE, 0, 85 } },
+  { "arithmetic-420", { FIXTURE_YCC_420, FALSE, TRUE, 0, 90 } },
+  { "restart-422", { FIXTURE_YCC_422, FALSE, FALSE, 1, 90 } },
+  { "gray", { FIXTURE_GRAY, FALSE, FALSE, 0, 90 } },
+  { "gray-progressive", { FIXTURE_GRAY, TRUE, FALSE, 0, 90 } },
+  { "cmyk", { FIXTURE_CMYK, FALSE, FALSE, 0, 90 } },
+  { "ycck", { FIXTURE_YCCK, FALSE, FALSE, 0, 90 } },
 };
 
 static RunSample *
-sample_at (RunResult * r, guint i)
+sample_at (RunResult *r, guint i)
 {
   return &g_array_index (r->samples, RunSample, i);
 }
@@ -37,27 +37,28 @@ sample_at (RunResult * r, guint i)
 /* Checks that @s holds exactly @expected (packed RGB) and its caps say
  * @width x @height RGB. */
 static void
-assert_rgb_equals (RunSample * s, const guint8 * expected, gint width,
-    gint height, const gchar * what)
+assert_rgb_equals (RunSample *s, const guint8 *expected, gint width,
+    gint height, const gchar *what)
 {
   GstVideoInfo info;
   GstVideoFrame frame;
   gint y;
 
-  fail_unless (gst_video_info_from_caps (&info,
-          gst_sample_get_caps (s->sample)), "%s: bad caps", what);
-  fail_unless_equals_string (gst_video_format_to_string
-      (GST_VIDEO_INFO_FORMAT (&info)), "RGB");
+  fail_unless (
+      gst_video_info_from_caps (&info, gst_sample_get_caps (s->sample)),
+      "%s: bad caps", what);
+  fail_unless_equals_string (
+      gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&info)), "RGB");
   fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), width);
   fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), height);
-  fail_unless (gst_video_frame_map (&frame, &info,
-          gst_sample_get_buffer (s->sample), GST_MAP_READ));
+  fail_unless (gst_video_frame_map (
+      &frame, &info, gst_sample_get_buffer (s->sample), GST_MAP_READ));
   for (y = 0; y < height; y++) {
-    const guint8 *row = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&frame,
-        0) + (gsize) y * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
-    const guint8 *want = expected + (gsize) y * width * 3;
+    const guint8 *row = (const guint8 *)GST_VIDEO_FRAME_PLANE_DATA (&frame, 0)
+        + (gsize)y * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+    const guint8 *want = expected + (gsize)y * width * 3;
 
-    if (memcmp (row, want, (gsize) width * 3) != 0) {
+    if (memcmp (row, want, (gsize)width * 3) != 0) {
       gint x = 0;
 
       while (row[x] == want[x])
@@ -70,12 +71,12 @@ assert_rgb_equals (RunSample * s, const guint8 * expected, gint width,
 }
 
 static RunResult *
-run_dec (const gchar * root, const gchar * src_props, const gchar * dec_props,
-    const gchar * filter)
+run_dec (const gchar *root, const gchar *src_props, const gchar *dec_props,
+    const gchar *filter)
 {
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
-      "%s ! imagedec %s ! %s%sfakesink name=sink", root, src_props, dec_props,
-      filter ? filter : "", filter ? " ! " : "");
+                                   "%s ! imagedec %s ! %s%sfakesink name=sink",
+      root, src_props, dec_props, filter ? filter : "", filter ? " ! " : "");
   RunResult *r = fixture_run (launch);
 
   g_free (launch);
@@ -93,8 +94,8 @@ write_flavours (gint width, gint height)
     gchar *name = g_strdup_printf ("%02u-%s.jpg", i, flavours[i].name);
     gchar *path = g_build_filename (root, "c", name, NULL);
     gsize size;
-    guint8 *data = fixture_jpeg_encode (width, height, i + 1,
-        &flavours[i].how, &size);
+    guint8 *data =
+        fixture_jpeg_encode (width, height, i + 1, &flavours[i].how, &size);
 
     fixture_write_file (path, data, size);
     g_free (data);
@@ -105,7 +106,7 @@ write_flavours (gint width, gint height)
 }
 
 static void
-check_flavours_match_djpeg (const gchar * dec_props)
+check_flavours_match_djpeg (const gchar *dec_props)
 {
   /* An odd width: RGB rows of 37 * 3 bytes are padded to 112. */
   gchar *root = write_flavours (37, 29);
@@ -173,12 +174,13 @@ GST_START_TEST (test_order_and_caps_with_mixed_sizes)
     guint k = i % n;
 
     fail_unless_equals_uint64 (s->index, k);
-    fail_unless (gst_video_info_from_caps (&info,
-            gst_sample_get_caps (s->sample)));
+    fail_unless (
+        gst_video_info_from_caps (&info, gst_sample_get_caps (s->sample)));
     fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 16 + (k % 7) * 40);
     fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), 16 + (k % 5) * 30);
-    fail_unless_equals_int (gst_buffer_get_size (gst_sample_get_buffer
-            (s->sample)), GST_VIDEO_INFO_SIZE (&info));
+    fail_unless_equals_int (
+        gst_buffer_get_size (gst_sample_get_buffer (s->sample)),
+        GST_VIDEO_INFO_SIZE (&info));
   }
   run_result_free (r);
   fixture_remove_tree (root);
@@ -198,19 +200,19 @@ GST_START_TEST (test_min_short_side_picks_scale)
     gint width, height;
   } cases[] = {
     /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180. */
-    {100, "1/4", 160, 120},
-    {120, "1/4", 160, 120},
-    {121, "3/8", 240, 180},
-    {60, "1/8", 80, 60},
-    {480, "1/1", 640, 480},
-    {1000, "1/1", 640, 480},
+    { 100, "1/4", 160, 120 },
+    { 120, "1/4", 160, 120 },
+    { 121, "3/8", 240, 180 },
+    { 60, "1/8", 80, 60 },
+    { 480, "1/1", 640, 480 },
+    { 1000, "1/1", 640, 480 },
   };
   guint i;
 
   fixture_write_jpeg (path, 640, 480, 5);
   for (i = 0; i < G_N_ELEMENTS (cases); i++) {
-    gchar *props = g_strdup_printf ("n-threads=1 min-short-side=%u",
-        cases[i].min_short_side);
+    gchar *props = g_strdup_printf (
+        "n-threads=1 min-short-side=%u", cases[i].min_short_side);
     RunResult *r = run_dec (root, "", props, NULL);
     gint w = 0, h = 0;
     guint8 *want = fixture_djpeg_rgb (path, cases[i].scale, &w, &h);
@@ -235,8 +237,7 @@ GST_END_TEST;
 GST_START_TEST (test_gray8_on_request)
 {
   gchar *root = write_flavours (24, 16);
-  RunResult *r = run_dec (root, "", "n-threads=2",
-      "video/x-raw,format=GRAY8");
+  RunResult *r = run_dec (root, "", "n-threads=2", "video/x-raw,format=GRAY8");
   guint i;
 
   fail_unless (r->error == NULL, "%s", r->error);
@@ -244,10 +245,10 @@ GST_START_TEST (test_gray8_on_request)
   for (i = 0; i < r->samples->len; i++) {
     GstVideoInfo info;
 
-    fail_unless (gst_video_info_from_caps (&info,
-            gst_sample_get_caps (sample_at (r, i)->sample)));
-    fail_unless_equals_int (GST_VIDEO_INFO_FORMAT (&info),
-        GST_VIDEO_FORMAT_GRAY8);
+    fail_unless (gst_video_info_from_caps (
+        &info, gst_sample_get_caps (sample_at (r, i)->sample)));
+    fail_unless_equals_int (
+        GST_VIDEO_INFO_FORMAT (&info), GST_VIDEO_FORMAT_GRAY8);
     fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 24);
   }
   /* A gray JPEG decodes to its own samples, which RGB output repeats. */
@@ -261,8 +262,8 @@ GST_START_TEST (test_gray8_on_request)
     gst_buffer_map (gst_sample_get_buffer (gray->sample), &map, GST_MAP_READ);
     for (y = 0; y < h; y++)
       for (x = 0; x < w; x++)
-        fail_unless_equals_int (map.data[y * GST_ROUND_UP_4 (w) + x],
-            want[(y * w + x) * 3]);
+        fail_unless_equals_int (
+            map.data[y * GST_ROUND_UP_4 (w) + x], want[(y * w + x) * 3]);
     gst_buffer_unmap (gst_sample_get_buffer (gray->sample), &map);
     g_free (want);
   }
@@ -275,7 +276,7 @@ GST_END_TEST;
 
 /* A tree of good files with four bad ones between them. */
 static gchar *
-write_bad_tree (gchar ** bad_paths)
+write_bad_tree (gchar **bad_paths)
 {
   gchar *root = fixture_make_temp_dir ();
   gsize size;
@@ -303,11 +304,11 @@ write_bad_tree (gchar ** bad_paths)
   fixture_write_file (bad_paths[1], corrupt, size);
   /* Empty. */
   bad_paths[2] = g_build_filename (root, "c", "bad-empty.jpg", NULL);
-  fixture_write_file (bad_paths[2], (const guint8 *) "", 0);
+  fixture_write_file (bad_paths[2], (const guint8 *)"", 0);
   /* Not a JPEG at all: a PNG signature and some text. */
   bad_paths[3] = g_build_filename (root, "c", "bad-png.jpg", NULL);
-  fixture_write_file (bad_paths[3],
-      (const guint8 *) "\x89PNG\r\n\x1a\nnot really an image", 27);
+  fixture_write_file (
+      bad_paths[3], (const guint8 *)"\x89PNG\r\n\x1a\nnot really an image", 27);
   g_free (good);
   g_free (corrupt);
   return root;
@@ -343,8 +344,7 @@ GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
 
     fail_unless (r->error != NULL);
     fail_unless (g_str_has_prefix (r->error, "imagedec"), "%s", r->error);
-    fail_unless (strstr (r->error, "bad-corrupt.jpg") != NULL, "%s",
-        r->error);
+    fail_unless (strstr (r->error, "bad-corrupt.jpg") != NULL, "%s", r->error);
     run_result_free (r);
   }
   /* max-errors bounds the skips. */
@@ -352,8 +352,7 @@ GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
     RunResult *r = run_dec (root, "", "max-errors=2", NULL);
 
     fail_unless (r->error != NULL);
-    fail_unless (strstr (r->error, "max-errors is 2") != NULL, "%s",
-        r->error);
+    fail_unless (strstr (r->error, "max-errors is 2") != NULL, "%s", r->error);
     fail_unless_equals_int (r->warnings->len, 3);
     run_result_free (r);
   }
@@ -378,22 +377,21 @@ GST_START_TEST (test_harness_buffers_without_meta)
 
   g_object_set (h->element, "n-threads", 2, NULL);
   gst_harness_set_src_caps_str (h, "image/jpeg");
-  fail_unless_equals_int (gst_harness_push (h,
-          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
   /* A zero-byte buffer between two images is skipped, not a crash. */
-  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new ()),
-      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h, gst_buffer_new ()), GST_FLOW_OK);
   data = fixture_jpeg_encode (8, 6, 4, &how, &size);
-  fail_unless_equals_int (gst_harness_push (h,
-          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
 
   out = gst_harness_pull (h);
   fail_unless_equals_int (gst_buffer_get_size (out), 20 * 3 * 10);
   gst_buffer_unref (out);
   out = gst_harness_pull (h);
-  fail_unless_equals_int (gst_buffer_get_size (out), GST_ROUND_UP_4 (8 * 3) *
-      6);
+  fail_unless_equals_int (
+      gst_buffer_get_size (out), GST_ROUND_UP_4 (8 * 3) * 6);
   gst_buffer_unref (out);
   caps = gst_pad_get_current_caps (h->sinkpad);
   st = gst_caps_get_structure (caps, 0);
@@ -421,8 +419,8 @@ GST_START_TEST (test_flush_drops_queued_images)
   gst_harness_set_src_caps_str (h, "image/jpeg");
   for (i = 0; i < 3; i++) {
     data = fixture_jpeg_encode (64, 48, i, &how, &size);
-    fail_unless_equals_int (gst_harness_push (h,
-            gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+    fail_unless_equals_int (
+        gst_harness_push (h, gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
   }
   /* Whatever was still decoding is dropped; the element takes new data. */
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
@@ -435,8 +433,8 @@ GST_START_TEST (test_flush_drops_queued_images)
     fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
   }
   data = fixture_jpeg_encode (16, 8, 7, &how, &size);
-  fail_unless_equals_int (gst_harness_push (h,
-          gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_wrapped (data, size)), GST_FLOW_OK);
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
 
   while ((out = gst_harness_try_pull (h)) != NULL) {
@@ -469,21 +467,22 @@ GST_START_TEST (test_stop_while_decoding)
   }
   /* An endless stream, four decoder threads, stopped from PLAYING. */
   launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 ! "
-      "imagedec n-threads=4 ! fakesink", root);
+                            "imagedec n-threads=4 ! fakesink",
+      root);
   pipeline = gst_parse_launch (launch, NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
-          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
-      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+      == GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
   /* And it starts again from NULL. */
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
-          60 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
-      GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+      == GST_STATE_CHANGE_SUCCESS);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
   gst_object_unref (pipeline);
   g_free (launch);
   fixture_remove_tree (root);
