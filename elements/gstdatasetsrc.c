@@ -209,8 +209,9 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Reader threads",
-          "Threads that read files ahead of the stream", 1, 256,
-          DEFAULT_N_THREADS,
+          "Threads that read files ahead of the stream (0 = read each file "
+          "in the streaming thread when it is due, no read-ahead)",
+          0, 256, DEFAULT_N_THREADS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_READ_AHEAD,
@@ -506,7 +507,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   src->num_classes = index->class_names->len;
   src->dataset_size = index->entries->len;
   src->files_skipped = 0;
-  src->n_slots = src->read_ahead;
+  src->n_slots = src->n_threads > 0 ? src->read_ahead : 1;
   GST_OBJECT_UNLOCK (src);
 
   GST_INFO_OBJECT (src,
@@ -522,8 +523,10 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   src->submitted = 0;
   src->emitted = 0;
   src->flushing = FALSE;
-  src->pool = g_thread_pool_new (
-      gst_dataset_src_read_sample, src, (gint)src->n_threads, FALSE, NULL);
+  src->pool = src->n_threads == 0
+      ? NULL
+      : g_thread_pool_new (
+          gst_dataset_src_read_sample, src, (gint)src->n_threads, FALSE, NULL);
 
   gst_dataset_src_send_dataset_info (src);
   g_free (location);
@@ -652,7 +655,15 @@ gst_dataset_src_refill (GstDatasetSrc *src)
     slot->epoch = src->cursor_epoch;
     slot->done = FALSE;
     src->submitted++;
-    g_thread_pool_push (src->pool, slot, NULL);
+    if (src->pool != NULL) {
+      g_thread_pool_push (src->pool, slot, NULL);
+    } else {
+      /* Page-cached files on a busy core: a thread hand-off per sample costs
+       * more than the read. */
+      g_mutex_unlock (&src->lock);
+      gst_dataset_src_read_sample (slot, src);
+      g_mutex_lock (&src->lock);
+    }
   }
 }
 

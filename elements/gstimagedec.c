@@ -5,7 +5,8 @@
  *
  * Decodes one `image/jpeg` buffer per sample into `video/x-raw` RGB (or GRAY8
  * when downstream asks for it), at full resolution or, with @min-short-side,
- * at the smallest DCT scale (1/8 .. 1) whose short side still reaches that
+ * at the smallest DCT scale (1/8, 1/4, 1/2 or 1; any eighth with
+ * scales=all) whose short side still reaches that
  * many pixels, which is several times cheaper than decoding at full size and
  * shrinking afterwards. Grayscale and CMYK/YCCK JPEGs come out as RGB;
  * baseline, progressive, arithmetic-coded and restart-marker files decode.
@@ -29,6 +30,7 @@
 #endif
 
 #include "gstimagedec.h"
+#include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
 
@@ -41,6 +43,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_image_dec_debug);
 
 #define DEFAULT_N_THREADS 0
 #define DEFAULT_MIN_SHORT_SIDE 0
+#define DEFAULT_SCALES GST_IMAGE_DEC_SCALES_FAST
 #define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
 #define DEFAULT_MAX_ERRORS 1000
 
@@ -53,10 +56,17 @@ enum
   PROP_0,
   PROP_N_THREADS,
   PROP_MIN_SHORT_SIDE,
+  PROP_SCALES,
   PROP_ON_ERROR,
   PROP_MAX_ERRORS,
   PROP_SAMPLES_SKIPPED,
 };
+
+typedef enum
+{
+  GST_IMAGE_DEC_SCALES_FAST,
+  GST_IMAGE_DEC_SCALES_ALL,
+} GstImageDecScales;
 
 /* One input buffer on its way through a decoder thread. */
 typedef struct
@@ -79,6 +89,7 @@ struct _GstImageDec
   /* Properties, under the object lock. */
   guint n_threads;
   guint min_short_side;
+  GstImageDecScales scales;
   GstTrainOnError on_error;
   gint max_errors;
   guint64 samples_skipped;
@@ -91,6 +102,7 @@ struct _GstImageDec
   GList *pending_events; /* sticky events held until the first caps */
   guint n_workers;
   guint window;
+  GstTrainRecycler *recycler; /* where output images get their memory */
 
   /* Jobs in input order and the decoder handles, under @lock. */
   GMutex lock;
@@ -101,6 +113,28 @@ struct _GstImageDec
   guint busy; /* jobs a worker is decoding right now */
   GThreadPool *pool;
 };
+
+static GType
+gst_image_dec_scales_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_IMAGE_DEC_SCALES_FAST,
+        "1/8, 1/4, 1/2 or 1: the scales libjpeg-turbo decodes fastest",
+        "fast" },
+    { GST_IMAGE_DEC_SCALES_ALL,
+        "Any libjpeg-turbo scale from 1/8 to 1 "
+        "(in eighths): fewest pixels, but 3/8 .. 7/8 decode slowly",
+        "all" },
+    { 0, NULL, NULL },
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstImageDecScales", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE (
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
@@ -148,9 +182,15 @@ gst_image_dec_class_init (GstImageDecClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_MIN_SHORT_SIDE,
       g_param_spec_uint ("min-short-side", "Minimum short side",
-          "Decode at the smallest DCT scale (1/8 to 1) whose short side is "
+          "Decode at the smallest DCT scale (see scales) whose short side is "
           "still at least this many pixels (0 = full resolution)",
           0, G_MAXINT, DEFAULT_MIN_SHORT_SIDE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SCALES,
+      g_param_spec_enum ("scales", "Scales",
+          "Which DCT scales min-short-side may pick",
+          gst_image_dec_scales_get_type (), DEFAULT_SCALES,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_ON_ERROR,
@@ -182,6 +222,7 @@ gst_image_dec_class_init (GstImageDecClass *klass)
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_image_dec_change_state);
 
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_ON_ERROR, 0);
+  gst_type_mark_as_plugin_api (gst_image_dec_scales_get_type (), 0);
   GST_DEBUG_CATEGORY_INIT (
       gst_image_dec_debug, "imagedec", 0, "training image decoder");
 }
@@ -202,6 +243,7 @@ gst_image_dec_init (GstImageDec *dec)
 
   dec->n_threads = DEFAULT_N_THREADS;
   dec->min_short_side = DEFAULT_MIN_SHORT_SIDE;
+  dec->scales = DEFAULT_SCALES;
   dec->on_error = DEFAULT_ON_ERROR;
   dec->max_errors = DEFAULT_MAX_ERRORS;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
@@ -236,6 +278,9 @@ gst_image_dec_set_property (
     case PROP_MIN_SHORT_SIDE:
       dec->min_short_side = g_value_get_uint (value);
       break;
+    case PROP_SCALES:
+      dec->scales = g_value_get_enum (value);
+      break;
     case PROP_ON_ERROR:
       dec->on_error = g_value_get_enum (value);
       break;
@@ -263,6 +308,9 @@ gst_image_dec_get_property (
     case PROP_MIN_SHORT_SIDE:
       g_value_set_uint (value, dec->min_short_side);
       break;
+    case PROP_SCALES:
+      g_value_set_enum (value, dec->scales);
+      break;
     case PROP_ON_ERROR:
       g_value_set_enum (value, dec->on_error);
       break;
@@ -281,10 +329,12 @@ gst_image_dec_get_property (
 
 /* ---- decoding (any thread) ---- */
 
-/* The smallest libjpeg-turbo scale (at most 1/1) that keeps the short side
- * of a @width x @height image at @min_short_side pixels or more. */
+/* The smallest libjpeg-turbo scale (at most 1/1, and a power of two when
+ * @scales says fast) that keeps the short side of a @width x @height image at
+ * @min_short_side pixels or more. */
 static tjscalingfactor
-gst_image_dec_pick_scale (int width, int height, guint min_short_side)
+gst_image_dec_pick_scale (
+    int width, int height, guint min_short_side, GstImageDecScales scales)
 {
   tjscalingfactor best = { 1, 1 };
   tjscalingfactor *factors;
@@ -298,6 +348,10 @@ gst_image_dec_pick_scale (int width, int height, guint min_short_side)
     int short_side = MIN (TJSCALED (width, f), TJSCALED (height, f));
 
     if (f.num > f.denom)
+      continue;
+    /* Only 1/2 and 1/4 have SIMD inverse DCTs (1/8 keeps the DC term alone):
+     * a 7/8 decode is slower than a full one. */
+    if (scales == GST_IMAGE_DEC_SCALES_FAST && f.num != 1)
       continue;
     if ((guint)short_side >= min_short_side
         && f.num * best.denom < best.num * f.denom)
@@ -348,7 +402,7 @@ gst_image_dec_rgb_to_gray (const guint8 *rgb, int rgb_stride, guint8 *gray,
  * @job->output NULL and says why in @job->error. */
 static void
 gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
-    GstVideoFormat format, guint min_short_side)
+    GstVideoFormat format, guint min_short_side, GstImageDecScales scales)
 {
   GstMapInfo map;
   int width, height, subsamp, colorspace, out_width, out_height;
@@ -381,12 +435,13 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     goto done;
   }
 
-  scale = gst_image_dec_pick_scale (width, height, min_short_side);
+  scale = gst_image_dec_pick_scale (width, height, min_short_side, scales);
   out_width = TJSCALED (width, scale);
   out_height = TJSCALED (height, scale);
   gst_video_info_set_format (&info, format, out_width, out_height);
   stride = GST_VIDEO_INFO_PLANE_STRIDE (&info, 0);
-  output = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  output = gst_train_recycler_new_buffer (
+      dec->recycler, GST_VIDEO_INFO_SIZE (&info));
   gst_buffer_map (output, &out_map, GST_MAP_WRITE);
 
   if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
@@ -459,9 +514,11 @@ gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
 {
   tjhandle handle = gst_image_dec_take_handle (dec);
   guint min_short_side;
+  GstImageDecScales scales;
 
   GST_OBJECT_LOCK (dec);
   min_short_side = dec->min_short_side;
+  scales = dec->scales;
   GST_OBJECT_UNLOCK (dec);
 
   if (handle == NULL) {
@@ -469,7 +526,7 @@ gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
         "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
     return;
   }
-  gst_image_dec_decode (dec, job, handle, dec->format, min_short_side);
+  gst_image_dec_decode (dec, job, handle, dec->format, min_short_side, scales);
   /* A TurboJPEG handle that failed keeps stale error state and rejects the
    * next good image: bad samples are rare, so replace it. */
   if (job->error != NULL)
@@ -816,6 +873,9 @@ gst_image_dec_start (GstImageDec *dec)
   /* Enough decodes in flight to keep every thread busy while the head of
    * the queue waits for the slowest. */
   dec->window = 2 * dec->n_workers;
+  /* Room for every image in flight plus what a short queue downstream holds;
+   * buffers that stay away longer (an echo buffer) just get new blocks. */
+  dec->recycler = gst_train_recycler_new (dec->window + 8);
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   dec->have_caps = FALSE;
   dec->flushing = FALSE;
@@ -831,6 +891,7 @@ gst_image_dec_start (GstImageDec *dec)
               error->message),
           (NULL));
       g_error_free (error);
+      g_clear_pointer (&dec->recycler, gst_train_recycler_unref);
       return FALSE;
     }
   }
@@ -847,6 +908,7 @@ gst_image_dec_stop (GstImageDec *dec)
     dec->pool = NULL;
   }
   gst_image_dec_discard_jobs (dec);
+  g_clear_pointer (&dec->recycler, gst_train_recycler_unref);
   g_list_free_full (dec->pending_events, (GDestroyNotify)gst_event_unref);
   dec->pending_events = NULL;
   for (i = 0; i < dec->handles->len; i++)

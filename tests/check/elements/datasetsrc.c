@@ -151,7 +151,9 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
       "seed=7 num-epochs=3 n-threads=4 "
       "read-ahead=2");
   RunResult *r3 = run_src (root, "seed=8 num-epochs=3");
+  RunResult *r4 = run_src (root, "seed=7 num-epochs=3 n-threads=0");
   GArray *a1 = indices_of (r1), *a2 = indices_of (r2), *a3 = indices_of (r3);
+  GArray *a4 = indices_of (r4);
   guint e, i, in_order = 0;
 
   fail_unless_equals_int (a1->len, 3 * n);
@@ -172,6 +174,7 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   fail_if (in_order == n);
   /* Same seed, same order, whatever the threading; another seed differs. */
   fail_unless (same_indices (a1, a2));
+  fail_unless (same_indices (a1, a4));
   fail_if (same_indices (a1, a3));
   /* Labels travel with their samples. */
   for (i = 0; i < a1->len; i++)
@@ -181,6 +184,8 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   g_array_unref (a1);
   g_array_unref (a2);
   g_array_unref (a3);
+  g_array_unref (a4);
+  run_result_free (r4);
   run_result_free (r1);
   run_result_free (r2);
   run_result_free (r3);

@@ -195,24 +195,33 @@ GST_START_TEST (test_min_short_side_picks_scale)
   gchar *path = g_build_filename (root, "c", "big.jpg", NULL);
   struct
   {
+    const gchar *scales;
     guint min_short_side;
     const gchar *scale;
     gint width, height;
   } cases[] = {
-    /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180. */
-    { 100, "1/4", 160, 120 },
-    { 120, "1/4", 160, 120 },
-    { 121, "3/8", 240, 180 },
-    { 60, "1/8", 80, 60 },
-    { 480, "1/1", 640, 480 },
-    { 1000, "1/1", 640, 480 },
+    /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180,
+     * 1/2 gives 240, 7/8 gives 420. */
+    { "all", 100, "1/4", 160, 120 },
+    { "all", 120, "1/4", 160, 120 },
+    { "all", 121, "3/8", 240, 180 },
+    { "all", 60, "1/8", 80, 60 },
+    { "all", 400, "7/8", 560, 420 },
+    { "all", 480, "1/1", 640, 480 },
+    { "all", 1000, "1/1", 640, 480 },
+    /* The default keeps to the fast scales 1/8, 1/4, 1/2, 1. */
+    { "fast", 121, "1/2", 320, 240 },
+    { "fast", 60, "1/8", 80, 60 },
+    { "fast", 240, "1/2", 320, 240 },
+    { "fast", 241, "1/1", 640, 480 },
+    { "fast", 1000, "1/1", 640, 480 },
   };
   guint i;
 
   fixture_write_jpeg (path, 640, 480, 5);
   for (i = 0; i < G_N_ELEMENTS (cases); i++) {
-    gchar *props = g_strdup_printf (
-        "n-threads=1 min-short-side=%u", cases[i].min_short_side);
+    gchar *props = g_strdup_printf ("n-threads=1 min-short-side=%u scales=%s",
+        cases[i].min_short_side, cases[i].scales);
     RunResult *r = run_dec (root, "", props, NULL);
     gint w = 0, h = 0;
     guint8 *want = fixture_djpeg_rgb (path, cases[i].scale, &w, &h);
