@@ -465,60 +465,27 @@ parse_class_names (const char *arg, char ***names_out, GError **error)
   return TRUE;
 }
 
-/* Writes len bytes to path via path.tmp and a rename. */
-static gboolean
-write_file_atomic (const char *path, const char *tmp_path, const void *data,
-    gsize len, GError **error)
-{
-  const guint8 *p = data;
-  gsize done = 0;
-  int fd;
+static gboolean write_file_at (int dirfd, const char *dir, const char *name,
+    const char *tmp_name, const void *data, gsize len, GError **error);
 
-  fd = open (tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: cannot create: %s", tmp_path, g_strerror (errno));
-    return FALSE;
-  }
-  while (done < len) {
-    ssize_t w = write (fd, p + done, len - done);
-
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-          "%s: write failed: %s", tmp_path, g_strerror (errno));
-      close (fd);
-      unlink (tmp_path);
-      return FALSE;
-    }
-    done += (gsize)w;
-  }
-  if (close (fd) != 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: write failed: %s", tmp_path, g_strerror (errno));
-    unlink (tmp_path);
-    return FALSE;
-  }
-  if (rename (tmp_path, path) != 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: cannot rename to %s: %s", tmp_path, path, g_strerror (errno));
-    unlink (tmp_path);
-    return FALSE;
-  }
-  return TRUE;
-}
-
+/* Writes text to dir/name via dir/name.tmp and a rename. */
 static gboolean
 write_text_atomic (
     const char *dir, const char *name, const char *text, GError **error)
 {
-  char *path = g_build_filename (dir, name, NULL);
-  char *tmp = g_strconcat (path, ".tmp", NULL);
-  gboolean ok = write_file_atomic (path, tmp, text, strlen (text), error);
+  char *tmp = g_strconcat (name, ".tmp", NULL);
+  int dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  gboolean ok;
 
+  if (dirfd < 0) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "%s: cannot open folder: %s", dir, g_strerror (errno));
+    g_free (tmp);
+    return FALSE;
+  }
+  ok = write_file_at (dirfd, dir, name, tmp, text, strlen (text), error);
+  close (dirfd);
   g_free (tmp);
-  g_free (path);
   return ok;
 }
 
