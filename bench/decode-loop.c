@@ -1,0 +1,68 @@
+/* decode-loop.c: the floor under any JPEG input stage: libjpeg-turbo
+ * decoding the benchmark corpus to RGB in stream order, files already in
+ * memory, one reused output buffer, no framework. Where tjbench repeats one
+ * file (its input and output stay in cache), this loop visits every file, as
+ * a pipeline does.
+ *
+ * Usage: decode-loop PASSES FILE...   prints "IMAGES SECONDS". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <turbojpeg.h>
+
+int
+main (int argc, char **argv)
+{
+  int passes = argc > 2 ? atoi (argv[1]) : 0, n_files = argc - 2, i, p;
+  unsigned char **data = calloc (n_files > 0 ? n_files : 1, sizeof (*data));
+  unsigned long *sizes = calloc (n_files > 0 ? n_files : 1, sizeof (*sizes));
+  unsigned char *out = NULL;
+  size_t out_size = 0;
+  struct timespec start, end;
+  tjhandle handle = tjInitDecompress ();
+
+  if (passes <= 0 || n_files <= 0 || handle == NULL) {
+    fprintf (stderr, "usage: decode-loop PASSES FILE...\n");
+    return 2;
+  }
+  for (i = 0; i < n_files; i++) {
+    FILE *f = fopen (argv[i + 2], "rb");
+    long size;
+
+    if (f == NULL || fseek (f, 0, SEEK_END) != 0 || (size = ftell (f)) <= 0) {
+      fprintf (stderr, "cannot read %s\n", argv[i + 2]);
+      return 1;
+    }
+    rewind (f);
+    data[i] = malloc (size);
+    sizes[i] = fread (data[i], 1, size, f);
+    fclose (f);
+  }
+
+  clock_gettime (CLOCK_MONOTONIC, &start);
+  for (p = 0; p < passes; p++)
+    for (i = 0; i < n_files; i++) {
+      int width, height, subsamp, colorspace;
+
+      if (tjDecompressHeader3 (
+              handle, data[i], sizes[i], &width, &height, &subsamp, &colorspace)
+          != 0) {
+        fprintf (stderr, "%s: %s\n", argv[i + 2], tjGetErrorStr2 (handle));
+        return 1;
+      }
+      if ((size_t)width * height * 3 > out_size) {
+        out_size = (size_t)width * height * 3;
+        out = realloc (out, out_size);
+      }
+      if (tjDecompress2 (
+              handle, data[i], sizes[i], out, width, 0, height, TJPF_RGB, 0)
+          != 0) {
+        fprintf (stderr, "%s: %s\n", argv[i + 2], tjGetErrorStr2 (handle));
+        return 1;
+      }
+    }
+  clock_gettime (CLOCK_MONOTONIC, &end);
+  printf ("%d %.6f\n", passes * n_files,
+      (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+  return 0;
+}

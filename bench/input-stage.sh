@@ -1,0 +1,440 @@
+#!/usr/bin/env bash
+# Input-stage benchmark: JPEG files -> decoded RGB images, images per second.
+#
+#   bench/input-stage.sh [--runs N] [--quick] [--count N] [--epochs N]
+#                        [--tj-sample N] [--output FILE]
+#
+# Builds its own release build (build-bench/), makes the corpus
+# (bench/make-corpus.py), then measures, median of N interleaved runs:
+#   (a) datasetsrc n-threads=0 ! imagedec n-threads=1 ! fakesink (pinned to 1 core)
+#   (a2) (a) with datasetsrc's default two reader threads       (pinned to 1 core)
+#   (s) (a) over the tjbench sample files only: the like-for-like row for (d)
+#   (b) the same with imagedec n-threads=2                     (2 cores)
+#   (c) multifilesrc ! jpegdec ! fakesink, native I420 output, and
+#       ! videoconvert ! video/x-raw,format=RGB                (pinned to 1 core)
+#   (d) tjbench decode-only to RGB on a fixed sample of files  (pinned to 1 core)
+#   (e) PIL Image.open(BytesIO(data)).convert('RGB')           (pinned to 1 core)
+#   (f) (a) with imagedec min-short-side=256 (scales=fast)    (pinned to 1 core)
+#   (f2) (f) with scales=all                                   (pinned to 1 core)
+# and writes a Markdown report to stdout and to docs/benchmarks/input-stage.md
+# (--quick: 200 images, 1 run, report to bench/out/input-stage-quick.md).
+#
+# Needs: meson, ninja, a C compiler, gst-launch-1.0 (gstreamer1.0-tools),
+# gstreamer1.0-plugins-good/-base, tjbench (libjpeg-turbo-progs), taskset,
+# /usr/bin/python3 with PIL (python3-pil), mate-backgrounds.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CMDLINE="bench/input-stage.sh${*:+ $*}"
+
+RUNS=5
+COUNT=2000
+EPOCHS=3
+TJ_SAMPLE=30
+QUICK=0
+OUTPUT=
+PY=/usr/bin/python3
+
+usage() { sed -n '2,22s/^# \{0,1\}//p' "$0"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS=$2; shift 2 ;;
+    --runs=*) RUNS=${1#*=}; shift ;;
+    --count) COUNT=$2; shift 2 ;;
+    --count=*) COUNT=${1#*=}; shift ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --epochs=*) EPOCHS=${1#*=}; shift ;;
+    --tj-sample) TJ_SAMPLE=$2; shift 2 ;;
+    --tj-sample=*) TJ_SAMPLE=${1#*=}; shift ;;
+    --output) OUTPUT=$2; shift 2 ;;
+    --output=*) OUTPUT=${1#*=}; shift ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "input-stage.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then
+  COUNT=200; RUNS=1; EPOCHS=1; TJ_SAMPLE=5
+  : "${OUTPUT:=$ROOT/bench/out/input-stage-quick.md}"
+fi
+: "${OUTPUT:=$ROOT/docs/benchmarks/input-stage.md}"
+for v in RUNS COUNT EPOCHS TJ_SAMPLE; do
+  case ${!v} in ''|*[!0-9]*|0) echo "input-stage.sh: $v must be a positive integer" >&2; exit 2 ;; esac
+done
+[ "$TJ_SAMPLE" -le "$COUNT" ] || TJ_SAMPLE=$COUNT
+
+log() { echo "input-stage.sh: $*" >&2; }
+die() { echo "input-stage.sh: error: $*" >&2; exit 1; }
+
+for tool in meson ninja gst-launch-1.0 gst-inspect-1.0 tjbench taskset lscpu; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (see the header of this script)"
+done
+"$PY" -c 'import PIL' 2>/dev/null || die "$PY with PIL is needed (apt-get install python3-pil)"
+
+OUT=$ROOT/bench/out
+BUILD=$ROOT/build-bench
+mkdir -p "$OUT/logs"
+rm -f "$OUT"/logs/*.log
+
+# --- build ------------------------------------------------------------------
+if [ ! -f "$BUILD/build.ninja" ]; then
+  log "configuring $BUILD (release)"
+  (cd "$ROOT" && meson setup build-bench --buildtype=release) >"$OUT/logs/meson-setup.txt" 2>&1 ||
+    { tail -30 "$OUT/logs/meson-setup.txt" >&2; die "meson setup failed"; }
+fi
+log "building the plugin"
+# The bare decode loop of row (d2), with the same compiler flags as release.
+cc -O2 -o "$OUT/decode-loop" "$ROOT/bench/decode-loop.c" \
+  $(pkg-config --cflags --libs libturbojpeg) || die "could not build bench/decode-loop.c"
+ninja -C "$BUILD" gst-plugins/libgsttrain.so >"$OUT/logs/ninja.txt" 2>&1 ||
+  ninja -C "$BUILD" >>"$OUT/logs/ninja.txt" 2>&1 ||
+  { tail -30 "$OUT/logs/ninja.txt" >&2; die "build failed"; }
+[ -f "$BUILD/gst-plugins/libgsttrain.so" ] || die "no $BUILD/gst-plugins/libgsttrain.so after the build"
+
+# --- corpus -------------------------------------------------------------------
+if [ "$COUNT" = 2000 ]; then CORPUS=$ROOT/bench/corpus; else CORPUS=$OUT/corpus-$COUNT; fi
+"$PY" "$ROOT/bench/make-corpus.py" --count "$COUNT" --out "$CORPUS" >&2 || die "make-corpus.py failed"
+
+# Flat numbered view for multifilesrc: NNNNN.jpg -> corpus/classXX/NNNNN.jpg.
+FLAT=$OUT/flat-$COUNT
+rm -rf "$FLAT"; mkdir -p "$FLAT"
+(cd "$CORPUS" && for f in class*/*.jpg; do ln -s "$CORPUS/$f" "$FLAT/${f#*/}"; done)
+[ "$(find "$FLAT" -name '*.jpg' | wc -l)" = "$COUNT" ] || die "corpus $CORPUS does not hold $COUNT images"
+LAST=$(printf '%05d' $((COUNT - 1)))
+[ -e "$FLAT/$LAST.jpg" ] || die "corpus files are not numbered 00000..$LAST"
+
+# tjbench sample: TJ_SAMPLE files evenly spread over the numbering.
+TJ_LIST=$OUT/tjbench-sample.txt
+: >"$TJ_LIST"
+for ((k = 0; k < TJ_SAMPLE; k++)); do
+  printf '%s/%05d.jpg\n' "$FLAT" $((k * COUNT / TJ_SAMPLE)) >>"$TJ_LIST"
+done
+
+# The same sample as a datasetsrc list file, for row (s).
+TJ_DATASET=$OUT/tjbench-sample-dataset.txt
+sed 's/$/\t0/' "$TJ_LIST" >"$TJ_DATASET"
+
+# --- environment ---------------------------------------------------------------
+export GST_REGISTRY=$OUT/registry-bench.bin
+export GST_PLUGIN_PATH=$BUILD/gst-plugins
+unset GST_DEBUG GST_TRACERS GST_DEBUG_DUMP_DOT_DIR GST_DEBUG_FILE GST_PLUGIN_PATH_1_0 || true
+for el in datasetsrc imagedec multifilesrc jpegdec videoconvert fakesink; do
+  gst-inspect-1.0 "$el" >/dev/null 2>&1 || die "GStreamer element '$el' not found (GST_PLUGIN_PATH=$GST_PLUGIN_PATH)"
+done
+
+NCPU=$(nproc)
+# (b) uses two cores: the whole machine when it has two, else cores 0 and 1.
+if [ "$NCPU" -gt 2 ]; then PIN2_TXT="taskset -c 0,1 "
+elif [ "$NCPU" = 2 ]; then PIN2_TXT=""
+else die "setup (b) needs 2 cores, this machine has $NCPU"; fi
+
+HELPER=$OUT/input-stage-helper.py
+cat >"$HELPER" <<'PYEOF'
+# Written by bench/input-stage.sh on every run; edit it there.
+import io, json, os, re, resource, statistics, subprocess, sys, time
+
+def cmd_run(argv):
+    """run LOG CMD...: run CMD, output to LOG; print 'wall cpu rc'."""
+    logf, cmd = argv[0], argv[1:]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(logf, "wb") as fh:
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print("%.6f %.6f %d" % (wall, cpu, rc))
+
+def cmd_pil(argv):
+    """pil DIR COUNT: decode DIR/00000.jpg.. with PIL; print 'wall cpu n'."""
+    from PIL import Image
+    d, n = argv[0], int(argv[1])
+    files = [os.path.join(d, "%05d.jpg" % i) for i in range(n)]
+    t0, c0 = time.perf_counter(), time.process_time()
+    for f in files:
+        with open(f, "rb") as fh:
+            data = fh.read()
+        im = Image.open(io.BytesIO(data)).convert("RGB")
+        im.load()
+    print("%.6f %.6f %d" % (time.perf_counter() - t0, time.process_time() - c0, n))
+
+def cmd_tj(argv):
+    """tj LIST: tjbench each file pinned to core 0; print 'time 0 n'.
+
+    time = sum over files of 1/fps, so n/time is images per second over the
+    whole sample (each image decoded once), not an average of rates."""
+    files = [l.strip() for l in open(argv[0]) if l.strip()]
+    total = 0.0
+    for f in files:
+        out = subprocess.run(["taskset", "-c", "0", "tjbench", f, "-rgb",
+                              "-benchtime", "1", "-warmup", "0.5", "-nowrite"],
+                             capture_output=True, text=True)
+        m = re.search(r"Decompress\s+-->\s+Frame rate:\s+([0-9.]+)\s+fps", out.stdout)
+        if out.returncode != 0 or not m:
+            sys.exit("tjbench failed on %s:\n%s%s" % (f, out.stdout, out.stderr))
+        total += 1.0 / float(m.group(1))
+    print("%.6f %.6f %d" % (total, total, len(files)))
+
+def cmd_corpus(argv):
+    """corpus DIR COUNT | corpus LIST: print mean pixels, mean bytes, bits/pixel."""
+    from PIL import Image
+    if len(argv) == 2:
+        files = [os.path.join(argv[0], "%05d.jpg" % i) for i in range(int(argv[1]))]
+    else:
+        files = [l.strip() for l in open(argv[0]) if l.strip()]
+    n = len(files)
+    px = by = 0
+    for f in files:
+        with Image.open(f) as im:
+            px += im.size[0] * im.size[1]
+        by += os.path.getsize(f)
+    print("%.0f %.0f %.2f" % (px / n, by / n, 8.0 * by / px))
+
+def cmd_report(argv):
+    """report RESULTS META.json: print the Markdown report."""
+    rows = {}
+    for line in open(argv[0]):
+        sid, run, n, wall, cpu = line.split()
+        rows.setdefault(sid, []).append((int(n), float(wall), float(cpu)))
+    meta = json.load(open(argv[1]))
+    setups = meta["setups"]
+    res = {}
+    for s in setups:
+        r = rows.get(s["id"], [])
+        if not r:
+            continue
+        rates = [n / w for n, w, c in r]
+        cpur = [n / c for n, w, c in r if c > 0]
+        med = statistics.median(rates)
+        res[s["id"]] = dict(med=med, lo=min(rates), hi=max(rates),
+                            per_core=med / s["cores"],
+                            cpu=statistics.median(cpur) if cpur else None,
+                            runs=len(r))
+    ref_tj = res.get("d", {}).get("per_core")
+    ref_loop = res.get("d2", {}).get("per_core")
+    ref_gst = res.get("c2", {}).get("per_core")
+    def ratio(v, ref):
+        return "%.2fx" % (v / ref) if ref else "n/a"
+    out = []
+    out.append("| Setup | Cores | images/s (median) | min-max | images/s per core "
+               "| images per CPU-second | per core vs tjbench | per core vs decode loop "
+               "| per core vs jpegdec->RGB |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in setups:
+        if s["id"] not in res:
+            continue
+        r = res[s["id"]]
+        out.append("| %s | %d | %.0f | %.0f-%.0f | %.0f | %s | %s | %s | %s |" % (
+            s["label"], s["cores"], r["med"], r["lo"], r["hi"], r["per_core"],
+            "%.0f" % r["cpu"] if r["cpu"] and s["id"] != "d" else "n/a",
+            ratio(r["per_core"], ref_tj), ratio(r["per_core"], ref_loop),
+            ratio(r["per_core"], ref_gst)))
+    print("\n".join(out))
+
+if __name__ == "__main__":
+    {"run": cmd_run, "pil": cmd_pil, "tj": cmd_tj, "corpus": cmd_corpus,
+     "report": cmd_report}[sys.argv[1]](sys.argv[2:])
+PYEOF
+
+# --- setups --------------------------------------------------------------------
+IMAGES=$((COUNT * EPOCHS))
+SRC="datasetsrc location=$CORPUS shuffle=false num-epochs=$EPOCHS"
+# One core: reading in the streaming thread beats handing each file to a
+# reader thread (row a2 shows the difference).
+SRC1="$SRC n-threads=0"
+S_EPOCHS=$(( (IMAGES + TJ_SAMPLE - 1) / TJ_SAMPLE ))
+MFS="multifilesrc location=$FLAT/%05d.jpg loop=true stop-index=$((COUNT - 1)) num-buffers=$IMAGES caps=image/jpeg"
+JPEGDEC="jpegdec idct-method=islow"
+
+# id | cores | label | command (word-split; no quoting inside)
+declare -A CORES LABEL CMD
+add() { CORES[$1]=$2; LABEL[$1]=$3; CMD[$1]=$4; }
+add a  1 "(a) datasetsrc n-threads=0 ! imagedec n-threads=1" \
+  "taskset -c 0 gst-launch-1.0 -q $SRC1 ! imagedec n-threads=1 ! fakesink"
+add a2 1 "(a2) datasetsrc (2 reader threads) ! imagedec n-threads=1" \
+  "taskset -c 0 gst-launch-1.0 -q $SRC ! imagedec n-threads=1 ! fakesink"
+add s  1 "(s) (a) on the $TJ_SAMPLE tjbench sample files" \
+  "taskset -c 0 gst-launch-1.0 -q datasetsrc location=$TJ_DATASET shuffle=false num-epochs=$S_EPOCHS n-threads=0 ! imagedec n-threads=1 ! fakesink"
+add b  2 "(b) datasetsrc ! imagedec n-threads=2" \
+  "${PIN2_TXT}gst-launch-1.0 -q $SRC ! imagedec n-threads=2 ! fakesink"
+add c1 1 "(c) multifilesrc ! jpegdec (native I420)" \
+  "taskset -c 0 gst-launch-1.0 -q $MFS ! $JPEGDEC ! fakesink"
+add c2 1 "(c) multifilesrc ! jpegdec ! videoconvert ! RGB" \
+  "taskset -c 0 gst-launch-1.0 -q $MFS ! $JPEGDEC ! videoconvert ! video/x-raw,format=RGB ! fakesink"
+add d  1 "(d) tjbench decode-only, RGB ($TJ_SAMPLE-file sample)" \
+  "taskset -c 0 tjbench FILE.jpg -rgb -benchtime 1 -warmup 0.5 -nowrite"
+add d2 1 "(d2) libjpeg-turbo decode loop over the corpus, files in memory" \
+  "taskset -c 0 $OUT/decode-loop $EPOCHS FLAT/*.jpg"
+add e  1 "(e) PIL open+convert('RGB'), Python $($PY -c 'import platform; print(platform.python_version())'), Pillow $($PY -c 'import PIL; print(PIL.__version__)')" \
+  "taskset -c 0 $PY $HELPER pil $FLAT $COUNT"
+add f  1 "(f) (a) with imagedec min-short-side=256" \
+  "taskset -c 0 gst-launch-1.0 -q $SRC1 ! imagedec n-threads=1 min-short-side=256 ! fakesink"
+add f2 1 "(f2) (a) with imagedec min-short-side=256 scales=all" \
+  "taskset -c 0 gst-launch-1.0 -q $SRC1 ! imagedec n-threads=1 min-short-side=256 scales=all ! fakesink"
+ORDER=(a a2 s b c1 c2 d d2 e f f2)
+# Setups whose output is checked over one epoch of the whole corpus.
+GST_SETUPS=(a a2 b c1 c2 f f2)
+
+prewarm() { cat "$CORPUS"/class*/*.jpg >/dev/null; }
+
+# --- check the outputs (untimed) ------------------------------------------------
+# One epoch through each GStreamer setup with a verbose fakesink: the number of
+# buffers must equal the corpus size, the run must end cleanly with no
+# warning, and the bytes per buffer give the decoded size.
+log "checking each pipeline's output ($COUNT images, untimed)"
+prewarm
+declare -A CHECK
+for id in "${GST_SETUPS[@]}"; do
+  c=${CMD[$id]}
+  c=${c/-q /-v }
+  c=${c/num-epochs=$EPOCHS/num-epochs=1}
+  c=${c/num-buffers=$IMAGES/num-buffers=$COUNT}
+  c=${c%fakesink}"fakesink silent=false"
+  # shellcheck disable=SC2086
+  set +e; $c >"$OUT/logs/check-$id.log" 2>&1; rc=$?; set -e
+  n=$(grep -c 'last-message = chain' "$OUT/logs/check-$id.log" || true)
+  bytes=$(grep -o 'last-message = chain[^(]*([^)]*) (\([0-9]*\) bytes' "$OUT/logs/check-$id.log" |
+          sed 's/.*(\([0-9]*\) bytes$/\1/' | awk '{s += $1} END {printf "%.0f", s}')
+  warn=$(grep -c -E '^(WARNING|ERROR)' "$OUT/logs/check-$id.log" || true)
+  CHECK[$id]="rc=$rc buffers=$n/$COUNT warnings+errors=$warn mean-output-bytes=$((n > 0 ? bytes / n : 0))"
+  log "  $id: ${CHECK[$id]}"
+  [ "$rc" = 0 ] || die "setup $id failed (rc $rc), see $OUT/logs/check-$id.log"
+  [ "$n" = "$COUNT" ] || die "setup $id pushed $n buffers for $COUNT images, see $OUT/logs/check-$id.log"
+  [ "$warn" = 0 ] || log "  WARNING: setup $id printed warnings or errors, see $OUT/logs/check-$id.log"
+done
+
+# Fixed cost of one gst-launch run (process start, registry, dataset listing,
+# pipeline set-up and teardown): the same pipeline over a single image.
+STARTUP_CMD="taskset -c 0 gst-launch-1.0 -q datasetsrc location=$CORPUS shuffle=false num-samples=1 ! imagedec n-threads=1 ! fakesink"
+
+# --- timed runs -----------------------------------------------------------------
+RESULTS=$OUT/results.tsv
+: >"$RESULTS"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+T_START=$(date +%s)
+STARTUP=()
+for ((run = 1; run <= RUNS; run++)); do
+  log "run $run/$RUNS"
+  prewarm
+  # shellcheck disable=SC2086
+  read -r w _ rc < <("$PY" "$HELPER" run "$OUT/logs/startup-$run.log" $STARTUP_CMD) || die "could not time the start-up probe"
+  [ "$rc" = 0 ] || die "start-up probe failed, see $OUT/logs/startup-$run.log"
+  STARTUP+=("$w")
+  for id in "${ORDER[@]}"; do
+    case $id in
+      d) read -r w cpu n < <("$PY" "$HELPER" tj "$TJ_LIST") || die "tjbench failed" ;;
+      d2) read -r n w < <(taskset -c 0 "$OUT/decode-loop" "$EPOCHS" "$FLAT"/*.jpg) || die "decode loop failed"
+          cpu=$w ;;
+      e) read -r w cpu n < <(taskset -c 0 "$PY" "$HELPER" pil "$FLAT" "$COUNT") || die "PIL benchmark failed" ;;
+      *)
+        # shellcheck disable=SC2086
+        read -r w cpu rc < <("$PY" "$HELPER" run "$OUT/logs/$id-$run.log" ${CMD[$id]}) || die "could not time setup $id"
+        [ "$rc" = 0 ] || die "setup $id failed (rc $rc), see $OUT/logs/$id-$run.log"
+        n=$IMAGES
+        [ "$id" != s ] || n=$((S_EPOCHS * TJ_SAMPLE)) ;;
+    esac
+    printf '%s\t%d\t%d\t%s\t%s\n' "$id" "$run" "$n" "$w" "$cpu" >>"$RESULTS"
+    log "  $id: $(awk -v n="$n" -v w="$w" 'BEGIN {printf "%.0f images/s", n / w}')"
+  done
+done
+T_END=$(date +%s)
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report ----------------------------------------------------------------------
+META=$OUT/meta.json
+{
+  echo '{"setups": ['
+  sep=
+  for id in "${ORDER[@]}"; do
+    label=${LABEL[$id]//\"/\\\"}
+    printf '%s{"id": "%s", "cores": %d, "label": "%s"}\n' "$sep" "$id" "${CORES[$id]}" "$label"
+    sep=,
+  done
+  echo ']}'
+} >"$META"
+TABLE=$("$PY" "$HELPER" report "$RESULTS" "$META")
+
+read -r C_PX C_BYTES C_BPP < <("$PY" "$HELPER" corpus "$FLAT" "$COUNT")
+read -r S_PX S_BYTES S_BPP < <("$PY" "$HELPER" corpus "$TJ_LIST")
+STARTUP_MED=$(printf '%s\n' "${STARTUP[@]}" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+A_WALL=$(awk -F'\t' '$1 == "a" {print $4}' "$RESULTS" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+
+CPU_MODEL=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+TURBO_VER=$(dpkg-query -W -f='${Version}' libturbojpeg0 2>/dev/null || pkg-config --modversion libturbojpeg 2>/dev/null || echo unknown)
+GST_VER=$(gst-launch-1.0 --version | sed -n 's/^GStreamer //p' | head -1)
+CC_VER=$(cc --version 2>/dev/null | head -1)
+PER_RUN=$(( (T_END - T_START) / RUNS ))
+
+REPORT=$(cat <<EOF
+# Input stage: JPEG decode throughput
+
+Generated by \`bench/input-stage.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC').
+
+- Command: \`$CMDLINE\` ($RUNS interleaved runs per setup, about ${PER_RUN} s per round)
+- CPU: $CPU_MODEL, $NCPU cores ($(uname -m), Linux $(uname -r))
+- libjpeg-turbo $TURBO_VER (Debian package libturbojpeg0; tjbench from libjpeg-turbo-progs)
+- GStreamer $GST_VER; gst-train built with \`meson setup build-bench --buildtype=release\` ($CC_VER)
+- Load average before / after the timed runs: $LOAD_BEFORE / $LOAD_AFTER
+
+## Corpus
+
+$COUNT JPEGs made by \`bench/make-corpus.py --count $COUNT\` from the photographs of Debian's
+mate-backgrounds: random crops, short side 300-400 px, aspect 3:4..4:3, PIL quality 90, 4:2:0,
+baseline, 10 class folders. Mean $C_PX pixels and $C_BYTES bytes per image ($C_BPP bits per pixel).
+The tjbench sample ($TJ_SAMPLE files, evenly spaced) averages $S_PX pixels and $S_BYTES bytes ($S_BPP bits per pixel).
+The source photographs are smooth (macro shots with soft backgrounds), so the files are smaller
+than typical ImageNet JPEGs (about 110 kB), which makes entropy decoding a smaller share here.
+
+## Results
+
+Higher is better. Each GStreamer run decodes the corpus $EPOCHS times ($IMAGES images) in one
+\`gst-launch-1.0\` process; its wall time includes process start-up, registry load and pipeline
+set-up, about $(awk -v s="$STARTUP_MED" 'BEGIN {printf "%.0f", s * 1000}') ms per run (median
+run of the same pipeline over one image), i.e. $(awk -v s="$STARTUP_MED" -v a="$A_WALL" 'BEGIN {printf "%.1f", 100 * s / a}')% of a run of (a); it is not subtracted.
+The ratio columns compare images per second per core against the tjbench and
+jpegdec->RGB rows. tjbench decodes only its $TJ_SAMPLE sample files, so the like-for-like
+comparison with it is row (s), our pipeline over exactly those files. tjbench decodes one file
+over and over, so its input and output stay in the CPU caches; row (d2) decodes every corpus
+file in turn with nothing else around it, the cost of decoding alone for the corpus of (a). "images per CPU-second" divides by user+system CPU time
+of the process instead of wall time, which is less sensitive to other load on the machine.
+
+$TABLE
+
+## Setups
+
+Page cache warmed (every file read once) before each round; runs of all setups interleaved;
+\`GST_REGISTRY\` private to bench/out; \`CORPUS\` = \`${CORPUS#"$ROOT"/}\`, \`FLAT\` = \`${FLAT#"$ROOT"/}\`
+(symbolic links \`00000.jpg\`.. to the corpus files, for multifilesrc).
+
+| Row | Command |
+|---|---|
+| (a) | \`taskset -c 0 gst-launch-1.0 datasetsrc location=CORPUS shuffle=false num-epochs=$EPOCHS n-threads=0 ! imagedec n-threads=1 ! fakesink\` |
+| (a2) | (a) without \`n-threads=0\` on datasetsrc: two reader threads share the one core with the decoder |
+| (s) | (a) with \`location=\` a list file of the $TJ_SAMPLE tjbench sample files and \`num-epochs=$S_EPOCHS\` |
+| (b) | \`${PIN2_TXT}gst-launch-1.0 datasetsrc location=CORPUS shuffle=false num-epochs=$EPOCHS ! imagedec n-threads=2 ! fakesink\` (all $([ -n "$PIN2_TXT" ] && echo 2 || echo "$NCPU") cores; per core = rate / 2) |
+| (c) | \`taskset -c 0 gst-launch-1.0 multifilesrc location=FLAT/%05d.jpg loop=true stop-index=$((COUNT - 1)) num-buffers=$IMAGES caps=image/jpeg ! jpegdec idct-method=islow ! fakesink\`, and the same with \`! videoconvert ! video/x-raw,format=RGB ! fakesink\` |
+| (d) | \`taskset -c 0 tjbench FILE.jpg -rgb -benchtime 1 -warmup 0.5 -nowrite\` for each sample file; images/s = files / sum(1 / reported fps) |
+| (d2) | \`taskset -c 0 bench/decode-loop $EPOCHS FLAT/*.jpg\` (built from bench/decode-loop.c with \`cc -O2\`): every corpus file loaded into memory first, then $EPOCHS passes of \`tjDecompressHeader3\` + \`tjDecompress2\` to RGB into one reused buffer; the cost of decoding alone, visiting files as a pipeline does |
+| (e) | \`taskset -c 0 /usr/bin/python3\`: for each file, read the bytes, \`Image.open(io.BytesIO(data)).convert('RGB')\`, \`.load()\`; one pass over the corpus |
+| (f) | (a) with \`imagedec n-threads=1 min-short-side=256\` (default \`scales=fast\`: 1/8, 1/4, 1/2 or 1) |
+| (f2) | (f) with \`scales=all\` (any eighth) |
+
+jpegdec runs with \`idct-method=islow\` (its default is ifast), the same IDCT as imagedec and tjbench.
+Its native output is I420 (no colour conversion or chroma upsampling), so the RGB row is the
+like-for-like comparison with imagedec, which outputs RGB.
+With min-short-side=256 this corpus (short sides 300-400) is decoded at full size under the
+default scales=fast (1/2 would go below 256), and at the 7/8 or 3/4 scale with scales=all;
+libjpeg-turbo has SIMD inverse DCTs on x86 only for the 1/1, 1/2 and 1/4 scales, so those
+eighths are slower than a full-size decode even though they output fewer pixels (row f2).
+
+Output checks (one untimed epoch per pipeline, verbose fakesink):
+
+$(for id in "${GST_SETUPS[@]}"; do echo "- ($id) ${CHECK[$id]}"; done)
+EOF
+)
+
+mkdir -p "$(dirname "$OUTPUT")"
+printf '%s\n' "$REPORT" >"$OUTPUT"
+printf '%s\n' "$REPORT"
+log "report written to ${OUTPUT#"$ROOT"/}"
