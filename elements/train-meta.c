@@ -89,6 +89,104 @@ gst_buffer_add_train_sample_meta (GstBuffer *buffer, gint label, guint64 index,
   return meta;
 }
 
+GType
+gst_train_batch_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+
+  if (g_once_init_enter (&type)) {
+    GType api = gst_meta_api_type_register ("GstTrainBatchMetaAPI", tags);
+    g_once_init_leave (&type, api);
+  }
+  return type;
+}
+
+static gboolean
+gst_train_batch_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
+{
+  GstTrainBatchMeta *bmeta = (GstTrainBatchMeta *)meta;
+
+  bmeta->num_samples = 0;
+  bmeta->num_fresh = 0;
+  bmeta->emissions = 0;
+  return TRUE;
+}
+
+static gboolean
+gst_train_batch_meta_transform (GstBuffer *dest, GstMeta *meta,
+    GstBuffer *buffer, GQuark type, gpointer data)
+{
+  GstTrainBatchMeta *src = (GstTrainBatchMeta *)meta;
+  GstTrainBatchMeta *dst =
+      gst_buffer_add_train_batch_meta (dest, src->num_samples, src->num_fresh);
+
+  if (dst == NULL)
+    return FALSE;
+  dst->emissions = src->emissions;
+  return TRUE;
+}
+
+const GstMetaInfo *
+gst_train_batch_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+
+  if (g_once_init_enter ((GstMetaInfo **)&info)) {
+    const GstMetaInfo *registered =
+        gst_meta_register (GST_TRAIN_BATCH_META_API_TYPE, "GstTrainBatchMeta",
+            sizeof (GstTrainBatchMeta), gst_train_batch_meta_init, NULL,
+            gst_train_batch_meta_transform);
+    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)registered);
+  }
+  return info;
+}
+
+GstTrainBatchMeta *
+gst_buffer_add_train_batch_meta (
+    GstBuffer *buffer, guint num_samples, guint num_fresh)
+{
+  GstTrainBatchMeta *meta;
+
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+
+  meta = (GstTrainBatchMeta *)gst_buffer_add_meta (
+      buffer, GST_TRAIN_BATCH_META_INFO, NULL);
+  if (meta == NULL)
+    return NULL;
+  meta->num_samples = num_samples;
+  meta->num_fresh = num_fresh;
+  return meta;
+}
+
+gboolean
+gst_train_buffer_set_emissions (GstBuffer *buffer, guint emissions)
+{
+  GstTrainSampleMeta *smeta = gst_buffer_get_train_sample_meta (buffer);
+  GstTrainBatchMeta *bmeta = gst_buffer_get_train_batch_meta (buffer);
+
+  g_return_val_if_fail (gst_buffer_is_writable (buffer), FALSE);
+  if (smeta != NULL)
+    smeta->emissions = emissions;
+  if (bmeta != NULL)
+    bmeta->emissions = emissions;
+  return smeta != NULL || bmeta != NULL;
+}
+
+gint
+gst_train_buffer_count_fresh (GstBuffer *buffer)
+{
+  GstTrainBatchMeta *bmeta = gst_buffer_get_train_batch_meta (buffer);
+  GstTrainSampleMeta *smeta;
+
+  if (bmeta != NULL)
+    return bmeta->emissions == 0 ? (gint)bmeta->num_fresh : 0;
+  smeta = gst_buffer_get_train_sample_meta (buffer);
+  if (smeta != NULL)
+    return smeta->emissions == 0 ? 1 : 0;
+  return -1;
+}
+
 void
 gst_train_tags_register (void)
 {

@@ -63,6 +63,56 @@ GST_TRAIN_META_API GstTrainSampleMeta *gst_buffer_add_train_sample_meta (
     GstBuffer *buffer, gint label, guint64 index, gint epoch,
     const gchar *location);
 
+typedef struct _GstTrainBatchMeta GstTrainBatchMeta;
+
+/**
+ * GstTrainBatchMeta:
+ * @num_samples: samples in the batch
+ * @num_fresh: samples that were fresh (emissions 0) when the batch was made
+ * @emissions: how many times this batch was emitted before this buffer
+ *     (0 = fresh; > 0 = a batch-echo repeat, whose samples all count as
+ *     repeats)
+ *
+ * Rides on every batch the batcher makes, so that a sink can count fresh
+ * and repeated images wherever the echo sits.
+ */
+struct _GstTrainBatchMeta
+{
+  GstMeta meta;
+
+  guint num_samples;
+  guint num_fresh;
+  guint emissions;
+};
+
+/* The registered API type of GstTrainBatchMeta (no tags). */
+GST_TRAIN_META_API GType gst_train_batch_meta_api_get_type (void);
+#define GST_TRAIN_BATCH_META_API_TYPE (gst_train_batch_meta_api_get_type ())
+
+/* The batch meta's implementation info; copies every field on transforms. */
+GST_TRAIN_META_API const GstMetaInfo *gst_train_batch_meta_get_info (void);
+#define GST_TRAIN_BATCH_META_INFO (gst_train_batch_meta_get_info ())
+
+/* The batch meta of @buffer, or NULL when it has none. */
+#define gst_buffer_get_train_batch_meta(buffer)                                \
+  ((GstTrainBatchMeta *)gst_buffer_get_meta (                                  \
+      (buffer), GST_TRAIN_BATCH_META_API_TYPE))
+
+/* Attaches a batch meta (emissions = 0) to the writable @buffer. */
+GST_TRAIN_META_API GstTrainBatchMeta *gst_buffer_add_train_batch_meta (
+    GstBuffer *buffer, guint num_samples, guint num_fresh);
+
+/* Records on the writable @buffer that it is emitted for the (@emissions +
+ * 1)-th time: sets the emission count of its sample meta and of its batch
+ * meta, whichever it has. Returns FALSE when it has neither. */
+GST_TRAIN_META_API gboolean gst_train_buffer_set_emissions (
+    GstBuffer *buffer, guint emissions);
+
+/* How many of the images in @buffer are fresh: for a sample, 1 or 0; for a
+ * batch, its fresh samples, or 0 when the batch itself is a repeat. Returns
+ * -1 when @buffer carries neither meta. */
+GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
+
 /* Stream tags that carry the dataset facts. */
 #define GST_TRAIN_TAG_NUM_CLASSES "train-num-classes" /* guint */
 #define GST_TRAIN_TAG_CLASS_NAME                                               \
