@@ -1,8 +1,7 @@
 /* memory-recycler.c: see memory-recycler.h. */
 #include "memory-recycler.h"
 
-/* Blocks are sized in whole pages, so that images of nearly the same size
- * share blocks. */
+/* Block sizes are whole pages. */
 #define BLOCK_GRANULE 4096
 
 typedef struct
@@ -18,6 +17,7 @@ struct _GstTrainRecycler
   GMutex lock;
   GPtrArray *free_blocks; /* most recently returned last */
   guint max_free;
+  gsize high_water; /* capacity of new blocks: the largest size asked for */
 };
 
 static void
@@ -60,7 +60,11 @@ gst_train_block_release (gpointer data)
   gboolean kept = FALSE;
 
   g_mutex_lock (&owner->lock);
-  if (owner->free_blocks->len < owner->max_free) {
+  /* Blocks smaller than the largest image seen would only serve smaller
+   * images: let them go, so that every kept block fits every image and the
+   * most recently used, cache-warm one is always the one reused. */
+  if (owner->free_blocks->len < owner->max_free
+      && block->capacity >= owner->high_water) {
     g_ptr_array_add (owner->free_blocks, block);
     kept = TRUE;
   }
@@ -75,9 +79,13 @@ gst_train_recycler_new_buffer (GstTrainRecycler *recycler, gsize size)
 {
   GstTrainBlock *block = NULL;
   GstBuffer *buffer;
+  gsize capacity;
   guint i;
 
   g_mutex_lock (&recycler->lock);
+  if (size > recycler->high_water)
+    recycler->high_water =
+        (size + BLOCK_GRANULE - 1) / BLOCK_GRANULE * BLOCK_GRANULE;
   for (i = recycler->free_blocks->len; i > 0; i--) {
     GstTrainBlock *candidate = g_ptr_array_index (recycler->free_blocks, i - 1);
 
@@ -86,12 +94,12 @@ gst_train_recycler_new_buffer (GstTrainRecycler *recycler, gsize size)
       break;
     }
   }
+  capacity = MAX (recycler->high_water, BLOCK_GRANULE);
   g_mutex_unlock (&recycler->lock);
 
   if (block == NULL) {
     block = g_new (GstTrainBlock, 1);
-    block->capacity =
-        (MAX (size, 1) + BLOCK_GRANULE - 1) / BLOCK_GRANULE * BLOCK_GRANULE;
+    block->capacity = capacity;
     block->data = g_malloc (block->capacity);
   }
   block->owner = recycler;
