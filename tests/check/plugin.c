@@ -4,7 +4,7 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
-static const gchar *elements[] = { "datasetsrc", "imagedec" };
+static const gchar *elements[] = { "datasetsrc", "imagedec", "batcher" };
 
 static gboolean
 have_debug_category (const gchar *name)

@@ -1,0 +1,645 @@
+/* gstbatcher.c: gathers fixed-size images into batch tensors.
+ *
+ * SECTION:element-batcher
+ * @title: batcher
+ *
+ * Copies every @batch-size images (`video/x-raw, format=RGB`, all of one
+ * size, each with a #GstTrainSampleMeta) into one batch buffer in
+ * NNStreamer's tensor layout:
+ *
+ *     other/tensors, format=static, num_tensors=2, types="uint8,int32",
+ *       dimensions="3:W:H:N,N", framerate=0/1
+ *
+ * Tensor 0 holds the images in NHWC order (NNStreamer writes the innermost
+ * dimension first), tensor 1 the int32 labels; each is its own GstMemory in
+ * the one buffer, so a batch survives serialisation (gdppay, tcp). A
+ * #GstTrainBatchMeta on the batch says how many of its images were fresh
+ * (sample meta emissions 0), so that a sink can count fresh and repeated
+ * images wherever an echo sits.
+ *
+ * Memory: when downstream answers the allocation query with a buffer pool
+ * whose buffers hold two memories of the batch's sizes (images, labels),
+ * batches are taken from that pool (cudatrainsink hands out pinned host
+ * memory this way); else the memories come from the first allocator it
+ * offers, else from system memory. Each image is copied exactly once.
+ *
+ * At EOS a last, partial batch is pushed with its own caps (N smaller) or
+ * dropped, per @drop-remainder. An image of another size than the first, or
+ * without a label, is an error that names the sample.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train ! imagedec ! augment ! batcher batch-size=256 ! fakesink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstbatcher.h"
+#include "train-meta.h"
+
+#include <gst/video/video.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_batcher_debug);
+#define GST_CAT_DEFAULT gst_batcher_debug
+
+#define DEFAULT_BATCH_SIZE 256
+#define DEFAULT_DROP_REMAINDER TRUE
+
+enum
+{
+  PROP_0,
+  PROP_BATCH_SIZE,
+  PROP_DROP_REMAINDER,
+  PROP_BATCHES_OUT,
+};
+
+struct _GstBatcher
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* Properties, under the object lock. */
+  guint batch_size;
+  gboolean drop_remainder;
+  guint64 batches_out;
+
+  /* Streaming state (streaming thread). */
+  GstVideoInfo in_info; /* the images' format, from the sink caps */
+  gboolean have_in_info;
+  gint width; /* size of the images in the batch */
+  gint height;
+  guint negotiated_n;      /* N of the caps last pushed, 0 = none */
+  GstBufferPool *pool;     /* downstream's, when it fits */
+  GstAllocator *allocator; /* downstream's, else NULL */
+  GstAllocationParams params;
+  guint effective_size; /* batch-size fixed at the first image */
+  GstBuffer *batch;     /* being filled, or NULL */
+  GstMapInfo images_map;
+  GstMapInfo labels_map;
+  guint filled;
+  guint fresh;
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) RGB, "
+                     "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ]"));
+
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+        GST_STATIC_CAPS ("other/tensors, format = (string) static, "
+                         "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+
+#define gst_batcher_parent_class parent_class
+G_DEFINE_TYPE (GstBatcher, gst_batcher, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (
+    batcher, "batcher", GST_RANK_NONE, GST_TYPE_BATCHER);
+
+static void gst_batcher_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
+static void gst_batcher_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static GstStateChangeReturn gst_batcher_change_state (
+    GstElement *element, GstStateChange transition);
+static GstFlowReturn gst_batcher_chain (
+    GstPad *pad, GstObject *parent, GstBuffer *buffer);
+static gboolean gst_batcher_sink_event (
+    GstPad *pad, GstObject *parent, GstEvent *event);
+
+static void
+gst_batcher_class_init (GstBatcherClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+
+  gobject_class->set_property = gst_batcher_set_property;
+  gobject_class->get_property = gst_batcher_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_uint ("batch-size", "Batch size",
+          "Images per batch (the N of the output tensors)", 1, 65536,
+          DEFAULT_BATCH_SIZE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_DROP_REMAINDER,
+      g_param_spec_boolean ("drop-remainder", "Drop remainder",
+          "At EOS, drop a last batch with fewer than batch-size images "
+          "(FALSE: push it, with its own caps)",
+          DEFAULT_DROP_REMAINDER,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_BATCHES_OUT,
+      g_param_spec_uint64 ("batches-out", "Batches out",
+          "Batches pushed downstream so far", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "Training batcher",
+      "Filter/Converter/Video",
+      "Gathers fixed-size labelled images into NNStreamer batch tensors",
+      "gst-train developers");
+
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_batcher_change_state);
+
+  GST_DEBUG_CATEGORY_INIT (gst_batcher_debug, "batcher", 0, "training batcher");
+}
+
+static void
+gst_batcher_init (GstBatcher *batcher)
+{
+  batcher->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (
+      batcher->sinkpad, GST_DEBUG_FUNCPTR (gst_batcher_chain));
+  gst_pad_set_event_function (
+      batcher->sinkpad, GST_DEBUG_FUNCPTR (gst_batcher_sink_event));
+  gst_element_add_pad (GST_ELEMENT (batcher), batcher->sinkpad);
+
+  batcher->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (batcher->srcpad);
+  gst_element_add_pad (GST_ELEMENT (batcher), batcher->srcpad);
+
+  batcher->batch_size = DEFAULT_BATCH_SIZE;
+  batcher->drop_remainder = DEFAULT_DROP_REMAINDER;
+}
+
+static void
+gst_batcher_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  GstBatcher *batcher = GST_BATCHER (object);
+
+  GST_OBJECT_LOCK (batcher);
+  switch (prop_id) {
+    case PROP_BATCH_SIZE:
+      batcher->batch_size = g_value_get_uint (value);
+      break;
+    case PROP_DROP_REMAINDER:
+      batcher->drop_remainder = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (batcher);
+}
+
+static void
+gst_batcher_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  GstBatcher *batcher = GST_BATCHER (object);
+
+  GST_OBJECT_LOCK (batcher);
+  switch (prop_id) {
+    case PROP_BATCH_SIZE:
+      g_value_set_uint (value, batcher->batch_size);
+      break;
+    case PROP_DROP_REMAINDER:
+      g_value_set_boolean (value, batcher->drop_remainder);
+      break;
+    case PROP_BATCHES_OUT:
+      g_value_set_uint64 (value, batcher->batches_out);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (batcher);
+}
+
+static gsize
+gst_batcher_images_size (GstBatcher *batcher, guint n)
+{
+  return (gsize)batcher->width * batcher->height * 3 * n;
+}
+
+/* The output caps for a batch of @n images. */
+static GstCaps *
+gst_batcher_make_caps (GstBatcher *batcher, guint n)
+{
+  gchar *dims =
+      g_strdup_printf ("3:%d:%d:%u,%u", batcher->width, batcher->height, n, n);
+  GstCaps *caps = gst_caps_new_simple ("other/tensors", "format", G_TYPE_STRING,
+      "static", "num_tensors", G_TYPE_INT, 2, "types", G_TYPE_STRING,
+      "uint8,int32", "dimensions", G_TYPE_STRING, dims, "framerate",
+      GST_TYPE_FRACTION, 0, 1, NULL);
+
+  g_free (dims);
+  return caps;
+}
+
+static void
+gst_batcher_clear_allocation (GstBatcher *batcher)
+{
+  if (batcher->pool != NULL) {
+    gst_buffer_pool_set_active (batcher->pool, FALSE);
+    gst_clear_object (&batcher->pool);
+  }
+  gst_clear_object (&batcher->allocator);
+  gst_allocation_params_init (&batcher->params);
+}
+
+/* Asks downstream where batches of @n images should live. */
+static void
+gst_batcher_decide_allocation (GstBatcher *batcher, GstCaps *caps, guint n)
+{
+  GstQuery *query = gst_query_new_allocation (caps, TRUE);
+  gsize images = gst_batcher_images_size (batcher, n);
+
+  gst_batcher_clear_allocation (batcher);
+  if (!gst_pad_peer_query (batcher->srcpad, query)) {
+    GST_DEBUG_OBJECT (batcher, "no allocation answer: system memory");
+    gst_query_unref (query);
+    return;
+  }
+  if (gst_query_get_n_allocation_params (query) > 0)
+    gst_query_parse_nth_allocation_param (
+        query, 0, &batcher->allocator, &batcher->params);
+  if (gst_query_get_n_allocation_pools (query) > 0) {
+    GstBufferPool *pool = NULL;
+    guint size, min, max;
+
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+    if (pool != NULL) {
+      GstStructure *config = gst_buffer_pool_get_config (pool);
+
+      gst_buffer_pool_config_set_params (
+          config, caps, (guint)(images + (gsize)n * sizeof (gint32)), min, max);
+      if (gst_buffer_pool_set_config (pool, config)
+          && gst_buffer_pool_set_active (pool, TRUE)) {
+        batcher->pool = pool;
+        GST_DEBUG_OBJECT (
+            batcher, "batches from downstream pool %" GST_PTR_FORMAT, pool);
+      } else {
+        GST_WARNING_OBJECT (batcher,
+            "downstream pool %" GST_PTR_FORMAT
+            " refused the batch configuration; using its allocator",
+            pool);
+        gst_object_unref (pool);
+      }
+    }
+  }
+  gst_query_unref (query);
+}
+
+/* A buffer from the pool, if its layout is images + labels of @n. */
+static GstBuffer *
+gst_batcher_buffer_from_pool (GstBatcher *batcher, guint n)
+{
+  GstBuffer *buffer = NULL;
+
+  if (gst_buffer_pool_acquire_buffer (batcher->pool, &buffer, NULL)
+      != GST_FLOW_OK)
+    return NULL;
+  if (gst_buffer_n_memory (buffer) == 2
+      && gst_buffer_peek_memory (buffer, 0)->size
+          == gst_batcher_images_size (batcher, n)
+      && gst_buffer_peek_memory (buffer, 1)->size == n * sizeof (gint32))
+    return buffer;
+  GST_WARNING_OBJECT (batcher,
+      "downstream pool buffers are not two memories "
+      "(images, labels) of a batch of %u; not using the pool",
+      n);
+  gst_buffer_unref (buffer);
+  gst_batcher_clear_allocation (batcher);
+  return NULL;
+}
+
+/* Starts an empty batch of @n images. */
+static gboolean
+gst_batcher_start_batch (GstBatcher *batcher, guint n)
+{
+  GstBuffer *buffer = NULL;
+
+  if (batcher->pool != NULL)
+    buffer = gst_batcher_buffer_from_pool (batcher, n);
+  if (buffer == NULL) {
+    GstMemory *images = gst_allocator_alloc (batcher->allocator,
+        gst_batcher_images_size (batcher, n), &batcher->params);
+    GstMemory *labels = gst_allocator_alloc (
+        batcher->allocator, n * sizeof (gint32), &batcher->params);
+
+    if (images == NULL || labels == NULL) {
+      if (images != NULL)
+        gst_memory_unref (images);
+      if (labels != NULL)
+        gst_memory_unref (labels);
+      return FALSE;
+    }
+    buffer = gst_buffer_new ();
+    gst_buffer_append_memory (buffer, images);
+    gst_buffer_append_memory (buffer, labels);
+  }
+
+  batcher->batch = buffer;
+  if (!gst_buffer_map_range (
+          buffer, 0, 1, &batcher->images_map, GST_MAP_WRITE)) {
+    gst_clear_buffer (&batcher->batch);
+    return FALSE;
+  }
+  if (!gst_buffer_map_range (
+          buffer, 1, 1, &batcher->labels_map, GST_MAP_WRITE)) {
+    gst_buffer_unmap (buffer, &batcher->images_map);
+    gst_clear_buffer (&batcher->batch);
+    return FALSE;
+  }
+  batcher->filled = 0;
+  batcher->fresh = 0;
+  return TRUE;
+}
+
+static void
+gst_batcher_unmap_batch (GstBatcher *batcher)
+{
+  gst_buffer_unmap (batcher->batch, &batcher->labels_map);
+  gst_buffer_unmap (batcher->batch, &batcher->images_map);
+}
+
+static void
+gst_batcher_drop_batch (GstBatcher *batcher)
+{
+  if (batcher->batch == NULL)
+    return;
+  gst_batcher_unmap_batch (batcher);
+  gst_clear_buffer (&batcher->batch);
+}
+
+/* Sends caps for batches of @n images unless they are already out. */
+static gboolean
+gst_batcher_negotiate (GstBatcher *batcher, guint n)
+{
+  GstCaps *caps;
+  gboolean ok;
+
+  if (batcher->negotiated_n == n)
+    return TRUE;
+  caps = gst_batcher_make_caps (batcher, n);
+  GST_DEBUG_OBJECT (batcher, "caps %" GST_PTR_FORMAT, caps);
+  ok = gst_pad_push_event (
+      batcher->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
+  if (ok) {
+    batcher->negotiated_n = n;
+    gst_batcher_decide_allocation (batcher, caps, n);
+  }
+  gst_caps_unref (caps);
+  return ok;
+}
+
+/* Pushes the batch being filled (possibly partial). */
+static GstFlowReturn
+gst_batcher_push_batch (GstBatcher *batcher)
+{
+  GstBuffer *batch = batcher->batch;
+  guint n = batcher->filled;
+
+  gst_batcher_unmap_batch (batcher);
+  batcher->batch = NULL;
+  if (n < batcher->effective_size) {
+    /* The partial batch was allocated for a full one: shrink it. */
+    gst_buffer_resize_range (
+        batch, 0, 1, 0, gst_batcher_images_size (batcher, n));
+    gst_buffer_resize_range (batch, 1, 1, 0, n * sizeof (gint32));
+  }
+  if (!gst_batcher_negotiate (batcher, n)) {
+    gst_buffer_unref (batch);
+    if (GST_PAD_IS_FLUSHING (batcher->srcpad))
+      return GST_FLOW_FLUSHING;
+    GST_ELEMENT_ERROR (batcher, CORE, NEGOTIATION,
+        ("Downstream does not accept batches of %u images of %dx%d.", n,
+            batcher->width, batcher->height),
+        (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  gst_buffer_add_train_batch_meta (batch, n, batcher->fresh);
+  GST_OBJECT_LOCK (batcher);
+  GST_BUFFER_OFFSET (batch) = batcher->batches_out++;
+  GST_OBJECT_UNLOCK (batcher);
+  return gst_pad_push (batcher->srcpad, batch);
+}
+
+static const gchar *
+gst_batcher_sample_name (GstBuffer *buffer, gchar **owned)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  if (meta != NULL && meta->location != NULL)
+    *owned = g_strdup_printf (
+        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
+  else if (meta != NULL)
+    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
+  else
+    *owned = g_strdup_printf (
+        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (buffer));
+  return *owned;
+}
+
+static GstFlowReturn
+gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
+{
+  GstBatcher *batcher = GST_BATCHER (parent);
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+  GstVideoFrame frame;
+  gsize row_bytes;
+  guint8 *dst;
+  gint y;
+  gchar *name = NULL;
+
+  if (!batcher->have_in_info) {
+    gst_buffer_unref (buffer);
+    GST_ELEMENT_ERROR (
+        batcher, CORE, NEGOTIATION, ("Got an image before its caps."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (meta == NULL || meta->label < 0) {
+    GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
+        ("Sample %s has no label: batches need a GstTrainSampleMeta with a "
+         "label (from datasetsrc).",
+            gst_batcher_sample_name (buffer, &name)),
+        (NULL));
+    g_free (name);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+
+  if (batcher->batch == NULL) {
+    if (batcher->width == 0) {
+      /* The first image fixes the size of every batch. */
+      batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
+      batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
+      GST_OBJECT_LOCK (batcher);
+      batcher->effective_size = batcher->batch_size;
+      GST_OBJECT_UNLOCK (batcher);
+      if (!gst_batcher_negotiate (batcher, batcher->effective_size)) {
+        gst_buffer_unref (buffer);
+        GST_ELEMENT_ERROR (batcher, CORE, NEGOTIATION,
+            ("Downstream does not accept batches of %u images of %dx%d.",
+                batcher->effective_size, batcher->width, batcher->height),
+            (NULL));
+        return GST_FLOW_NOT_NEGOTIATED;
+      }
+    }
+    if (!gst_batcher_start_batch (batcher, batcher->effective_size)) {
+      gst_buffer_unref (buffer);
+      GST_ELEMENT_ERROR (batcher, RESOURCE, NO_SPACE_LEFT,
+          ("Could not allocate a batch of %u images of %dx%d.",
+              batcher->effective_size, batcher->width, batcher->height),
+          (NULL));
+      return GST_FLOW_ERROR;
+    }
+  }
+
+  if (GST_VIDEO_INFO_WIDTH (&batcher->in_info) != batcher->width
+      || GST_VIDEO_INFO_HEIGHT (&batcher->in_info) != batcher->height) {
+    GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
+        ("Sample %s is %dx%d but the batch holds %dx%d images: put augment "
+         "(or another scaler to a fixed size) before batcher.",
+            gst_batcher_sample_name (buffer, &name),
+            GST_VIDEO_INFO_WIDTH (&batcher->in_info),
+            GST_VIDEO_INFO_HEIGHT (&batcher->in_info), batcher->width,
+            batcher->height),
+        (NULL));
+    g_free (name);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+
+  if (!gst_video_frame_map (&frame, &batcher->in_info, buffer, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
+        ("Sample %s is smaller than its caps say.",
+            gst_batcher_sample_name (buffer, &name)),
+        (NULL));
+    g_free (name);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+  /* NHWC: rows of W * 3 bytes, padding of the video rows left out. */
+  row_bytes = (gsize)batcher->width * 3;
+  dst = batcher->images_map.data
+      + (gsize)batcher->filled * row_bytes * batcher->height;
+  if ((gsize)GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0) == row_bytes) {
+    memcpy (dst, GST_VIDEO_FRAME_PLANE_DATA (&frame, 0),
+        row_bytes * batcher->height);
+  } else {
+    for (y = 0; y < batcher->height; y++)
+      memcpy (dst + y * row_bytes,
+          (const guint8 *)GST_VIDEO_FRAME_PLANE_DATA (&frame, 0)
+              + (gsize)y * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
+          row_bytes);
+  }
+  gst_video_frame_unmap (&frame);
+
+  ((gint32 *)batcher->labels_map.data)[batcher->filled] = meta->label;
+  batcher->fresh += meta->emissions == 0;
+  batcher->filled++;
+  gst_buffer_unref (buffer);
+
+  if (batcher->filled == batcher->effective_size)
+    return gst_batcher_push_batch (batcher);
+  return GST_FLOW_OK;
+}
+
+/* At EOS: the last partial batch goes out or is dropped. */
+static GstFlowReturn
+gst_batcher_finish (GstBatcher *batcher)
+{
+  gboolean drop;
+
+  if (batcher->batch == NULL || batcher->filled == 0) {
+    gst_batcher_drop_batch (batcher);
+    return GST_FLOW_OK;
+  }
+  GST_OBJECT_LOCK (batcher);
+  drop = batcher->drop_remainder;
+  GST_OBJECT_UNLOCK (batcher);
+  if (drop) {
+    GST_INFO_OBJECT (batcher, "dropping the last %u images (drop-remainder)",
+        batcher->filled);
+    gst_batcher_drop_batch (batcher);
+    return GST_FLOW_OK;
+  }
+  return gst_batcher_push_batch (batcher);
+}
+
+static gboolean
+gst_batcher_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstBatcher *batcher = GST_BATCHER (parent);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS: {
+      GstCaps *caps;
+      GstVideoInfo info;
+
+      gst_event_parse_caps (event, &caps);
+      if (!gst_video_info_from_caps (&info, caps)) {
+        GST_ELEMENT_ERROR (batcher, CORE, NEGOTIATION,
+            ("Cannot batch images with caps %" GST_PTR_FORMAT ".", caps),
+            (NULL));
+        gst_event_unref (event);
+        return FALSE;
+      }
+      batcher->in_info = info;
+      batcher->have_in_info = TRUE;
+      gst_event_unref (event);
+      /* Our own caps follow with the first image. */
+      return TRUE;
+    }
+    case GST_EVENT_EOS:
+      gst_batcher_finish (batcher);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      gst_batcher_drop_batch (batcher);
+      break;
+    case GST_EVENT_SEGMENT:
+      /* A segment before our first caps would break the sticky order:
+       * send the caps we can already give. */
+      if (batcher->negotiated_n == 0 && batcher->have_in_info) {
+        GST_OBJECT_LOCK (batcher);
+        batcher->effective_size = batcher->batch_size;
+        GST_OBJECT_UNLOCK (batcher);
+        batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
+        batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
+        gst_batcher_negotiate (batcher, batcher->effective_size);
+      }
+      break;
+    default:
+      break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static void
+gst_batcher_reset (GstBatcher *batcher)
+{
+  gst_batcher_drop_batch (batcher);
+  gst_batcher_clear_allocation (batcher);
+  batcher->have_in_info = FALSE;
+  batcher->width = 0;
+  batcher->height = 0;
+  batcher->negotiated_n = 0;
+  batcher->effective_size = 0;
+}
+
+static GstStateChangeReturn
+gst_batcher_change_state (GstElement *element, GstStateChange transition)
+{
+  GstBatcher *batcher = GST_BATCHER (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    gst_batcher_reset (batcher);
+    GST_OBJECT_LOCK (batcher);
+    batcher->batches_out = 0;
+    GST_OBJECT_UNLOCK (batcher);
+  }
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_batcher_reset (batcher);
+  return ret;
+}
