@@ -10,7 +10,7 @@ packages="
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev
   dataset-fashion-mnist graphviz
-  python3 python3-pil python3-torch python3-torchvision
+  python3 python3-pil python3-torch python3-torchvision python3-venv
 "
 
 missing=""
