@@ -36,7 +36,7 @@ gst_train_sample_meta_free (GstMeta *meta, GstBuffer *buffer)
 {
   GstTrainSampleMeta *smeta = (GstTrainSampleMeta *)meta;
 
-  g_clear_pointer (&smeta->location, g_free);
+  g_clear_pointer (&smeta->location, g_ref_string_release);
 }
 
 static gboolean
@@ -46,10 +46,14 @@ gst_train_sample_meta_transform (GstBuffer *dest, GstMeta *meta,
   GstTrainSampleMeta *src = (GstTrainSampleMeta *)meta;
   GstTrainSampleMeta *dst;
 
+  /* Echo copies metas for every repeat: share the location string rather
+   * than duplicating it. */
   dst = gst_buffer_add_train_sample_meta (
-      dest, src->label, src->index, src->epoch, src->location);
+      dest, src->label, src->index, src->epoch, NULL);
   if (dst == NULL)
     return FALSE;
+  if (src->location != NULL)
+    dst->location = g_ref_string_acquire (src->location);
   dst->emissions = src->emissions;
   return TRUE;
 }
@@ -85,7 +89,7 @@ gst_buffer_add_train_sample_meta (GstBuffer *buffer, gint label, guint64 index,
   meta->index = index;
   meta->epoch = epoch;
   meta->emissions = 0;
-  meta->location = g_strdup (location);
+  meta->location = location ? g_ref_string_new (location) : NULL;
   return meta;
 }
 

@@ -31,7 +31,8 @@ typedef struct _GstTrainSampleMeta GstTrainSampleMeta;
  * @epoch: the epoch (from 0) in which the source read it
  * @emissions: how many times this item was emitted before this buffer
  *     (0 = fresh)
- * @location: the file the sample was read from, or %NULL
+ * @location: the file the sample was read from, or %NULL; a read-only
+ *     GRefString shared by the copies of the meta (do not free or modify)
  */
 struct _GstTrainSampleMeta
 {

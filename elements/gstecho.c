@@ -1,0 +1,1298 @@
+/* gstecho.c: data echoing: repeats the items that pass through it.
+ *
+ * SECTION:element-echo
+ * @title: echo
+ *
+ * Repeats every buffer that passes through it, so that a fast consumer (a
+ * training step on an accelerator) is not left waiting for a slow producer
+ * (storage reads, JPEG decoding, augmentation): "data echoing" (Choi et al.,
+ * 2019). Its caps are ANY, so it sits anywhere: on encoded samples, on
+ * decoded images of any size, on augmented images or on batches.
+ *
+ * A repeat shares the original's memory: it is the same #GstBuffer, or a
+ * shallow copy of it when its metadata must differ, never a copy of the
+ * payload. Every emission writes into the buffer's #GstTrainSampleMeta or
+ * #GstTrainBatchMeta how many times the item went out before (0 for the
+ * first emission, 1 for the second, ...), added to the count the buffer
+ * arrived with, so that a repeat of a repeat stays a repeat when two echos
+ * are chained. Timestamps, offsets and flags are the original's.
+ *
+ * ## mode=fixed
+ *
+ * Each fresh item is emitted floor(@factor) times, plus once more with
+ * probability @factor - floor(@factor), drawn per item. With
+ * @shuffle-buffer-size 0 the copies go out back to back, and factor=1 is the
+ * identity. Otherwise the copies wait in a buffer of that many copies and
+ * leave in random order, as in tf.data's shuffle: once the buffer is full, a
+ * random resident copy leaves for each copy that enters, so repeats spread
+ * out and rarely share a batch. Everything happens in the upstream streaming
+ * thread, and the output depends only on the input and @seed.
+ *
+ * ## mode=adaptive
+ *
+ * The element runs its own streaming thread on its source pad, as `queue`
+ * does. Fresh items go out first, in arrival order, as soon as downstream
+ * takes them; only when no fresh item is waiting does it emit a repeat,
+ * drawn at random from the items it keeps (the last @shuffle-buffer-size
+ * ones, at least one), each item at most @max-factor times in total. With
+ * nothing left to repeat it waits for fresh data. Downstream back-pressure
+ * paces it, so the effective factor follows the ratio of downstream to
+ * upstream speed by itself: about 1 when upstream keeps up, up to
+ * @max-factor when upstream is the bottleneck. @factor is not used; the
+ * output order depends on timing.
+ *
+ * ## Memory
+ *
+ * The element holds at most @shuffle-buffer-size items and, when
+ * @max-size-bytes is not 0, at most that many bytes of them (the copies of an
+ * item share its memory and count once; a single larger item still passes).
+ * In fixed mode a full buffer makes a random copy leave for each one that
+ * enters. In adaptive mode a fresh item displaces a random repeat candidate,
+ * and upstream blocks when the fresh items waiting fill the buffer.
+ *
+ * ## Caps and events
+ *
+ * Every buffer goes downstream after the caps it arrived with: each held
+ * item keeps its caps, and new caps are sent before an item whose caps
+ * differ from the last ones sent (decoded images of mixed sizes stay right
+ * through a shuffle). New caps are checked with downstream (accept-caps) when
+ * they arrive; they go on by themselves only when no item from before them
+ * is held (in adaptive mode, when they reach the head of the line), and
+ * otherwise travel with the items that have them.
+ *
+ * In fixed mode, stream-start, segment, stream-group-done, EOS and
+ * non-sticky serialized events (gap, custom serialized events) first drain
+ * the buffer: every copy received before them goes out, in random order,
+ * before they do. The other sticky events (tags, sticky custom events)
+ * describe the stream rather than a place in it and go on at once, without
+ * draining.
+ *
+ * In adaptive mode every serialized event waits in line with the fresh
+ * items and leaves after those that arrived before it. Stream-start, segment
+ * and EOS also end the repeats of the items before them: at EOS the fresh
+ * items still waiting go out, then EOS, and pending repeats are dropped
+ * (repeats only fill time in which downstream would otherwise wait, and at
+ * EOS nothing is coming).
+ *
+ * A flush drops everything held. Allocation queries are not passed upstream:
+ * the buffers stay here far longer than a downstream pool sized for a short
+ * queue expects, so upstream allocates its own.
+ *
+ * ## Message
+ *
+ * Before EOS goes downstream, echo posts an element message named
+ * `echo-stats`:
+ *
+ * * #guint64 `items-in`: fresh buffers received.
+ * * #guint64 `items-out`: buffers pushed downstream (fresh and repeats).
+ * * #gdouble `effective-factor`: items-out / items-in (0 when nothing came).
+ * * #gchararray `mode`: "fixed" or "adaptive".
+ *
+ * The counters are also readable at any time as the @items-in, @items-out
+ * and @effective-factor properties; they restart from 0 at READY to PAUSED.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train ! imagedec ! echo factor=2 shuffle-buffer-size=1024 ! fakesink
+ * ]| Every decoded image twice, the copies shuffled through 1024 slots.
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train ! imagedec ! echo mode=adaptive max-factor=4 ! augment ! batcher ! queue ! fakesink
+ * ]| Repeats only while the sink would otherwise wait for data.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstecho.h"
+#include "train-meta.h"
+#include "train-random.h"
+
+#include <gst/base/gstqueuearray.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_echo_debug);
+#define GST_CAT_DEFAULT gst_echo_debug
+
+typedef enum
+{
+  GST_ECHO_MODE_FIXED,
+  GST_ECHO_MODE_ADAPTIVE,
+} GstEchoMode;
+
+#define DEFAULT_MODE GST_ECHO_MODE_FIXED
+#define DEFAULT_FACTOR 2.0
+#define DEFAULT_MAX_FACTOR 3.0
+#define DEFAULT_SHUFFLE_BUFFER_SIZE 1024
+#define DEFAULT_MAX_SIZE_BYTES (G_GUINT64_CONSTANT (1) << 30)
+#define DEFAULT_SEED 0
+
+/* The random stream of echo's draws ("echo"): a pipeline that gives every
+ * element the same seed must not have echo replay datasetsrc's shuffle
+ * (stream = epoch) or augment's draws. */
+#define RANDOM_STREAM G_GUINT64_CONSTANT (0x6563686f)
+
+/* Bounds that keep one item's copies and the item table reasonable. */
+#define MAX_FACTOR 1000.0
+#define MAX_SHUFFLE_BUFFER_SIZE (1 << 20)
+
+enum
+{
+  PROP_0,
+  PROP_MODE,
+  PROP_FACTOR,
+  PROP_MAX_FACTOR,
+  PROP_SHUFFLE_BUFFER_SIZE,
+  PROP_MAX_SIZE_BYTES,
+  PROP_SEED,
+  PROP_ITEMS_IN,
+  PROP_ITEMS_OUT,
+  PROP_EFFECTIVE_FACTOR,
+};
+
+/* One fresh buffer and what its emissions need. */
+typedef struct
+{
+  GstBuffer *buffer; /* NULL while the entry is free */
+  GstCaps *caps;     /* the caps it arrived with, or NULL */
+  gsize size;
+  guint base;        /* the emission count it arrived with */
+  guint emitted;     /* emissions so far */
+  guint left;        /* emissions still due (fixed) or allowed (adaptive) */
+  gboolean has_meta; /* carries a sample or a batch meta */
+} GstEchoItem;
+
+/* What waits in adaptive mode's line: a fresh item or a serialized event. */
+typedef struct
+{
+  GstEvent *event;
+  guint item;
+} GstEchoEntry;
+
+struct _GstEcho
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* Properties and counters, under the object lock. */
+  GstEchoMode mode;
+  gdouble factor;
+  gdouble max_factor;
+  guint shuffle_buffer_size;
+  guint64 max_size_bytes;
+  guint64 seed;
+  guint64 items_in;
+  guint64 items_out;
+
+  /* Chosen at READY to PAUSED. */
+  gboolean adaptive;
+  guint capacity; /* items (fixed: copies) held at most */
+  guint64 max_bytes;
+
+  /* Held items: the streaming thread's own in fixed mode, under @lock in
+   * adaptive mode. @slots holds, in fixed mode, one entry per copy waiting
+   * in the shuffle buffer and, in adaptive mode, the items that may still be
+   * repeated. */
+  GstEchoItem *items;
+  guint n_items;
+  guint *free_items;
+  guint n_free;
+  guint *slots;
+  guint n_slots;
+  guint64 held_bytes;
+  GstTrainRandom rng;
+  GstCaps *sink_caps; /* the caps of the items that arrive next */
+
+  /* Adaptive mode, as queue: one lock and two conditions. */
+  GMutex lock;
+  GCond item_add; /* something to push, or flushing */
+  GCond item_del; /* room for a fresh item, or flushing */
+  /* Who waits: g_cond_signal() is a system call even when nobody does. */
+  gboolean waiting_add;
+  gboolean waiting_del;
+  GstQueueArray *line; /* GstEchoEntry, in arrival order */
+  guint line_items;
+  guint64 line_bytes;
+  GstFlowReturn srcresult;
+  gboolean eos; /* EOS arrived: upstream sees no more flow returns */
+
+  /* The pushing thread's own (upstream's thread in fixed mode, the source
+   * pad's task in adaptive mode). */
+  GstCaps *src_caps; /* the caps last sent downstream */
+};
+
+static GType
+gst_echo_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_ECHO_MODE_FIXED,
+        "Emit every item factor times, shuffled through the buffer", "fixed" },
+    { GST_ECHO_MODE_ADAPTIVE,
+        "Emit fresh items first; repeat (up to max-factor times) only while "
+        "downstream would otherwise wait",
+        "adaptive" },
+    { 0, NULL, NULL },
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstEchoMode", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE (
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+#define gst_echo_parent_class parent_class
+G_DEFINE_TYPE (GstEcho, gst_echo, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (echo, "echo", GST_RANK_NONE, GST_TYPE_ECHO);
+
+static void gst_echo_finalize (GObject *object);
+static void gst_echo_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
+static void gst_echo_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static GstStateChangeReturn gst_echo_change_state (
+    GstElement *element, GstStateChange transition);
+static GstFlowReturn gst_echo_chain (
+    GstPad *pad, GstObject *parent, GstBuffer *buffer);
+static gboolean gst_echo_sink_event (
+    GstPad *pad, GstObject *parent, GstEvent *event);
+static gboolean gst_echo_sink_query (
+    GstPad *pad, GstObject *parent, GstQuery *query);
+static gboolean gst_echo_src_event (
+    GstPad *pad, GstObject *parent, GstEvent *event);
+static gboolean gst_echo_sink_activate_mode (
+    GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active);
+static gboolean gst_echo_src_activate_mode (
+    GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active);
+static void gst_echo_loop (GstPad *pad);
+
+static void
+gst_echo_class_init (GstEchoClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+
+  gobject_class->finalize = gst_echo_finalize;
+  gobject_class->set_property = gst_echo_set_property;
+  gobject_class->get_property = gst_echo_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_MODE,
+      g_param_spec_enum ("mode", "Mode",
+          "fixed: every item factor times; adaptive: fresh items first, "
+          "repeats only while downstream would otherwise wait",
+          gst_echo_mode_get_type (), DEFAULT_MODE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_FACTOR,
+      g_param_spec_double ("factor", "Echo factor",
+          "mode=fixed: emit each item floor(factor) times, plus once more "
+          "with probability factor - floor(factor)",
+          1.0, MAX_FACTOR, DEFAULT_FACTOR,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_MAX_FACTOR,
+      g_param_spec_double ("max-factor", "Maximum echo factor",
+          "mode=adaptive: emit each item at most floor(max-factor) times in "
+          "all, plus once more with probability max-factor - "
+          "floor(max-factor)",
+          1.0, MAX_FACTOR, DEFAULT_MAX_FACTOR,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_SHUFFLE_BUFFER_SIZE,
+      g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
+          "fixed: copies that wait and leave in random order (0 = copies go "
+          "out back to back); adaptive: items kept for repeats and fresh "
+          "items waiting (0 counts as 1)",
+          0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
+      g_param_spec_uint64 ("max-size-bytes", "Maximum size in bytes",
+          "Most bytes of items held (copies of an item count once; 0 = no "
+          "limit); beyond it the buffer counts as full",
+          0, G_MAXUINT64, DEFAULT_MAX_SIZE_BYTES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the per-item draws and of the shuffle; the same seed and "
+          "input give the same output in mode=fixed",
+          0, G_MAXUINT64, DEFAULT_SEED,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_ITEMS_IN,
+      g_param_spec_uint64 ("items-in", "Items in",
+          "Fresh buffers received since the element last went to PAUSED", 0,
+          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_ITEMS_OUT,
+      g_param_spec_uint64 ("items-out", "Items out",
+          "Buffers pushed downstream (fresh and repeats) since the element "
+          "last went to PAUSED",
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_EFFECTIVE_FACTOR,
+      g_param_spec_double ("effective-factor", "Effective factor",
+          "items-out / items-in: how many times each item went out on "
+          "average (0 before the first item)",
+          0.0, G_MAXDOUBLE, 0.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "Data echo", "Generic",
+      "Repeats every item (fixed factor, shuffled) or only while downstream "
+      "would wait (adaptive), sharing the payload memory",
+      "gst-train developers");
+
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_echo_change_state);
+
+  gst_type_mark_as_plugin_api (gst_echo_mode_get_type (), 0);
+  GST_DEBUG_CATEGORY_INIT (gst_echo_debug, "echo", 0, "data echoing");
+}
+
+static void
+gst_echo_init (GstEcho *echo)
+{
+  echo->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (
+      echo->sinkpad, GST_DEBUG_FUNCPTR (gst_echo_chain));
+  gst_pad_set_event_function (
+      echo->sinkpad, GST_DEBUG_FUNCPTR (gst_echo_sink_event));
+  gst_pad_set_query_function (
+      echo->sinkpad, GST_DEBUG_FUNCPTR (gst_echo_sink_query));
+  gst_pad_set_activatemode_function (
+      echo->sinkpad, GST_DEBUG_FUNCPTR (gst_echo_sink_activate_mode));
+  GST_PAD_SET_PROXY_CAPS (echo->sinkpad);
+  gst_element_add_pad (GST_ELEMENT (echo), echo->sinkpad);
+
+  echo->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_event_function (
+      echo->srcpad, GST_DEBUG_FUNCPTR (gst_echo_src_event));
+  gst_pad_set_activatemode_function (
+      echo->srcpad, GST_DEBUG_FUNCPTR (gst_echo_src_activate_mode));
+  GST_PAD_SET_PROXY_CAPS (echo->srcpad);
+  gst_element_add_pad (GST_ELEMENT (echo), echo->srcpad);
+
+  echo->mode = DEFAULT_MODE;
+  echo->factor = DEFAULT_FACTOR;
+  echo->max_factor = DEFAULT_MAX_FACTOR;
+  echo->shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
+  echo->max_size_bytes = DEFAULT_MAX_SIZE_BYTES;
+  echo->seed = DEFAULT_SEED;
+  echo->srcresult = GST_FLOW_FLUSHING;
+  g_mutex_init (&echo->lock);
+  g_cond_init (&echo->item_add);
+  g_cond_init (&echo->item_del);
+}
+
+static void
+gst_echo_finalize (GObject *object)
+{
+  GstEcho *echo = GST_ECHO (object);
+
+  g_mutex_clear (&echo->lock);
+  g_cond_clear (&echo->item_add);
+  g_cond_clear (&echo->item_del);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+/* items-out / items-in, 0 before the first item. */
+static gdouble
+gst_echo_effective_factor (guint64 items_in, guint64 items_out)
+{
+  return items_in > 0 ? (gdouble)items_out / items_in : 0.0;
+}
+
+static void
+gst_echo_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  GstEcho *echo = GST_ECHO (object);
+
+  GST_OBJECT_LOCK (echo);
+  switch (prop_id) {
+    case PROP_MODE:
+      echo->mode = g_value_get_enum (value);
+      break;
+    case PROP_FACTOR:
+      echo->factor = g_value_get_double (value);
+      break;
+    case PROP_MAX_FACTOR:
+      echo->max_factor = g_value_get_double (value);
+      break;
+    case PROP_SHUFFLE_BUFFER_SIZE:
+      echo->shuffle_buffer_size = g_value_get_uint (value);
+      break;
+    case PROP_MAX_SIZE_BYTES:
+      echo->max_size_bytes = g_value_get_uint64 (value);
+      break;
+    case PROP_SEED:
+      echo->seed = g_value_get_uint64 (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (echo);
+}
+
+static void
+gst_echo_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  GstEcho *echo = GST_ECHO (object);
+
+  GST_OBJECT_LOCK (echo);
+  switch (prop_id) {
+    case PROP_MODE:
+      g_value_set_enum (value, echo->mode);
+      break;
+    case PROP_FACTOR:
+      g_value_set_double (value, echo->factor);
+      break;
+    case PROP_MAX_FACTOR:
+      g_value_set_double (value, echo->max_factor);
+      break;
+    case PROP_SHUFFLE_BUFFER_SIZE:
+      g_value_set_uint (value, echo->shuffle_buffer_size);
+      break;
+    case PROP_MAX_SIZE_BYTES:
+      g_value_set_uint64 (value, echo->max_size_bytes);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, echo->seed);
+      break;
+    case PROP_ITEMS_IN:
+      g_value_set_uint64 (value, echo->items_in);
+      break;
+    case PROP_ITEMS_OUT:
+      g_value_set_uint64 (value, echo->items_out);
+      break;
+    case PROP_EFFECTIVE_FACTOR:
+      g_value_set_double (
+          value, gst_echo_effective_factor (echo->items_in, echo->items_out));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (echo);
+}
+
+/* ---- items (fixed: streaming thread; adaptive: under the lock) ---- */
+
+/* floor(@factor), plus one with probability @factor - floor(@factor). */
+static guint
+gst_echo_draw_count (GstTrainRandom *rng, gdouble factor)
+{
+  guint count = (guint)factor;
+
+  if (factor > count && gst_train_random_double (rng) < factor - count)
+    count++;
+  return count;
+}
+
+/* Stores @buffer (taken) of @size bytes with @left emissions to come, with
+ * the caps that came before it; returns its index. */
+static guint
+gst_echo_item_new (GstEcho *echo, GstBuffer *buffer, gsize size, guint left)
+{
+  guint index = echo->free_items[--echo->n_free];
+  GstEchoItem *item = &echo->items[index];
+  GstTrainSampleMeta *sample_meta = gst_buffer_get_train_sample_meta (buffer);
+  GstTrainBatchMeta *batch_meta = gst_buffer_get_train_batch_meta (buffer);
+
+  item->buffer = buffer;
+  item->caps = echo->sink_caps ? gst_caps_ref (echo->sink_caps) : NULL;
+  item->size = size;
+  item->has_meta = sample_meta != NULL || batch_meta != NULL;
+  item->base = sample_meta ? sample_meta->emissions
+      : batch_meta         ? batch_meta->emissions
+                           : 0;
+  item->emitted = 0;
+  item->left = left;
+  echo->held_bytes += size;
+  return index;
+}
+
+static void
+gst_echo_item_free (GstEcho *echo, guint index)
+{
+  GstEchoItem *item = &echo->items[index];
+
+  gst_clear_buffer (&item->buffer);
+  gst_clear_caps (&item->caps);
+  echo->held_bytes -= item->size;
+  echo->free_items[echo->n_free++] = index;
+}
+
+/* The buffer for the next emission of item @index, and its caps (a
+ * reference, or NULL) in @caps. The last emission hands out the stored
+ * buffer itself and frees the item; the others a new reference to it, or a
+ * shallow copy (same memory) when the emission count in its meta must
+ * differ from the stored one. */
+static GstBuffer *
+gst_echo_item_emit (GstEcho *echo, guint index, GstCaps **caps)
+{
+  GstEchoItem *item = &echo->items[index];
+  guint emissions = item->base + item->emitted++;
+  gboolean write_meta = item->has_meta && emissions != item->base;
+  GstBuffer *out;
+
+  if (--item->left > 0) {
+    *caps = item->caps ? gst_caps_ref (item->caps) : NULL;
+    if (!write_meta)
+      return gst_buffer_ref (item->buffer);
+    out = gst_buffer_copy (item->buffer);
+  } else {
+    out = item->buffer;
+    *caps = item->caps;
+    item->buffer = NULL;
+    item->caps = NULL;
+    gst_echo_item_free (echo, index);
+    if (!write_meta)
+      return out;
+    out = gst_buffer_make_writable (out);
+  }
+  gst_train_buffer_set_emissions (out, emissions);
+  return out;
+}
+
+/* Frees every held item and event. */
+static void
+gst_echo_clear (GstEcho *echo)
+{
+  guint i;
+
+  if (echo->line != NULL) {
+    while (!gst_queue_array_is_empty (echo->line)) {
+      GstEchoEntry *entry = gst_queue_array_pop_head_struct (echo->line);
+
+      if (entry->event != NULL)
+        gst_event_unref (entry->event);
+    }
+  }
+  echo->line_items = 0;
+  echo->line_bytes = 0;
+  for (i = 0; i < echo->n_items; i++) {
+    gst_clear_buffer (&echo->items[i].buffer);
+    gst_clear_caps (&echo->items[i].caps);
+    echo->free_items[i] = echo->n_items - 1 - i;
+  }
+  echo->n_free = echo->n_items;
+  echo->n_slots = 0;
+  echo->held_bytes = 0;
+}
+
+/* ---- pushing (the streaming thread in fixed mode, the task in adaptive) */
+
+/* Pushes @buffer after @caps (both taken; @caps may be NULL), sending the
+ * caps first when they differ from the last ones sent. */
+static GstFlowReturn
+gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps)
+{
+  GstFlowReturn ret;
+
+  if (caps != NULL && caps != echo->src_caps) {
+    if (echo->src_caps == NULL || !gst_caps_is_equal (caps, echo->src_caps)) {
+      GST_DEBUG_OBJECT (echo, "caps of the next item: %" GST_PTR_FORMAT, caps);
+      if (!gst_pad_push_event (echo->srcpad, gst_event_new_caps (caps))) {
+        gchar *text = gst_caps_to_string (caps);
+
+        gst_buffer_unref (buffer);
+        gst_caps_unref (caps);
+        if (GST_PAD_IS_FLUSHING (echo->srcpad)) {
+          g_free (text);
+          return GST_FLOW_FLUSHING;
+        }
+        GST_ELEMENT_ERROR (echo, CORE, NEGOTIATION,
+            ("Downstream refused the caps %s that a held item arrived with.",
+                text),
+            (NULL));
+        g_free (text);
+        return GST_FLOW_NOT_NEGOTIATED;
+      }
+    }
+    gst_caps_take (&echo->src_caps, caps);
+  } else if (caps != NULL) {
+    gst_caps_unref (caps);
+  }
+
+  ret = gst_pad_push (echo->srcpad, buffer);
+  if (ret == GST_FLOW_OK) {
+    GST_OBJECT_LOCK (echo);
+    echo->items_out++;
+    GST_OBJECT_UNLOCK (echo);
+  }
+  return ret;
+}
+
+static void
+gst_echo_post_stats (GstEcho *echo)
+{
+  guint64 items_in, items_out;
+  GstStructure *s;
+
+  GST_OBJECT_LOCK (echo);
+  items_in = echo->items_in;
+  items_out = echo->items_out;
+  GST_OBJECT_UNLOCK (echo);
+
+  s = gst_structure_new ("echo-stats", "items-in", G_TYPE_UINT64, items_in,
+      "items-out", G_TYPE_UINT64, items_out, "effective-factor", G_TYPE_DOUBLE,
+      gst_echo_effective_factor (items_in, items_out), "mode", G_TYPE_STRING,
+      echo->adaptive ? "adaptive" : "fixed", NULL);
+  GST_DEBUG_OBJECT (echo, "at EOS: %" GST_PTR_FORMAT, s);
+  gst_element_post_message (
+      GST_ELEMENT (echo), gst_message_new_element (GST_OBJECT (echo), s));
+}
+
+/* Pushes EOS after the statistics and, when no buffer ever carried them,
+ * the caps that came last (@caps, taken, may be NULL). */
+static gboolean
+gst_echo_push_eos (GstEcho *echo, GstEvent *eos, GstCaps *caps)
+{
+  if (caps != NULL && echo->src_caps == NULL
+      && gst_pad_push_event (echo->srcpad, gst_event_new_caps (caps)))
+    gst_caps_replace (&echo->src_caps, caps);
+  if (caps != NULL)
+    gst_caps_unref (caps);
+  gst_echo_post_stats (echo);
+  return gst_pad_push_event (echo->srcpad, eos);
+}
+
+/* Whether downstream takes @caps, asked before they are stored for later. */
+static gboolean
+gst_echo_downstream_accepts (GstEcho *echo, GstCaps *caps)
+{
+  GstPad *peer = gst_pad_get_peer (echo->srcpad);
+  gboolean accepted = TRUE;
+
+  if (peer != NULL) {
+    accepted = gst_pad_query_accept_caps (peer, caps);
+    gst_object_unref (peer);
+  }
+  if (!accepted)
+    GST_WARNING_OBJECT (echo, "downstream refuses %" GST_PTR_FORMAT, caps);
+  return accepted;
+}
+
+/* ---- mode=fixed: everything in upstream's streaming thread ---- */
+
+/* Sends out the copy in a random slot of the shuffle buffer. */
+static GstFlowReturn
+gst_echo_fixed_emit_random (GstEcho *echo)
+{
+  guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+  guint index = echo->slots[slot];
+  GstBuffer *out;
+  GstCaps *caps;
+
+  echo->slots[slot] = echo->slots[--echo->n_slots];
+  out = gst_echo_item_emit (echo, index, &caps);
+  return gst_echo_push (echo, out, caps);
+}
+
+static gboolean
+gst_echo_fixed_is_full (GstEcho *echo)
+{
+  return echo->n_slots >= echo->capacity
+      || (echo->max_bytes > 0 && echo->n_slots > 0
+          && echo->held_bytes > echo->max_bytes);
+}
+
+/* Sends out every copy in the shuffle buffer, in random order; on a flow
+ * error drops the rest. */
+static GstFlowReturn
+gst_echo_fixed_drain (GstEcho *echo)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  GST_DEBUG_OBJECT (echo, "draining %u copies", echo->n_slots);
+  while (echo->n_slots > 0 && ret == GST_FLOW_OK)
+    ret = gst_echo_fixed_emit_random (echo);
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT (echo, "drain stopped: %s", gst_flow_get_name (ret));
+    gst_echo_clear (echo);
+  }
+  return ret;
+}
+
+/* Forgets the @count copies of item @index that never entered the buffer
+ * (a push failed); the copies already in it still go out. */
+static void
+gst_echo_fixed_drop_copies (GstEcho *echo, guint index, guint count)
+{
+  GstEchoItem *item = &echo->items[index];
+
+  item->left -= count;
+  if (item->left == 0)
+    gst_echo_item_free (echo, index);
+}
+
+static GstFlowReturn
+gst_echo_fixed_chain (GstEcho *echo, GstBuffer *buffer)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  gsize size = gst_buffer_get_size (buffer);
+  gdouble factor;
+  guint copies, index, i;
+
+  GST_OBJECT_LOCK (echo);
+  factor = echo->factor;
+  echo->items_in++;
+  GST_OBJECT_UNLOCK (echo);
+
+  copies = gst_echo_draw_count (&echo->rng, factor);
+  index = gst_echo_item_new (echo, buffer, size, copies);
+
+  if (echo->capacity == 0) {
+    for (i = 0; i < copies && ret == GST_FLOW_OK; i++) {
+      GstCaps *caps;
+      GstBuffer *out = gst_echo_item_emit (echo, index, &caps);
+
+      ret = gst_echo_push (echo, out, caps);
+    }
+    if (i < copies)
+      gst_echo_fixed_drop_copies (echo, index, copies - i);
+    return ret;
+  }
+
+  for (i = 0; i < copies; i++) {
+    while (gst_echo_fixed_is_full (echo)) {
+      ret = gst_echo_fixed_emit_random (echo);
+      if (ret != GST_FLOW_OK) {
+        GST_DEBUG_OBJECT (echo, "push failed: %s", gst_flow_get_name (ret));
+        gst_echo_fixed_drop_copies (echo, index, copies - i);
+        return ret;
+      }
+    }
+    echo->slots[echo->n_slots++] = index;
+  }
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_echo_fixed_event (GstEcho *echo, GstEvent *event)
+{
+  GstCaps *caps;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:
+      gst_event_parse_caps (event, &caps);
+      if (echo->n_slots == 0 || echo->src_caps == NULL) {
+        /* Nothing from before is held: the caps go on at once. */
+        if (!gst_pad_push_event (echo->srcpad, gst_event_ref (event))) {
+          gst_event_unref (event);
+          return FALSE;
+        }
+        gst_caps_replace (&echo->src_caps, caps);
+      } else if (!gst_echo_downstream_accepts (echo, caps)) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      gst_caps_replace (&echo->sink_caps, caps);
+      gst_event_unref (event);
+      return TRUE;
+    case GST_EVENT_STREAM_START:
+    case GST_EVENT_SEGMENT:
+    case GST_EVENT_STREAM_GROUP_DONE:
+      gst_echo_fixed_drain (echo);
+      break;
+    case GST_EVENT_EOS:
+      gst_echo_fixed_drain (echo);
+      return gst_echo_push_eos (
+          echo, event, echo->sink_caps ? gst_caps_ref (echo->sink_caps) : NULL);
+    default:
+      /* Other sticky events (tags) describe the stream, not a place in it:
+       * they need not wait for the shuffle buffer to empty. */
+      if (!GST_EVENT_IS_STICKY (event))
+        gst_echo_fixed_drain (echo);
+      break;
+  }
+  return gst_pad_push_event (echo->srcpad, event);
+}
+
+/* ---- mode=adaptive: chain and sink events feed the source pad's task ---- */
+
+static gboolean
+gst_echo_line_is_full (GstEcho *echo, gsize size)
+{
+  return echo->line_items >= echo->capacity
+      || (echo->max_bytes > 0 && echo->line_items > 0
+          && echo->line_bytes + size > echo->max_bytes);
+}
+
+static gboolean
+gst_echo_needs_room (GstEcho *echo, gsize size)
+{
+  return echo->line_items + echo->n_slots >= echo->capacity
+      || (echo->max_bytes > 0 && echo->held_bytes + size > echo->max_bytes);
+}
+
+/* Forgets the items kept for repeats. */
+static void
+gst_echo_drop_repeats (GstEcho *echo)
+{
+  while (echo->n_slots > 0)
+    gst_echo_item_free (echo, echo->slots[--echo->n_slots]);
+}
+
+static GstFlowReturn
+gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
+{
+  gsize size = gst_buffer_get_size (buffer);
+  GstEchoEntry entry = { NULL, 0 };
+  GstFlowReturn ret;
+  gdouble max_factor;
+
+  GST_OBJECT_LOCK (echo);
+  max_factor = echo->max_factor;
+  GST_OBJECT_UNLOCK (echo);
+
+  g_mutex_lock (&echo->lock);
+  while (echo->srcresult == GST_FLOW_OK && gst_echo_line_is_full (echo, size)) {
+    echo->waiting_del = TRUE;
+    g_cond_wait (&echo->item_del, &echo->lock);
+    echo->waiting_del = FALSE;
+  }
+  if (echo->srcresult != GST_FLOW_OK)
+    goto out_flushing;
+
+  /* Fresh data comes first: it displaces repeat candidates. */
+  while (echo->n_slots > 0 && gst_echo_needs_room (echo, size)) {
+    guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+    guint index = echo->slots[slot];
+
+    echo->slots[slot] = echo->slots[--echo->n_slots];
+    gst_echo_item_free (echo, index);
+  }
+  entry.item = gst_echo_item_new (
+      echo, buffer, size, gst_echo_draw_count (&echo->rng, max_factor));
+  gst_queue_array_push_tail_struct (echo->line, &entry);
+  echo->line_items++;
+  echo->line_bytes += size;
+  /* Counted before the task can see it, so that items-out never runs ahead
+   * of max-factor * items-in. */
+  GST_OBJECT_LOCK (echo);
+  echo->items_in++;
+  GST_OBJECT_UNLOCK (echo);
+  if (echo->waiting_add)
+    g_cond_signal (&echo->item_add);
+  g_mutex_unlock (&echo->lock);
+  return GST_FLOW_OK;
+
+out_flushing:
+  ret = echo->srcresult;
+  g_mutex_unlock (&echo->lock);
+  GST_LOG_OBJECT (echo, "refusing buffer: %s", gst_flow_get_name (ret));
+  gst_buffer_unref (buffer);
+  return ret;
+}
+
+static gboolean
+gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
+{
+  GstEventType type = GST_EVENT_TYPE (event);
+  GstEchoEntry entry = { event, 0 };
+  GstCaps *caps = NULL;
+
+  if (type == GST_EVENT_CAPS) {
+    gst_event_parse_caps (event, &caps);
+    if (!gst_echo_downstream_accepts (echo, caps)) {
+      gst_event_unref (event);
+      return FALSE;
+    }
+  }
+
+  g_mutex_lock (&echo->lock);
+  if (caps != NULL)
+    gst_caps_replace (&echo->sink_caps, caps);
+  if (echo->srcresult == GST_FLOW_EOS
+      && (type == GST_EVENT_STREAM_START || type == GST_EVENT_SEGMENT)) {
+    /* A new stream after EOS: push again. */
+    echo->srcresult = GST_FLOW_OK;
+    echo->eos = FALSE;
+    gst_pad_start_task (
+        echo->srcpad, (GstTaskFunction)gst_echo_loop, echo->srcpad, NULL);
+  }
+  if (echo->srcresult != GST_FLOW_OK) {
+    /* As queue: a sticky event is no problem now (the data flow reports
+     * the error), other events fail. */
+    gboolean ok = GST_EVENT_IS_STICKY (event) && type != GST_EVENT_EOS;
+
+    GST_LOG_OBJECT (echo, "refusing %s event: %s", GST_EVENT_TYPE_NAME (event),
+        gst_flow_get_name (echo->srcresult));
+    g_mutex_unlock (&echo->lock);
+    gst_event_unref (event);
+    return ok;
+  }
+  if (type == GST_EVENT_EOS)
+    echo->eos = TRUE;
+  gst_queue_array_push_tail_struct (echo->line, &entry);
+  if (echo->waiting_add)
+    g_cond_signal (&echo->item_add);
+  g_mutex_unlock (&echo->lock);
+  return TRUE;
+}
+
+/* Takes what to push next: the head of the line (an event, or a fresh item
+ * that then stays for repeats while it has emissions left), else a repeat of
+ * a random kept item. FALSE when there is nothing. With an event, @caps may
+ * say which caps to send first. Called with the lock. */
+static gboolean
+gst_echo_adaptive_next (
+    GstEcho *echo, GstBuffer **out, GstCaps **caps, GstEvent **event)
+{
+  while (!gst_queue_array_is_empty (echo->line)) {
+    GstEchoEntry *entry = gst_queue_array_pop_head_struct (echo->line);
+    GstEchoItem *item;
+    guint index;
+
+    if (entry->event != NULL) {
+      switch (GST_EVENT_TYPE (entry->event)) {
+        case GST_EVENT_CAPS:
+          if (echo->n_slots > 0 && echo->src_caps != NULL) {
+            /* Kept items still have the old caps: the new ones travel with
+             * the items that have them. */
+            gst_event_unref (entry->event);
+            continue;
+          }
+          break;
+        case GST_EVENT_EOS:
+          if (echo->src_caps == NULL && echo->sink_caps != NULL)
+            *caps = gst_caps_ref (echo->sink_caps);
+          /* fall through */
+        case GST_EVENT_STREAM_START:
+        case GST_EVENT_SEGMENT:
+          gst_echo_drop_repeats (echo);
+          break;
+        default:
+          break;
+      }
+      *event = entry->event;
+      return TRUE;
+    }
+
+    index = entry->item;
+    item = &echo->items[index];
+    echo->line_items--;
+    echo->line_bytes -= item->size;
+    if (item->left > 1)
+      echo->slots[echo->n_slots++] = index;
+    *out = gst_echo_item_emit (echo, index, caps);
+    if (echo->waiting_del)
+      g_cond_signal (&echo->item_del);
+    return TRUE;
+  }
+
+  if (echo->n_slots > 0) {
+    guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+    guint index = echo->slots[slot];
+
+    if (echo->items[index].left == 1)
+      echo->slots[slot] = echo->slots[--echo->n_slots];
+    *out = gst_echo_item_emit (echo, index, caps);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+static GstFlowReturn
+gst_echo_adaptive_push_event (GstEcho *echo, GstEvent *event, GstCaps *caps)
+{
+  GstCaps *event_caps;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:
+      gst_event_parse_caps (event, &event_caps);
+      if (gst_pad_push_event (echo->srcpad, gst_event_ref (event)))
+        gst_caps_replace (&echo->src_caps, event_caps);
+      gst_event_unref (event);
+      return GST_FLOW_OK;
+    case GST_EVENT_EOS:
+      gst_echo_push_eos (echo, event, caps);
+      /* As queue: the task pauses until a new stream or a flush. */
+      return GST_FLOW_EOS;
+    default:
+      gst_pad_push_event (echo->srcpad, event);
+      return GST_FLOW_OK;
+  }
+}
+
+static void
+gst_echo_loop (GstPad *pad)
+{
+  GstEcho *echo = GST_ECHO (GST_PAD_PARENT (pad));
+  GstBuffer *out = NULL;
+  GstEvent *event = NULL;
+  GstCaps *caps = NULL;
+  GstFlowReturn ret;
+  gboolean eos;
+
+  g_mutex_lock (&echo->lock);
+  while (echo->srcresult == GST_FLOW_OK
+      && !gst_echo_adaptive_next (echo, &out, &caps, &event)) {
+    echo->waiting_add = TRUE;
+    g_cond_wait (&echo->item_add, &echo->lock);
+    echo->waiting_add = FALSE;
+  }
+  ret = echo->srcresult;
+  g_mutex_unlock (&echo->lock);
+  if (ret != GST_FLOW_OK)
+    goto paused;
+
+  if (event != NULL)
+    ret = gst_echo_adaptive_push_event (echo, event, caps);
+  else
+    ret = gst_echo_push (echo, out, caps);
+  if (ret == GST_FLOW_OK)
+    return;
+
+  g_mutex_lock (&echo->lock);
+  /* A flush that came meanwhile says FLUSHING already. */
+  if (echo->srcresult == GST_FLOW_OK)
+    echo->srcresult = ret;
+  ret = echo->srcresult;
+  gst_echo_clear (echo);
+  g_cond_broadcast (&echo->item_del);
+  g_mutex_unlock (&echo->lock);
+
+paused:
+  GST_DEBUG_OBJECT (echo, "pausing task: %s", gst_flow_get_name (ret));
+  gst_pad_pause_task (echo->srcpad);
+  g_mutex_lock (&echo->lock);
+  eos = echo->eos;
+  g_mutex_unlock (&echo->lock);
+  /* As queue: upstream reports errors it gets from the chain function, but
+   * after EOS nobody would. */
+  if (eos && (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS)) {
+    GST_ELEMENT_FLOW_ERROR (echo, ret);
+    gst_pad_push_event (echo->srcpad, gst_event_new_eos ());
+  }
+}
+
+static void
+gst_echo_adaptive_flush_start (GstEcho *echo)
+{
+  g_mutex_lock (&echo->lock);
+  echo->srcresult = GST_FLOW_FLUSHING;
+  g_cond_broadcast (&echo->item_add);
+  g_cond_broadcast (&echo->item_del);
+  g_mutex_unlock (&echo->lock);
+  /* Returns once the loop is out of its push (the flush went downstream
+   * first, so the push returns). */
+  gst_pad_pause_task (echo->srcpad);
+}
+
+static void
+gst_echo_adaptive_flush_stop (GstEcho *echo)
+{
+  g_mutex_lock (&echo->lock);
+  gst_echo_clear (echo);
+  echo->srcresult = GST_FLOW_OK;
+  echo->eos = FALSE;
+  if (gst_pad_is_active (echo->srcpad))
+    gst_pad_start_task (
+        echo->srcpad, (GstTaskFunction)gst_echo_loop, echo->srcpad, NULL);
+  g_mutex_unlock (&echo->lock);
+}
+
+/* ---- pads ---- */
+
+static GstFlowReturn
+gst_echo_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
+{
+  GstEcho *echo = GST_ECHO (parent);
+
+  if (echo->adaptive)
+    return gst_echo_adaptive_chain (echo, buffer);
+  return gst_echo_fixed_chain (echo, buffer);
+}
+
+static gboolean
+gst_echo_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstEcho *echo = GST_ECHO (parent);
+  gboolean ok;
+
+  GST_LOG_OBJECT (echo, "%" GST_PTR_FORMAT, event);
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_FLUSH_START:
+      /* Downstream first: that unblocks a push in progress. */
+      ok = gst_pad_push_event (echo->srcpad, event);
+      if (echo->adaptive)
+        gst_echo_adaptive_flush_start (echo);
+      return ok;
+    case GST_EVENT_FLUSH_STOP:
+      ok = gst_pad_push_event (echo->srcpad, event);
+      if (echo->adaptive)
+        gst_echo_adaptive_flush_stop (echo);
+      else
+        gst_echo_clear (echo);
+      return ok;
+    default:
+      break;
+  }
+  if (!GST_EVENT_IS_SERIALIZED (event))
+    return gst_pad_event_default (pad, parent, event);
+  if (echo->adaptive)
+    return gst_echo_adaptive_event (echo, event);
+  return gst_echo_fixed_event (echo, event);
+}
+
+static gboolean
+gst_echo_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstEcho *echo = GST_ECHO (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_ALLOCATION:
+      /* Held buffers would drain a downstream pool sized for a short
+       * queue: upstream allocates its own. */
+      return FALSE;
+    default:
+      /* Adaptive mode pushes from its own thread: a serialized query
+       * answered from here would overtake the data in line. */
+      if (echo->adaptive && GST_QUERY_IS_SERIALIZED (query)) {
+        GST_DEBUG_OBJECT (echo, "not forwarding serialized %s query",
+            GST_QUERY_TYPE_NAME (query));
+        return FALSE;
+      }
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+static gboolean
+gst_echo_src_event (GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstEcho *echo = GST_ECHO (parent);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_RECONFIGURE && echo->adaptive) {
+    g_mutex_lock (&echo->lock);
+    if (echo->srcresult == GST_FLOW_NOT_LINKED) {
+      /* Linked again, perhaps: try pushing. */
+      echo->srcresult = GST_FLOW_OK;
+      gst_pad_start_task (pad, (GstTaskFunction)gst_echo_loop, pad, NULL);
+    }
+    g_mutex_unlock (&echo->lock);
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static gboolean
+gst_echo_sink_activate_mode (
+    GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active)
+{
+  GstEcho *echo = GST_ECHO (parent);
+
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (echo->adaptive && !active) {
+    /* Unblocks a chain function that waits for room. */
+    g_mutex_lock (&echo->lock);
+    echo->srcresult = GST_FLOW_FLUSHING;
+    g_cond_broadcast (&echo->item_del);
+    g_mutex_unlock (&echo->lock);
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_echo_src_activate_mode (
+    GstPad *pad, GstObject *parent, GstPadMode mode, gboolean active)
+{
+  GstEcho *echo = GST_ECHO (parent);
+  gboolean ok;
+
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (!echo->adaptive)
+    return TRUE;
+  if (active) {
+    g_mutex_lock (&echo->lock);
+    echo->srcresult = GST_FLOW_OK;
+    echo->eos = FALSE;
+    ok = gst_pad_start_task (pad, (GstTaskFunction)gst_echo_loop, pad, NULL);
+    g_mutex_unlock (&echo->lock);
+  } else {
+    g_mutex_lock (&echo->lock);
+    echo->srcresult = GST_FLOW_FLUSHING;
+    g_cond_broadcast (&echo->item_add);
+    g_cond_broadcast (&echo->item_del);
+    g_mutex_unlock (&echo->lock);
+    ok = gst_pad_stop_task (pad);
+  }
+  return ok;
+}
+
+/* ---- state ---- */
+
+static void
+gst_echo_start (GstEcho *echo)
+{
+  guint shuffle_buffer_size;
+  guint64 seed;
+
+  GST_OBJECT_LOCK (echo);
+  echo->adaptive = echo->mode == GST_ECHO_MODE_ADAPTIVE;
+  shuffle_buffer_size = echo->shuffle_buffer_size;
+  echo->max_bytes = echo->max_size_bytes;
+  seed = echo->seed;
+  echo->items_in = 0;
+  echo->items_out = 0;
+  GST_OBJECT_UNLOCK (echo);
+
+  echo->capacity =
+      echo->adaptive ? MAX (shuffle_buffer_size, 1) : shuffle_buffer_size;
+  /* Fixed mode holds one item more than it has slots: the one entering. */
+  echo->n_items = echo->capacity + 1;
+  echo->items = g_new0 (GstEchoItem, echo->n_items);
+  echo->free_items = g_new (guint, echo->n_items);
+  echo->slots = g_new (guint, MAX (echo->capacity, 1));
+  if (echo->adaptive)
+    echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
+  gst_echo_clear (echo);
+  gst_train_random_init (&echo->rng, seed, RANDOM_STREAM);
+  GST_DEBUG_OBJECT (echo, "%s mode, %u items, %" G_GUINT64_FORMAT " bytes",
+      echo->adaptive ? "adaptive" : "fixed", echo->capacity, echo->max_bytes);
+}
+
+static void
+gst_echo_stop (GstEcho *echo)
+{
+  g_mutex_lock (&echo->lock);
+  gst_echo_clear (echo);
+  g_mutex_unlock (&echo->lock);
+  g_clear_pointer (&echo->line, gst_queue_array_free);
+  g_clear_pointer (&echo->items, g_free);
+  g_clear_pointer (&echo->free_items, g_free);
+  g_clear_pointer (&echo->slots, g_free);
+  echo->n_items = 0;
+  echo->n_free = 0;
+  gst_clear_caps (&echo->sink_caps);
+  gst_clear_caps (&echo->src_caps);
+}
+
+static GstStateChangeReturn
+gst_echo_change_state (GstElement *element, GstStateChange transition)
+{
+  GstEcho *echo = GST_ECHO (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    gst_echo_start (echo);
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY
+      || (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+          && ret == GST_STATE_CHANGE_FAILURE))
+    gst_echo_stop (echo);
+  return ret;
+}

@@ -1,0 +1,1120 @@
+/* echo.c: tests of the echo element: repeat counts, shuffling, seeds, shared
+ * memory, caps through a shuffle, EOS, flushes and state changes, and the
+ * adaptive mode's pacing by downstream. */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "train-meta.h"
+
+/* The "mode" property's value "adaptive" (the enum type is the plugin's). */
+#define MODE_ADAPTIVE 1
+
+/* A harness around a new echo with the given properties (set before it
+ * starts, as most of them only change in READY), whose source caps are
+ * already set. */
+static GstHarness *
+echo_harness (const gchar *first_property, ...)
+{
+  GstElement *echo = gst_element_factory_make ("echo", NULL);
+  GstHarness *h;
+  va_list args;
+
+  fail_unless (echo != NULL, "echo is not registered");
+  va_start (args, first_property);
+  g_object_set_valist (G_OBJECT (echo), first_property, args);
+  va_end (args);
+  h = gst_harness_new_with_element (echo, "sink", "src");
+  gst_object_unref (echo);
+  gst_harness_set_src_caps_str (h, "application/x-test");
+  return h;
+}
+
+/* A @size-byte buffer holding sample @index, with its sample meta. */
+static GstBuffer *
+sample_buffer (guint64 index, gsize size)
+{
+  GstBuffer *buffer = gst_buffer_new_allocate (NULL, size, NULL);
+
+  gst_buffer_memset (buffer, 0, (guint8)index, size);
+  gst_buffer_add_train_sample_meta (buffer, (gint)(index % 10), index, 0, NULL);
+  return buffer;
+}
+
+static GstTrainSampleMeta *
+sample_meta (GstBuffer *buffer)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  fail_unless (meta != NULL, "a buffer lost its sample meta");
+  return meta;
+}
+
+static guint64
+get_uint64 (GstElement *element, const gchar *name)
+{
+  guint64 value = 0;
+
+  g_object_get (element, name, &value, NULL);
+  return value;
+}
+
+static void
+push_eos (GstHarness *h)
+{
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+}
+
+/* Pulls the events the harness received until EOS, which must come. */
+static void
+wait_for_eos (GstHarness *h)
+{
+  for (;;) {
+    GstEvent *event = gst_harness_pull_event (h);
+    gboolean eos;
+
+    fail_unless (event != NULL, "no EOS came out");
+    eos = GST_EVENT_TYPE (event) == GST_EVENT_EOS;
+    gst_event_unref (event);
+    if (eos)
+      return;
+  }
+}
+
+GST_START_TEST (test_factor_one_is_identity)
+{
+  GstHarness *h = echo_harness ("factor", 1.0, "shuffle-buffer-size", 0, NULL);
+  GstBuffer *pushed[20];
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (pushed); i++) {
+    pushed[i] = sample_buffer (i, 8);
+    fail_unless_equals_int (gst_harness_push (h, pushed[i]), GST_FLOW_OK);
+  }
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 20);
+  for (i = 0; i < G_N_ELEMENTS (pushed); i++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    /* The very buffer that went in, untouched. */
+    fail_unless (out == pushed[i]);
+    fail_unless_equals_int (sample_meta (out)->index, i);
+    fail_unless_equals_int (sample_meta (out)->emissions, 0);
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (get_uint64 (h->element, "items-in"), 20);
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), 20);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_factor_three_back_to_back)
+{
+  GstHarness *h = echo_harness ("factor", 3.0, "shuffle-buffer-size", 0, NULL);
+  GstMemory *memory[10];
+  gdouble effective = 0;
+  guint i, e;
+
+  for (i = 0; i < G_N_ELEMENTS (memory); i++) {
+    GstBuffer *in = sample_buffer (i, 64);
+
+    memory[i] = gst_memory_ref (gst_buffer_peek_memory (in, 0));
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  }
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 30);
+  for (i = 0; i < G_N_ELEMENTS (memory); i++) {
+    for (e = 0; e < 3; e++) {
+      GstBuffer *out = gst_harness_pull (h);
+
+      fail_unless_equals_int (sample_meta (out)->index, i);
+      fail_unless_equals_int (sample_meta (out)->emissions, e);
+      /* Repeats share the payload: no copy of the memory. */
+      fail_unless_equals_int (gst_buffer_n_memory (out), 1);
+      fail_unless (gst_buffer_peek_memory (out, 0) == memory[i]);
+      gst_buffer_unref (out);
+    }
+    gst_memory_unref (memory[i]);
+  }
+  g_object_get (h->element, "effective-factor", &effective, NULL);
+  fail_unless_equals_float (effective, 3.0);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* Pushes @n items of @size bytes, then EOS, and pulls everything; checks that
+ * each item came out 1 .. @max_copies times with emissions 0, 1, ... in order
+ * and sharing its memory. Returns how often each item came out. */
+static guint *
+run_and_count (GstHarness *h, guint n, gsize size, guint max_copies)
+{
+  guint *copies = g_new0 (guint, n);
+  GstMemory **memory = g_new0 (GstMemory *, n);
+  GstBuffer *out;
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GstBuffer *in = sample_buffer (i, size);
+
+    memory[i] = gst_memory_ref (gst_buffer_peek_memory (in, 0));
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  }
+  push_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    GstTrainSampleMeta *meta = sample_meta (out);
+
+    fail_unless (meta->index < n);
+    fail_unless_equals_int (meta->emissions, copies[meta->index]);
+    copies[meta->index]++;
+    fail_unless (copies[meta->index] <= max_copies);
+    /* The memory of a pushed buffer lives as long as one of its copies. */
+    fail_unless (gst_buffer_peek_memory (out, 0) == memory[meta->index]);
+    gst_buffer_unref (out);
+  }
+  for (i = 0; i < n; i++) {
+    fail_unless (copies[i] >= 1, "item %u never came out", i);
+    gst_memory_unref (memory[i]);
+  }
+  g_free (memory);
+  return copies;
+}
+
+static void
+check_fractional_factor (guint shuffle_buffer_size)
+{
+  const guint n = 10000;
+  GstHarness *h = echo_harness ("factor", 1.5, "shuffle-buffer-size",
+      shuffle_buffer_size, "seed", G_GUINT64_CONSTANT (7), NULL);
+  guint *copies = run_and_count (h, n, 4, 2);
+  guint64 total = 0;
+  gdouble mean, sigma;
+  guint i;
+
+  for (i = 0; i < n; i++)
+    total += copies[i];
+  mean = (gdouble)total / n;
+  /* Each item draws 1 or 2 copies with probability 1/2: the mean of n such
+   * draws has a standard deviation of 0.5 / sqrt (n), 0.005. */
+  sigma = 0.005;
+  fail_unless (
+      ABS (mean - 1.5) < 3 * sigma, "mean %f, want 1.5 +- %f", mean, 3 * sigma);
+  fail_unless_equals_int (get_uint64 (h->element, "items-in"), n);
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), total);
+  g_free (copies);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_fractional_factor)
+{
+  check_fractional_factor (0);
+  check_fractional_factor (64);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_shuffle_spreads_copies)
+{
+  const guint n = 2000;
+  GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 100,
+      "seed", G_GUINT64_CONSTANT (3), NULL);
+  gint64 *first_position = g_new (gint64, n);
+  guint64 distance = 0;
+  guint adjacent = 0, position = 0, i;
+  GstBuffer *out;
+
+  for (i = 0; i < n; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  /* The shuffle buffer is full: 2 * n copies went in, 100 wait. */
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 2 * n - 100);
+  push_eos (h);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 2 * n);
+
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    GstTrainSampleMeta *meta = sample_meta (out);
+
+    if (meta->emissions == 0) {
+      first_position[meta->index] = position;
+    } else {
+      gint64 d = position - first_position[meta->index];
+
+      fail_unless_equals_int (meta->emissions, 1);
+      fail_unless (d > 0);
+      distance += d;
+      adjacent += d == 1;
+    }
+    position++;
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (position, 2 * n);
+  /* Each copy stays about shuffle-buffer-size steps: the two copies of an
+   * item end up about 100 apart, next to each other about 1 time in 100. */
+  fail_unless (
+      (gdouble)distance / n > 50, "mean distance %f", (gdouble)distance / n);
+  fail_unless (adjacent < n / 20, "%u of %u pairs adjacent", adjacent, n);
+  g_free (first_position);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* The (index, emissions) sequence that @seed gives for 300 items. */
+static GArray *
+sequence_for_seed (guint64 seed)
+{
+  GstHarness *h = echo_harness (
+      "factor", 1.7, "shuffle-buffer-size", 16, "seed", seed, NULL);
+  GArray *sequence = g_array_new (FALSE, FALSE, sizeof (guint64));
+  GstBuffer *out;
+  guint i;
+
+  for (i = 0; i < 300; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  push_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    guint64 v = sample_meta (out)->index * 16 + sample_meta (out)->emissions;
+
+    g_array_append_val (sequence, v);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+  return sequence;
+}
+
+static gboolean
+sequences_equal (GArray *a, GArray *b)
+{
+  return a->len == b->len
+      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
+}
+
+GST_START_TEST (test_seed_reproduces)
+{
+  GArray *a = sequence_for_seed (11);
+  GArray *b = sequence_for_seed (11);
+  GArray *c = sequence_for_seed (12);
+
+  fail_unless (a->len > 300);
+  fail_unless (sequences_equal (a, b), "the same seed gave another order");
+  fail_unless (!sequences_equal (a, c), "another seed gave the same order");
+  g_array_unref (a);
+  g_array_unref (b);
+  g_array_unref (c);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_repeats_share_memory_through_shuffle)
+{
+  GstHarness *h = echo_harness ("factor", 3.0, "shuffle-buffer-size", 8, NULL);
+  guint *copies = run_and_count (h, 50, 1000, 3);
+  guint i;
+
+  for (i = 0; i < 50; i++)
+    fail_unless_equals_int (copies[i], 3);
+  g_free (copies);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_batches_and_chained_echos)
+{
+  GstHarness *h = echo_harness ("factor", 3.0, "shuffle-buffer-size", 0, NULL);
+  GstBuffer *batch = gst_buffer_new_allocate (NULL, 4 * 12, NULL);
+  GstBuffer *repeat = sample_buffer (5, 4);
+  guint e;
+
+  gst_harness_set_src_caps_str (h,
+      "other/tensors, format=(string)static, num_tensors=(int)2, "
+      "framerate=(fraction)0/1");
+  gst_buffer_add_train_batch_meta (batch, 4, 4);
+  fail_unless_equals_int (gst_harness_push (h, batch), GST_FLOW_OK);
+  for (e = 0; e < 3; e++) {
+    GstBuffer *out = gst_harness_pull (h);
+    GstTrainBatchMeta *meta = gst_buffer_get_train_batch_meta (out);
+
+    fail_unless (meta != NULL);
+    fail_unless_equals_int (meta->emissions, e);
+    /* A repeated batch holds no fresh image. */
+    fail_unless_equals_int (gst_train_buffer_count_fresh (out), e ? 0 : 4);
+    gst_buffer_unref (out);
+  }
+
+  /* An item that an echo upstream already repeated stays a repeat. */
+  gst_train_buffer_set_emissions (repeat, 1);
+  fail_unless_equals_int (gst_harness_push (h, repeat), GST_FLOW_OK);
+  for (e = 0; e < 3; e++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    fail_unless_equals_int (sample_meta (out)->emissions, 1 + e);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- caps ---- */
+
+typedef struct
+{
+  guint64 index;
+  gsize size;
+  gint width, height;
+} CapsRecord;
+
+/* Records, for every buffer echo pushes, the caps current on its source pad
+ * at that moment: what downstream believes the buffer is. */
+static GstPadProbeReturn
+record_caps (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  GArray *records = user_data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  GstStructure *s = gst_caps_get_structure (caps, 0);
+  CapsRecord r = { 0 };
+
+  r.index = sample_meta (buffer)->index;
+  r.size = gst_buffer_get_size (buffer);
+  gst_structure_get_int (s, "width", &r.width);
+  gst_structure_get_int (s, "height", &r.height);
+  g_array_append_val (records, r);
+  gst_caps_unref (caps);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstCaps *
+rgb_caps (gint width, gint height)
+{
+  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGB",
+      "width", G_TYPE_INT, width, "height", G_TYPE_INT, height, "framerate",
+      GST_TYPE_FRACTION, 0, 1, NULL);
+}
+
+GST_START_TEST (test_mixed_sizes_keep_their_caps)
+{
+  /* Widths are multiples of 4, so RGB rows need no padding. */
+  static const gint sizes[][2] = { { 4, 2 }, { 8, 4 }, { 12, 6 }, { 16, 2 } };
+  GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 8, NULL);
+  GArray *records = g_array_new (FALSE, FALSE, sizeof (CapsRecord));
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  guint i, size_changes = 0;
+  gint last = -1;
+
+  gst_pad_add_probe (
+      srcpad, GST_PAD_PROBE_TYPE_BUFFER, record_caps, records, NULL);
+  gst_harness_set_src_caps (h, rgb_caps (sizes[0][0], sizes[0][1]));
+  for (i = 0; i < 60; i++) {
+    gint k = (i / 3) % 4;
+
+    if (k != last) {
+      /* A caps event alone (no new segment), as a decoder sends. */
+      fail_unless (gst_harness_push_event (
+          h, gst_event_new_caps (rgb_caps (sizes[k][0], sizes[k][1]))));
+      last = k;
+    }
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, sizes[k][0] * sizes[k][1] * 3)),
+        GST_FLOW_OK);
+  }
+  push_eos (h);
+
+  fail_unless_equals_int (records->len, 120);
+  for (i = 0; i < records->len; i++) {
+    CapsRecord *r = &g_array_index (records, CapsRecord, i);
+    gint k = (r->index / 3) % 4;
+
+    fail_unless_equals_int (r->width, sizes[k][0]);
+    fail_unless_equals_int (r->height, sizes[k][1]);
+    fail_unless_equals_int (r->size, r->width * r->height * 3);
+    if (i > 0 && r->size != g_array_index (records, CapsRecord, i - 1).size)
+      size_changes++;
+  }
+  /* The shuffle really mixed the sizes: in input order they change 19
+   * times. */
+  fail_unless (size_changes > 30, "%u size changes", size_changes);
+  gst_object_unref (srcpad);
+  g_array_unref (records);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static RunSample *
+sample_at (RunResult *r, guint i)
+{
+  return &g_array_index (r->samples, RunSample, i);
+}
+
+/* A dataset of @n JPEGs whose size depends on their index. */
+static gchar *
+write_mixed_dataset (guint n)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gchar *name = g_strdup_printf ("%03u.jpg", i);
+    gchar *path = g_build_filename (root, "c", name, NULL);
+
+    fixture_write_jpeg (path, 16 + (i % 5) * 8, 16 + (i % 3) * 8, i);
+    g_free (name);
+    g_free (path);
+  }
+  return root;
+}
+
+/* Each of @n samples came out exactly twice, emissions 0 then 1, as a
+ * decoded image of its own size. */
+static void
+check_each_image_twice (RunResult *r, guint n)
+{
+  guint *copies = g_new0 (guint, n);
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->warnings->len, 0);
+  fail_unless_equals_int (r->samples->len, 2 * n);
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = sample_at (r, i);
+    GstVideoInfo info;
+
+    fail_unless (s->has_meta);
+    fail_unless (s->index < n);
+    fail_unless_equals_int (s->emissions, copies[s->index]);
+    copies[s->index]++;
+    fail_unless (
+        gst_video_info_from_caps (&info, gst_sample_get_caps (s->sample)));
+    fail_unless_equals_int (
+        GST_VIDEO_INFO_WIDTH (&info), 16 + (s->index % 5) * 8);
+    fail_unless_equals_int (
+        GST_VIDEO_INFO_HEIGHT (&info), 16 + (s->index % 3) * 8);
+    fail_unless_equals_int (
+        gst_buffer_get_size (gst_sample_get_buffer (s->sample)),
+        GST_VIDEO_INFO_SIZE (&info));
+  }
+  for (i = 0; i < n; i++)
+    fail_unless_equals_int (copies[i], 2);
+  g_free (copies);
+}
+
+GST_START_TEST (test_positions_a_and_b)
+{
+  const guint n = 30;
+  gchar *root = write_mixed_dataset (n);
+  gchar *launch;
+  RunResult *r;
+
+  /* B: decoded images of changing size through the shuffle buffer. */
+  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
+                            "imagedec n-threads=2 ! echo shuffle-buffer-size=8 "
+                            "! fakesink name=sink",
+      root);
+  r = fixture_run (launch);
+  check_each_image_twice (r, n);
+  run_result_free (r);
+  g_free (launch);
+
+  /* A: encoded samples, decoded after the echo. */
+  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
+                            "echo factor=2 shuffle-buffer-size=4 ! "
+                            "imagedec n-threads=2 ! fakesink name=sink",
+      root);
+  r = fixture_run (launch);
+  check_each_image_twice (r, n);
+  run_result_free (r);
+  g_free (launch);
+
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* ---- EOS, flushes, memory bound, state changes ---- */
+
+typedef struct
+{
+  guint buffers;
+  gint buffers_before_eos; /* -1 until EOS passed */
+} EosOrder;
+
+static GstPadProbeReturn
+record_eos_order (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  EosOrder *order = user_data;
+
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
+    order->buffers++;
+  else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS)
+    order->buffers_before_eos = order->buffers;
+  return GST_PAD_PROBE_OK;
+}
+
+GST_START_TEST (test_eos_drains_the_buffer)
+{
+  GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 16, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  EosOrder order = { 0, -1 };
+  guint i;
+
+  gst_pad_add_probe (srcpad,
+      GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      record_eos_order, &order, NULL);
+  for (i = 0; i < 10; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  /* 20 copies, 16 of them still waiting. */
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 4);
+  push_eos (h);
+  fail_unless_equals_int (order.buffers_before_eos, 20);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 20);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static void
+push_segment (GstHarness *h)
+{
+  GstSegment segment;
+
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+}
+
+GST_START_TEST (test_flush_empties_the_buffer)
+{
+  GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 16, NULL);
+  GstBuffer *out;
+  guint i;
+
+  for (i = 0; i < 10; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 4);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  push_segment (h);
+  /* The 16 waiting copies are gone; a new item goes through. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (100, 4)), GST_FLOW_OK);
+  push_eos (h);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 6);
+  for (i = 0; i < 4; i++)
+    gst_buffer_unref (gst_harness_pull (h));
+  for (i = 0; i < 2; i++) {
+    out = gst_harness_pull (h);
+    fail_unless_equals_int (sample_meta (out)->index, 100);
+    fail_unless_equals_int (sample_meta (out)->emissions, i);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_max_size_bytes_bounds_the_buffer)
+{
+  GstHarness *h = echo_harness ("factor", 1.0, "shuffle-buffer-size", 100,
+      "max-size-bytes", G_GUINT64_CONSTANT (10000), NULL);
+  guint i;
+
+  for (i = 0; i < 50; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 1000)), GST_FLOW_OK);
+  /* Ten 1000-byte items fit; the others had to leave. */
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 40);
+  push_eos (h);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 50);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* Lets *@budget buffers through, then fails every push. */
+static GstPadProbeReturn
+fail_pushes (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  gint *budget = user_data;
+
+  if ((*budget)-- > 0)
+    return GST_PAD_PROBE_OK;
+  gst_buffer_unref (GST_PAD_PROBE_INFO_BUFFER (info));
+  GST_PAD_PROBE_INFO_FLOW_RETURN (info) = GST_FLOW_ERROR;
+  return GST_PAD_PROBE_HANDLED;
+}
+
+/* After a failed push the element goes on with what it still holds. */
+static void
+check_flow_error (guint shuffle_buffer_size, guint budget, guint failing_item,
+    guint expected_out)
+{
+  GstHarness *h = echo_harness (
+      "factor", 2.0, "shuffle-buffer-size", shuffle_buffer_size, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  gint left = budget;
+  gulong probe = gst_pad_add_probe (
+      srcpad, GST_PAD_PROBE_TYPE_BUFFER, fail_pushes, &left, NULL);
+  GstBuffer *out;
+  guint i, n_out = 0;
+
+  for (i = 0; i < failing_item; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_ERROR);
+  gst_pad_remove_probe (srcpad, probe);
+  for (i = failing_item + 1; i < 10; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 4)), GST_FLOW_OK);
+  push_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    fail_unless (sample_meta (out)->index != failing_item);
+    fail_unless (sample_meta (out)->emissions < 2);
+    n_out++;
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (n_out, expected_out);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_flow_errors)
+{
+  /* Back to back: item 1's first copy fails, its second is dropped. */
+  check_flow_error (0, 2, 1, 18);
+  /* Shuffled: items 0 and 1 fill the 4 slots; item 2's first copy needs
+   * room, and the copy that leaves for it fails: one copy of 0 or 1 and
+   * both of 2 are lost. */
+  check_flow_error (4, 0, 2, 17);
+}
+
+GST_END_TEST;
+
+static void
+check_state_changes (const gchar *launch)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  guint round;
+
+  fail_unless (pipeline != NULL);
+  for (round = 0; round < 2; round++) {
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+        != GST_STATE_CHANGE_FAILURE);
+    fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+        == GST_STATE_CHANGE_SUCCESS);
+    /* Stopped while data flows (and, with a slow sink, while upstream
+     * waits for room). */
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_READY)
+        == GST_STATE_CHANGE_SUCCESS);
+  }
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+}
+
+GST_START_TEST (test_state_changes)
+{
+  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
+                       "echo shuffle-buffer-size=32 ! fakesink sync=false");
+  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
+                       "echo mode=adaptive shuffle-buffer-size=32 ! "
+                       "fakesink sync=false");
+  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
+                       "echo mode=adaptive shuffle-buffer-size=4 ! "
+                       "identity sleep-time=1000 ! fakesink sync=false");
+}
+
+GST_END_TEST;
+
+/* ---- adaptive mode ---- */
+
+GST_START_TEST (test_adaptive_repeats_up_to_max_factor_then_waits)
+{
+  GstHarness *h = echo_harness (
+      "mode", MODE_ADAPTIVE, "max-factor", 3.0, "shuffle-buffer-size", 8, NULL);
+  GstBuffer *out;
+  guint e, rest = 0;
+
+  /* Downstream (the harness) always takes: one item goes out max-factor
+   * times, fresh first. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
+  for (e = 0; e < 3; e++) {
+    out = gst_harness_pull (h);
+    fail_unless_equals_int (sample_meta (out)->index, 1);
+    fail_unless_equals_int (sample_meta (out)->emissions, e);
+    gst_buffer_unref (out);
+  }
+  /* Then it waits: the next buffer out is the next fresh one, not a fourth
+   * copy of the first. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (2, 16)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (sample_meta (out)->index, 2);
+  fail_unless_equals_int (sample_meta (out)->emissions, 0);
+  gst_buffer_unref (out);
+
+  /* At EOS the pending repeats are optional: what comes out before EOS are
+   * repeats of item 2, in order. */
+  push_eos (h);
+  wait_for_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    rest++;
+    fail_unless_equals_int (sample_meta (out)->index, 2);
+    fail_unless_equals_int (sample_meta (out)->emissions, rest);
+    gst_buffer_unref (out);
+  }
+  fail_unless (rest <= 2);
+  fail_unless_equals_int (get_uint64 (h->element, "items-in"), 2);
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), 4 + rest);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* Holds the first buffer that reaches a pad until the probe goes. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean blocked;
+} Blocker;
+
+static GstPadProbeReturn
+block_buffer (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  Blocker *b = user_data;
+
+  g_mutex_lock (&b->lock);
+  b->blocked = TRUE;
+  g_cond_signal (&b->cond);
+  g_mutex_unlock (&b->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static gulong
+block_pad (GstPad *pad, Blocker *b)
+{
+  g_mutex_init (&b->lock);
+  g_cond_init (&b->cond);
+  b->blocked = FALSE;
+  return gst_pad_add_probe (pad,
+      GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_BUFFER, block_buffer, b,
+      NULL);
+}
+
+static void
+wait_blocked (Blocker *b)
+{
+  g_mutex_lock (&b->lock);
+  while (!b->blocked)
+    g_cond_wait (&b->cond, &b->lock);
+  g_mutex_unlock (&b->lock);
+}
+
+static void
+blocker_clear (Blocker *b)
+{
+  g_mutex_clear (&b->lock);
+  g_cond_clear (&b->cond);
+}
+
+GST_START_TEST (test_adaptive_fresh_items_go_first)
+{
+  GstHarness *h = echo_harness (
+      "mode", MODE_ADAPTIVE, "max-factor", 3.0, "shuffle-buffer-size", 8, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  Blocker blocker;
+  gulong probe = block_pad (srcpad, &blocker);
+  GstBuffer *out;
+  guint i;
+
+  /* Downstream is busy with item 0 while 1, 2, 3 arrive. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  wait_blocked (&blocker);
+  for (i = 1; i < 4; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
+  gst_pad_remove_probe (srcpad, probe);
+
+  /* Once it is free again, the waiting fresh items go before any repeat,
+   * in arrival order. */
+  for (i = 0; i < 4; i++) {
+    out = gst_harness_pull (h);
+    fail_unless_equals_int (sample_meta (out)->index, i);
+    fail_unless_equals_int (sample_meta (out)->emissions, 0);
+    gst_buffer_unref (out);
+  }
+  /* Then repeats, each item at most 3 times in all. */
+  push_eos (h);
+  wait_for_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    fail_unless (sample_meta (out)->index < 4);
+    fail_unless (sample_meta (out)->emissions >= 1);
+    fail_unless (sample_meta (out)->emissions <= 2);
+    gst_buffer_unref (out);
+  }
+  fail_unless (get_uint64 (h->element, "items-out") <= 12);
+  blocker_clear (&blocker);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstHarness *h;
+  GstFlowReturn ret;
+  gint done;
+} PushJob;
+
+static gpointer
+push_in_thread (gpointer data)
+{
+  PushJob *job = data;
+
+  job->ret = gst_harness_push (job->h, sample_buffer (3, 16));
+  g_atomic_int_set (&job->done, TRUE);
+  return NULL;
+}
+
+/* With a line that holds two 16-byte items (by @shuffle_buffer_size or by
+ * @max_size_bytes), a third waits until a flush releases it. */
+static void
+check_flush_unblocks (guint shuffle_buffer_size, guint64 max_size_bytes)
+{
+  GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 1.0,
+      "shuffle-buffer-size", shuffle_buffer_size, "max-size-bytes",
+      max_size_bytes, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  GstPad *sinkpad = gst_element_get_static_pad (h->element, "sink");
+  Blocker blocker;
+  gulong probe = block_pad (srcpad, &blocker);
+  PushJob job = { h, GST_FLOW_OK, FALSE };
+  GThread *thread;
+  GstBuffer *out;
+
+  /* Item 0 is stuck downstream, 1 and 2 fill the line, 3 has to wait. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  wait_blocked (&blocker);
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (2, 16)), GST_FLOW_OK);
+  thread = g_thread_new ("push", push_in_thread, &job);
+  /* The pushing thread holds the sink pad's stream lock once it is in the
+   * chain function (and, when the line is not full, returns soon). */
+  while (!g_atomic_int_get (&job.done)
+      && g_rec_mutex_trylock (GST_PAD_GET_STREAM_LOCK (sinkpad))) {
+    g_rec_mutex_unlock (GST_PAD_GET_STREAM_LOCK (sinkpad));
+    g_thread_yield ();
+  }
+
+  /* The flush unblocks both the chain function and the task. */
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  g_thread_join (thread);
+  fail_unless (job.ret == GST_FLOW_FLUSHING, "item 3 did not wait for room: %s",
+      gst_flow_get_name (job.ret));
+  gst_pad_remove_probe (srcpad, probe);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  push_segment (h);
+
+  /* Nothing from before the flush is left; new data flows again. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (9, 16)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (sample_meta (out)->index, 9);
+  gst_buffer_unref (out);
+  push_eos (h);
+  wait_for_eos (h);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+
+  blocker_clear (&blocker);
+  gst_object_unref (srcpad);
+  gst_object_unref (sinkpad);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_adaptive_flush_unblocks_and_restarts)
+{
+  check_flush_unblocks (2, 0);
+  check_flush_unblocks (100, 32);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_adaptive_restarts_after_ready)
+{
+  GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 2.0, NULL);
+  GstBuffer *out;
+
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  /* Stopped while the task waits for data, holding an item for repeats. */
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless (gst_element_set_state (h->element, GST_STATE_READY)
+      == GST_STATE_CHANGE_SUCCESS);
+  gst_harness_play (h);
+  fail_unless (
+      gst_harness_push_event (h, gst_event_new_stream_start ("again")));
+  gst_harness_set_src_caps_str (h, "application/x-test");
+  /* Whatever came out before the stop, the new item is the next fresh. */
+  while ((out = gst_harness_try_pull (h)) != NULL)
+    gst_buffer_unref (out);
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (sample_meta (out)->index, 1);
+  fail_unless_equals_int (sample_meta (out)->emissions, 0);
+  gst_buffer_unref (out);
+  fail_unless_equals_int (get_uint64 (h->element, "items-in"), 1);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* Runs @launch to EOS and returns a copy of the echo-stats message, which
+ * must come before EOS. */
+static GstStructure *
+run_for_stats (const gchar *launch)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstStructure *stats = NULL;
+  gboolean done = FALSE;
+
+  fail_unless (pipeline != NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  while (!done) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
+
+    fail_unless (msg != NULL, "\"%s\" did not finish", launch);
+    switch (GST_MESSAGE_TYPE (msg)) {
+      case GST_MESSAGE_EOS:
+        done = TRUE;
+        break;
+      case GST_MESSAGE_ERROR:
+        fail ("\"%s\" failed", launch);
+        break;
+      default:
+        if (gst_message_has_name (msg, "echo-stats")) {
+          fail_unless (stats == NULL, "two echo-stats messages");
+          stats = gst_structure_copy (gst_message_get_structure (msg));
+        }
+        break;
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless (stats != NULL, "no echo-stats message before EOS");
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  return stats;
+}
+
+static gdouble
+stats_factor (const GstStructure *stats, const gchar *mode)
+{
+  guint64 in = 0, out = 0;
+  gdouble factor = 0;
+
+  fail_unless (gst_structure_get_uint64 (stats, "items-in", &in));
+  fail_unless (gst_structure_get_uint64 (stats, "items-out", &out));
+  fail_unless (gst_structure_get_double (stats, "effective-factor", &factor));
+  fail_unless_equals_string (gst_structure_get_string (stats, "mode"), mode);
+  fail_unless (in > 0);
+  fail_unless_equals_float (factor, (gdouble)out / in);
+  return factor;
+}
+
+GST_START_TEST (test_stats_message_at_eos)
+{
+  GstStructure *stats = run_for_stats (
+      "fakesrc num-buffers=100 sizetype=fixed sizemax=8 filltype=nothing ! "
+      "echo factor=2 shuffle-buffer-size=8 ! fakesink sync=false");
+  guint64 in = 0, out = 0;
+
+  fail_unless (gst_structure_get_uint64 (stats, "items-in", &in));
+  fail_unless (gst_structure_get_uint64 (stats, "items-out", &out));
+  fail_unless_equals_int (in, 100);
+  fail_unless_equals_int (out, 200);
+  fail_unless_equals_float (stats_factor (stats, "fixed"), 2.0);
+  gst_structure_free (stats);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_adaptive_follows_downstream_speed)
+{
+  GstStructure *stats;
+  gdouble factor;
+
+  /* Slow sink, fast source: a fresh item is always waiting, so there is
+   * (almost) no time for repeats. */
+  stats = run_for_stats (
+      "fakesrc num-buffers=300 sizetype=fixed sizemax=16 filltype=nothing ! "
+      "echo mode=adaptive max-factor=4 shuffle-buffer-size=64 ! "
+      "identity sleep-time=1000 ! fakesink sync=false");
+  factor = stats_factor (stats, "adaptive");
+  fail_unless (
+      factor >= 1.0 && factor < 1.1, "factor %f with a slow sink", factor);
+  gst_structure_free (stats);
+
+  /* Slow source, fast sink: the sink would wait, so items repeat, up to
+   * max-factor times. */
+  stats = run_for_stats (
+      "fakesrc num-buffers=40 sizetype=fixed sizemax=16 filltype=nothing ! "
+      "identity sleep-time=2000 ! echo mode=adaptive max-factor=4 ! "
+      "fakesink sync=false");
+  factor = stats_factor (stats, "adaptive");
+  fail_unless (
+      factor > 1.5 && factor <= 4.0, "factor %f with a slow source", factor);
+  gst_structure_free (stats);
+}
+
+GST_END_TEST;
+
+static Suite *
+echo_suite (void)
+{
+  Suite *s = suite_create ("echo");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_factor_one_is_identity);
+  tcase_add_test (tc, test_factor_three_back_to_back);
+  tcase_add_test (tc, test_fractional_factor);
+  tcase_add_test (tc, test_shuffle_spreads_copies);
+  tcase_add_test (tc, test_seed_reproduces);
+  tcase_add_test (tc, test_repeats_share_memory_through_shuffle);
+  tcase_add_test (tc, test_batches_and_chained_echos);
+  tcase_add_test (tc, test_mixed_sizes_keep_their_caps);
+  tcase_add_test (tc, test_positions_a_and_b);
+  tcase_add_test (tc, test_eos_drains_the_buffer);
+  tcase_add_test (tc, test_flush_empties_the_buffer);
+  tcase_add_test (tc, test_max_size_bytes_bounds_the_buffer);
+  tcase_add_test (tc, test_flow_errors);
+  tcase_add_test (tc, test_state_changes);
+  tcase_add_test (tc, test_adaptive_repeats_up_to_max_factor_then_waits);
+  tcase_add_test (tc, test_adaptive_fresh_items_go_first);
+  tcase_add_test (tc, test_adaptive_flush_unblocks_and_restarts);
+  tcase_add_test (tc, test_adaptive_restarts_after_ready);
+  tcase_add_test (tc, test_stats_message_at_eos);
+  tcase_add_test (tc, test_adaptive_follows_downstream_speed);
+  return s;
+}
+
+GST_CHECK_MAIN (echo);
