@@ -631,21 +631,6 @@ gst_image_dec_negotiate (GstImageDec *dec, gint width, gint height)
   return TRUE;
 }
 
-/* The input's untagged metas (the sample meta among them) go on the output. */
-static gboolean
-gst_image_dec_copy_meta (GstBuffer *input, GstMeta **meta, gpointer data)
-{
-  GstBuffer *output = data;
-  const GstMetaInfo *info = (*meta)->info;
-  const gchar *const *tags = gst_meta_api_type_get_tags (info->api);
-  GstMetaTransformCopy copy = { FALSE, 0, -1 };
-
-  if ((tags == NULL || tags[0] == NULL) && info->transform_func != NULL)
-    info->transform_func (
-        output, *meta, input, _gst_meta_transform_copy, &copy);
-  return TRUE;
-}
-
 static const gchar *
 gst_image_dec_job_name (GstImageDecJob *job, gchar **owned)
 {
@@ -687,7 +672,7 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
     job->output = NULL;
     gst_buffer_copy_into (output, job->input,
         GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-    gst_buffer_foreach_meta (job->input, gst_image_dec_copy_meta, output);
+    gst_train_copy_untagged_metas (job->input, output);
     return gst_pad_push (dec->srcpad, output);
   }
 

@@ -18,3 +18,23 @@ gst_train_on_error_get_type (void)
   }
   return type;
 }
+
+static gboolean
+gst_train_copy_untagged_meta (GstBuffer *input, GstMeta **meta, gpointer data)
+{
+  GstBuffer *output = data;
+  const GstMetaInfo *info = (*meta)->info;
+  const gchar *const *tags = gst_meta_api_type_get_tags (info->api);
+  GstMetaTransformCopy copy = { FALSE, 0, -1 };
+
+  if ((tags == NULL || tags[0] == NULL) && info->transform_func != NULL)
+    info->transform_func (
+        output, *meta, input, _gst_meta_transform_copy, &copy);
+  return TRUE;
+}
+
+void
+gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output)
+{
+  gst_buffer_foreach_meta (input, gst_train_copy_untagged_meta, output);
+}

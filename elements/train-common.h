@@ -17,6 +17,11 @@ typedef enum
 GType gst_train_on_error_get_type (void);
 #define GST_TYPE_TRAIN_ON_ERROR (gst_train_on_error_get_type ())
 
+/* Copies the untagged metas of @input (the sample meta among them) onto
+ * @output; tagged ones describe the input's memory or pixels, not the
+ * output's. */
+void gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_COMMON_H__ */

@@ -7,15 +7,9 @@
 
 #include "gstdatasetsrc.h"
 #include "gstimagedec.h"
-#ifdef GST_TRAIN_HAVE_AUGMENT
 #include "gstaugment.h"
-#endif
-#ifdef GST_TRAIN_HAVE_ECHO
 #include "gstecho.h"
-#endif
-#ifdef GST_TRAIN_HAVE_BATCHER
 #include "gstbatcher.h"
-#endif
 #include "train-meta.h"
 
 static gboolean
@@ -26,15 +20,9 @@ plugin_init (GstPlugin *plugin)
   gst_train_tags_register ();
   ok |= GST_ELEMENT_REGISTER (datasetsrc, plugin);
   ok |= GST_ELEMENT_REGISTER (imagedec, plugin);
-#ifdef GST_TRAIN_HAVE_AUGMENT
   ok |= GST_ELEMENT_REGISTER (augment, plugin);
-#endif
-#ifdef GST_TRAIN_HAVE_ECHO
   ok |= GST_ELEMENT_REGISTER (echo, plugin);
-#endif
-#ifdef GST_TRAIN_HAVE_BATCHER
   ok |= GST_ELEMENT_REGISTER (batcher, plugin);
-#endif
   return ok;
 }
 

@@ -4,7 +4,8 @@
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
-static const gchar *elements[] = { "datasetsrc", "imagedec", "batcher" };
+static const gchar *elements[] = { "datasetsrc", "imagedec", "augment", "echo",
+  "batcher" };
 
 static gboolean
 have_debug_category (const gchar *name)

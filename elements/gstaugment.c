@@ -1,0 +1,892 @@
+/* gstaugment.c: torchvision's training crops and flips, on RGB images of
+ * any size, to one fixed output size.
+ *
+ * SECTION:element-augment
+ * @title: augment
+ *
+ * Takes `video/x-raw, format=RGB` images of any size, one sample per buffer,
+ * whose size may change from buffer to buffer (new caps before each, as
+ * imagedec sends them), and gives `video/x-raw, format=RGB` images of
+ * @width x @height, always the same caps.
+ *
+ * With crop=random-resized (the default) each image is cut to a random box
+ * drawn exactly as torchvision's RandomResizedCrop draws it (ten tries at an
+ * area of @scale-min .. @scale-max of the image and an aspect ratio of
+ * @ratio-min .. @ratio-max, uniform in log, then the central fallback), and
+ * that box is resized to the output. crop=center is torchvision's
+ * evaluation transform, Resize(@resize-short) then CenterCrop; only the
+ * kept window of the resized image is computed. crop=resize stretches the
+ * whole image to the output size. Then, with probability @flip, the result
+ * is mirrored left to right (in every crop mode: set flip=0 for evaluation).
+ *
+ * Resampling is torch's bilinear interpolation with antialias=True (what
+ * torchvision's F.resized_crop does to a uint8 tensor): a triangle filter,
+ * widened by the scale factor when shrinking, applied along the rows and
+ * then the columns in float, and rounded half to even. On photographs it
+ * agrees with torchvision 0.14 / torch 1.13 to within one grey level, on
+ * almost every pixel exactly.
+ *
+ * The random numbers come from a generator seeded with @seed when the
+ * element starts, drawn in the streaming thread in buffer order: per image
+ * the crop box (area and ratio per try, then the position), then one number
+ * for the flip, drawn whatever @flip is, so that flip=0 leaves the crops of
+ * a seed as they were. The output is therefore the same for a seed and an
+ * input order, whatever @n-threads, which only shares each image's output
+ * rows between threads.
+ *
+ * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
+ * the input that has no tags travel on to the output.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/train ! imagedec min-short-side=256 ! augment width=224 height=224 seed=1 ! fakesink
+ * ]| Training crops, as torchvision's RandomResizedCrop(224) +
+ * RandomHorizontalFlip().
+ * |[
+ * gst-launch-1.0 datasetsrc location=/data/val shuffle=false ! imagedec ! augment crop=center resize-short=256 flip=0 ! fakesink
+ * ]| Evaluation crops, as Resize(256) + CenterCrop(224).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstaugment.h"
+#include "augment-ops.h"
+#include "memory-recycler.h"
+#include "train-common.h"
+#include "train-meta.h"
+#include "train-random.h"
+
+#include <gst/video/video.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_augment_debug);
+#define GST_CAT_DEFAULT gst_augment_debug
+
+typedef enum
+{
+  GST_AUGMENT_CROP_RANDOM_RESIZED,
+  GST_AUGMENT_CROP_CENTER,
+  GST_AUGMENT_CROP_RESIZE,
+} GstAugmentCrop;
+
+#define DEFAULT_WIDTH 224
+#define DEFAULT_HEIGHT 224
+#define DEFAULT_CROP GST_AUGMENT_CROP_RANDOM_RESIZED
+#define DEFAULT_SCALE_MIN 0.08
+#define DEFAULT_SCALE_MAX 1.0
+#define DEFAULT_RATIO_MIN (3.0 / 4.0)
+#define DEFAULT_RATIO_MAX (4.0 / 3.0)
+#define DEFAULT_FLIP 0.5
+#define DEFAULT_RESIZE_SHORT 256
+#define DEFAULT_SEED 0
+#define DEFAULT_N_THREADS 0
+
+#define MAX_SIZE 16384
+#define MIN_RATIO 0.001
+#define MAX_RATIO 1000.0
+
+/* A thread's share of an image is at least this many output rows: below
+ * that, waking a thread costs more than the rows. */
+#define MIN_ROWS_PER_PART 16
+
+enum
+{
+  PROP_0,
+  PROP_WIDTH,
+  PROP_HEIGHT,
+  PROP_CROP,
+  PROP_SCALE_MIN,
+  PROP_SCALE_MAX,
+  PROP_RATIO_MIN,
+  PROP_RATIO_MAX,
+  PROP_FLIP,
+  PROP_RESIZE_SHORT,
+  PROP_SEED,
+  PROP_N_THREADS,
+};
+
+/* The properties as they were when the element started. */
+typedef struct
+{
+  gint width;
+  gint height;
+  GstAugmentCrop crop;
+  GstTrainCropRange range;
+  gdouble flip;
+  gint resize_short;
+  guint64 seed;
+  guint n_threads;
+} GstAugmentSettings;
+
+/* One thread's share of the output rows of the image being resampled. */
+typedef struct
+{
+  GstAugment *augment;
+  const GstTrainResamplePlan *plan;
+  const guint8 *src;
+  gsize src_stride;
+  guint8 *dst;
+  gsize dst_stride;
+  gint row_begin;
+  gint row_end;
+  GstTrainResampleScratch scratch; /* kept from image to image */
+} GstAugmentPart;
+
+struct _GstAugment
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* Properties, and whether the element runs with @settings, under the
+   * object lock. */
+  GstAugmentSettings props;
+  gboolean started;
+
+  /* Streaming state: set at start, then touched by the streaming thread
+   * only. */
+  GstAugmentSettings settings;
+  GstTrainRandom rng;
+  GstVideoInfo in_info;
+  gboolean have_in_caps;
+  GstTrainRecycler *recycler; /* where output images get their memory */
+
+  /* Threads: parts[0] runs in the streaming thread, the others in @pool;
+   * @parts_pending, under @lock, counts those still running. */
+  guint n_parts;
+  GstAugmentPart *parts;
+  GThreadPool *pool;
+  GMutex lock;
+  GCond cond;
+  guint parts_pending;
+};
+
+static GType
+gst_augment_crop_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_AUGMENT_CROP_RANDOM_RESIZED,
+        "A random box (RandomResizedCrop's rule) resized to the output",
+        "random-resized" },
+    { GST_AUGMENT_CROP_CENTER,
+        "Short side resized to resize-short, then the centre cut out "
+        "(Resize + CenterCrop)",
+        "center" },
+    { GST_AUGMENT_CROP_RESIZE,
+        "The whole image resized to the output, aspect ratio not kept",
+        "resize" },
+    { 0, NULL, NULL },
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAugmentCrop", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) RGB, "
+                     "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ]"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("video/x-raw, format = (string) RGB, "
+                     "width = (int) [ 1, MAX ], height = (int) [ 1, MAX ]"));
+
+#define gst_augment_parent_class parent_class
+G_DEFINE_TYPE (GstAugment, gst_augment, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (
+    augment, "augment", GST_RANK_NONE, GST_TYPE_AUGMENT);
+
+static void gst_augment_finalize (GObject *object);
+static void gst_augment_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
+static void gst_augment_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static GstStateChangeReturn gst_augment_change_state (
+    GstElement *element, GstStateChange transition);
+static GstFlowReturn gst_augment_chain (
+    GstPad *pad, GstObject *parent, GstBuffer *buffer);
+static gboolean gst_augment_sink_event (
+    GstPad *pad, GstObject *parent, GstEvent *event);
+static gboolean gst_augment_sink_query (
+    GstPad *pad, GstObject *parent, GstQuery *query);
+static gboolean gst_augment_src_query (
+    GstPad *pad, GstObject *parent, GstQuery *query);
+static void gst_augment_worker (gpointer data, gpointer user_data);
+
+static void
+gst_augment_class_init (GstAugmentClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags flags =
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+
+  gobject_class->finalize = gst_augment_finalize;
+  gobject_class->set_property = gst_augment_set_property;
+  gobject_class->get_property = gst_augment_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_WIDTH,
+      g_param_spec_int ("width", "Width",
+          "Width of every output image, in pixels", 1, MAX_SIZE, DEFAULT_WIDTH,
+          flags));
+  g_object_class_install_property (gobject_class, PROP_HEIGHT,
+      g_param_spec_int ("height", "Height",
+          "Height of every output image, in pixels", 1, MAX_SIZE,
+          DEFAULT_HEIGHT, flags));
+  g_object_class_install_property (gobject_class, PROP_CROP,
+      g_param_spec_enum ("crop", "Crop",
+          "Which part of the image becomes the output: a random box "
+          "(training), the centre after a resize (evaluation) or all of it",
+          gst_augment_crop_get_type (), DEFAULT_CROP, flags));
+  g_object_class_install_property (gobject_class, PROP_SCALE_MIN,
+      g_param_spec_double ("scale-min", "Minimum scale",
+          "crop=random-resized: smallest area of the box, as a fraction of "
+          "the image's area (at most scale-max)",
+          0.0, 1.0, DEFAULT_SCALE_MIN, flags));
+  g_object_class_install_property (gobject_class, PROP_SCALE_MAX,
+      g_param_spec_double ("scale-max", "Maximum scale",
+          "crop=random-resized: largest area of the box, as a fraction of "
+          "the image's area",
+          0.0, 1.0, DEFAULT_SCALE_MAX, flags));
+  g_object_class_install_property (gobject_class, PROP_RATIO_MIN,
+      g_param_spec_double ("ratio-min", "Minimum aspect ratio",
+          "crop=random-resized: smallest width / height of the box (at most "
+          "ratio-max); the ratio is drawn uniformly in log",
+          MIN_RATIO, MAX_RATIO, DEFAULT_RATIO_MIN, flags));
+  g_object_class_install_property (gobject_class, PROP_RATIO_MAX,
+      g_param_spec_double ("ratio-max", "Maximum aspect ratio",
+          "crop=random-resized: largest width / height of the box", MIN_RATIO,
+          MAX_RATIO, DEFAULT_RATIO_MAX, flags));
+  g_object_class_install_property (gobject_class, PROP_FLIP,
+      g_param_spec_double ("flip", "Flip probability",
+          "Probability that an output image is mirrored left to right "
+          "(in every crop mode; 0 = never)",
+          0.0, 1.0, DEFAULT_FLIP, flags));
+  g_object_class_install_property (gobject_class, PROP_RESIZE_SHORT,
+      g_param_spec_int ("resize-short", "Resize short side",
+          "crop=center: the image's short side is resized to this many "
+          "pixels before the centre is cut out",
+          1, 4 * MAX_SIZE, DEFAULT_RESIZE_SHORT, flags));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the crop and flip draws; the same seed and input order "
+          "give the same output",
+          0, G_MAXUINT64, DEFAULT_SEED, flags));
+  g_object_class_install_property (gobject_class, PROP_N_THREADS,
+      g_param_spec_uint ("n-threads", "Threads",
+          "Threads that share each image's rows (0 = one per CPU core, "
+          "1 = the streaming thread alone); the output does not depend on it",
+          0, 256, DEFAULT_N_THREADS, flags));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Training image augmentation", "Filter/Effect/Video",
+      "Random-resized or centre crops and random flips to a fixed size, as "
+      "torchvision computes them",
+      "gst-train developers");
+
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_augment_change_state);
+
+  gst_type_mark_as_plugin_api (gst_augment_crop_get_type (), 0);
+  GST_DEBUG_CATEGORY_INIT (
+      gst_augment_debug, "augment", 0, "training image augmentation");
+}
+
+static void
+gst_augment_init (GstAugment *augment)
+{
+  augment->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (
+      augment->sinkpad, GST_DEBUG_FUNCPTR (gst_augment_chain));
+  gst_pad_set_event_function (
+      augment->sinkpad, GST_DEBUG_FUNCPTR (gst_augment_sink_event));
+  gst_pad_set_query_function (
+      augment->sinkpad, GST_DEBUG_FUNCPTR (gst_augment_sink_query));
+  /* Every input size is fine: accepting caps need not ask downstream, which
+   * would cost a round trip per image. */
+  GST_PAD_SET_ACCEPT_TEMPLATE (augment->sinkpad);
+  gst_element_add_pad (GST_ELEMENT (augment), augment->sinkpad);
+
+  augment->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_query_function (
+      augment->srcpad, GST_DEBUG_FUNCPTR (gst_augment_src_query));
+  gst_element_add_pad (GST_ELEMENT (augment), augment->srcpad);
+
+  augment->props.width = DEFAULT_WIDTH;
+  augment->props.height = DEFAULT_HEIGHT;
+  augment->props.crop = DEFAULT_CROP;
+  augment->props.range.scale_min = DEFAULT_SCALE_MIN;
+  augment->props.range.scale_max = DEFAULT_SCALE_MAX;
+  augment->props.range.ratio_min = DEFAULT_RATIO_MIN;
+  augment->props.range.ratio_max = DEFAULT_RATIO_MAX;
+  augment->props.flip = DEFAULT_FLIP;
+  augment->props.resize_short = DEFAULT_RESIZE_SHORT;
+  augment->props.seed = DEFAULT_SEED;
+  augment->props.n_threads = DEFAULT_N_THREADS;
+  g_mutex_init (&augment->lock);
+  g_cond_init (&augment->cond);
+}
+
+static void
+gst_augment_finalize (GObject *object)
+{
+  GstAugment *augment = GST_AUGMENT (object);
+
+  g_mutex_clear (&augment->lock);
+  g_cond_clear (&augment->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_augment_set_property (
+    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+  GstAugment *augment = GST_AUGMENT (object);
+  GstAugmentSettings *props = &augment->props;
+
+  GST_OBJECT_LOCK (augment);
+  switch (prop_id) {
+    case PROP_WIDTH:
+      props->width = g_value_get_int (value);
+      break;
+    case PROP_HEIGHT:
+      props->height = g_value_get_int (value);
+      break;
+    case PROP_CROP:
+      props->crop = g_value_get_enum (value);
+      break;
+    case PROP_SCALE_MIN:
+      props->range.scale_min = g_value_get_double (value);
+      break;
+    case PROP_SCALE_MAX:
+      props->range.scale_max = g_value_get_double (value);
+      break;
+    case PROP_RATIO_MIN:
+      props->range.ratio_min = g_value_get_double (value);
+      break;
+    case PROP_RATIO_MAX:
+      props->range.ratio_max = g_value_get_double (value);
+      break;
+    case PROP_FLIP:
+      props->flip = g_value_get_double (value);
+      break;
+    case PROP_RESIZE_SHORT:
+      props->resize_short = g_value_get_int (value);
+      break;
+    case PROP_SEED:
+      props->seed = g_value_get_uint64 (value);
+      break;
+    case PROP_N_THREADS:
+      props->n_threads = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (augment);
+}
+
+static void
+gst_augment_get_property (
+    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  GstAugment *augment = GST_AUGMENT (object);
+  GstAugmentSettings *props = &augment->props;
+
+  GST_OBJECT_LOCK (augment);
+  switch (prop_id) {
+    case PROP_WIDTH:
+      g_value_set_int (value, props->width);
+      break;
+    case PROP_HEIGHT:
+      g_value_set_int (value, props->height);
+      break;
+    case PROP_CROP:
+      g_value_set_enum (value, props->crop);
+      break;
+    case PROP_SCALE_MIN:
+      g_value_set_double (value, props->range.scale_min);
+      break;
+    case PROP_SCALE_MAX:
+      g_value_set_double (value, props->range.scale_max);
+      break;
+    case PROP_RATIO_MIN:
+      g_value_set_double (value, props->range.ratio_min);
+      break;
+    case PROP_RATIO_MAX:
+      g_value_set_double (value, props->range.ratio_max);
+      break;
+    case PROP_FLIP:
+      g_value_set_double (value, props->flip);
+      break;
+    case PROP_RESIZE_SHORT:
+      g_value_set_int (value, props->resize_short);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, props->seed);
+      break;
+    case PROP_N_THREADS:
+      g_value_set_uint (value, props->n_threads);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (augment);
+}
+
+/* ---- caps ---- */
+
+/* What we output for @width x @height at @fps_n / @fps_d (a range of rates
+ * when @fps_d is 0). */
+static GstCaps *
+gst_augment_output_caps (gint width, gint height, gint fps_n, gint fps_d)
+{
+  GstCaps *caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING,
+      "RGB", "width", G_TYPE_INT, width, "height", G_TYPE_INT, height,
+      "pixel-aspect-ratio", GST_TYPE_FRACTION, 1, 1, NULL);
+
+  if (fps_d > 0)
+    gst_caps_set_simple (
+        caps, "framerate", GST_TYPE_FRACTION, fps_n, fps_d, NULL);
+  else
+    gst_caps_set_simple (
+        caps, "framerate", GST_TYPE_FRACTION_RANGE, 0, 1, G_MAXINT, 1, NULL);
+  return caps;
+}
+
+/* The output size: the one the element started with while it runs, so
+ * that caps always describe the buffers. */
+static void
+gst_augment_get_output_size (GstAugment *augment, gint *width, gint *height)
+{
+  GST_OBJECT_LOCK (augment);
+  if (augment->started) {
+    *width = augment->settings.width;
+    *height = augment->settings.height;
+  } else {
+    *width = augment->props.width;
+    *height = augment->props.height;
+  }
+  GST_OBJECT_UNLOCK (augment);
+}
+
+/* Remembers the input format and, when the output caps change (the first
+ * time, or a new frame rate), sends them downstream. */
+static gboolean
+gst_augment_set_input_caps (GstAugment *augment, GstCaps *caps)
+{
+  GstCaps *out_caps, *current;
+  GstVideoInfo info;
+  gint width, height;
+  gboolean ok = TRUE;
+
+  if (!gst_video_info_from_caps (&info, caps)) {
+    GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
+        ("Input caps are not a complete RGB image format: %" GST_PTR_FORMAT ".",
+            caps),
+        (NULL));
+    return FALSE;
+  }
+  augment->in_info = info;
+  augment->have_in_caps = TRUE;
+
+  gst_augment_get_output_size (augment, &width, &height);
+  out_caps = gst_augment_output_caps (width, height,
+      GST_VIDEO_INFO_FPS_N (&info), MAX (GST_VIDEO_INFO_FPS_D (&info), 1));
+  current = gst_pad_get_current_caps (augment->srcpad);
+  if (current == NULL || !gst_caps_is_equal (current, out_caps)) {
+    GST_DEBUG_OBJECT (augment, "output caps %" GST_PTR_FORMAT, out_caps);
+    /* Pushing sticky caps succeeds whatever downstream thinks of them (the
+     * refusal would surface later as a bare not-negotiated): ask first, so
+     * that the error says what was refused. */
+    if (!gst_pad_peer_query_accept_caps (augment->srcpad, out_caps)) {
+      GST_ELEMENT_ERROR (augment, CORE, NEGOTIATION,
+          ("Downstream does not accept RGB images of %dx%d.", width, height),
+          ("refused %" GST_PTR_FORMAT, out_caps));
+      ok = FALSE;
+    } else {
+      ok = gst_pad_push_event (augment->srcpad, gst_event_new_caps (out_caps));
+    }
+  }
+  if (current != NULL)
+    gst_caps_unref (current);
+  gst_caps_unref (out_caps);
+  return ok;
+}
+
+static gboolean
+gst_augment_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstAugment *augment = GST_AUGMENT (parent);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gboolean ok;
+
+    gst_event_parse_caps (event, &caps);
+    ok = gst_augment_set_input_caps (augment, caps);
+    gst_event_unref (event);
+    return ok;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static gboolean
+gst_augment_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstAugment *augment = GST_AUGMENT (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS: {
+      GstCaps *filter, *result, *out_caps, *peer;
+      gint width, height;
+
+      /* Any RGB size, as long as downstream takes our output. */
+      gst_query_parse_caps (query, &filter);
+      gst_augment_get_output_size (augment, &width, &height);
+      out_caps = gst_augment_output_caps (width, height, 0, 0);
+      peer = gst_pad_peer_query_caps (augment->srcpad, out_caps);
+      if (gst_caps_is_empty (peer)) {
+        result = gst_caps_new_empty ();
+      } else {
+        GstCaps *templ = gst_pad_get_pad_template_caps (pad);
+
+        result = filter
+            ? gst_caps_intersect_full (filter, templ, GST_CAPS_INTERSECT_FIRST)
+            : gst_caps_ref (templ);
+        gst_caps_unref (templ);
+      }
+      gst_query_set_caps_result (query, result);
+      gst_caps_unref (result);
+      gst_caps_unref (peer);
+      gst_caps_unref (out_caps);
+      return TRUE;
+    }
+    case GST_QUERY_ALLOCATION:
+      /* Our output is not our input: downstream's pool is no use upstream.
+       * Frames are mapped through their video meta, so strides are free. */
+      gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+      return TRUE;
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+static gboolean
+gst_augment_src_query (GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstAugment *augment = GST_AUGMENT (parent);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter, *caps, *result;
+    gint width, height;
+
+    gst_query_parse_caps (query, &filter);
+    gst_augment_get_output_size (augment, &width, &height);
+    caps = gst_augment_output_caps (width, height, 0, 0);
+    result = filter
+        ? gst_caps_intersect_full (filter, caps, GST_CAPS_INTERSECT_FIRST)
+        : gst_caps_ref (caps);
+    gst_query_set_caps_result (query, result);
+    gst_caps_unref (result);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
+  return gst_pad_query_default (pad, parent, query);
+}
+
+/* ---- resampling ---- */
+
+static void
+gst_augment_run_part (GstAugmentPart *part)
+{
+  gst_train_resample_rows (part->plan, part->src, part->src_stride, part->dst,
+      part->dst_stride, part->row_begin, part->row_end, &part->scratch);
+}
+
+static void
+gst_augment_worker (gpointer data, gpointer user_data)
+{
+  GstAugmentPart *part = data;
+  GstAugment *augment = user_data;
+
+  gst_augment_run_part (part);
+  g_mutex_lock (&augment->lock);
+  if (--augment->parts_pending == 0)
+    g_cond_signal (&augment->cond);
+  g_mutex_unlock (&augment->lock);
+}
+
+/* Resamples one image with @plan, its output rows shared between the
+ * streaming thread and the pool; returns when all rows are written. */
+static void
+gst_augment_resample (GstAugment *augment, const GstTrainResamplePlan *plan,
+    const guint8 *src, gsize src_stride, guint8 *dst, gsize dst_stride)
+{
+  gint rows = plan->y.size;
+  guint n = MIN (augment->n_parts, (guint)MAX (rows / MIN_ROWS_PER_PART, 1));
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GstAugmentPart *part = &augment->parts[i];
+
+    part->plan = plan;
+    part->src = src;
+    part->src_stride = src_stride;
+    part->dst = dst;
+    part->dst_stride = dst_stride;
+    part->row_begin = (gint)((gint64)rows * i / n);
+    part->row_end = (gint)((gint64)rows * (i + 1) / n);
+  }
+  if (n > 1) {
+    g_mutex_lock (&augment->lock);
+    augment->parts_pending = n - 1;
+    g_mutex_unlock (&augment->lock);
+    for (i = 1; i < n; i++)
+      g_thread_pool_push (augment->pool, &augment->parts[i], NULL);
+  }
+  gst_augment_run_part (&augment->parts[0]);
+  if (n > 1) {
+    g_mutex_lock (&augment->lock);
+    while (augment->parts_pending > 0)
+      g_cond_wait (&augment->cond, &augment->lock);
+    g_mutex_unlock (&augment->lock);
+  }
+}
+
+/* Draws what happens to the next @width x @height image: the window of the
+ * resize and the flip. */
+static void
+gst_augment_draw (GstAugment *augment, gint width, gint height,
+    GstTrainResizeWindow *window, gboolean *flip)
+{
+  const GstAugmentSettings *s = &augment->settings;
+  GstTrainCropBox box;
+  gboolean drawn;
+
+  switch (s->crop) {
+    case GST_AUGMENT_CROP_RANDOM_RESIZED:
+      drawn = gst_train_augment_draw_crop (
+          &augment->rng, width, height, &s->range, &box);
+      GST_LOG_OBJECT (augment, "%dx%d: box %dx%d at (%d, %d)%s", width, height,
+          box.width, box.height, box.left, box.top,
+          drawn ? "" : " (central fallback)");
+      gst_train_augment_crop_window (&box, s->width, s->height, window);
+      break;
+    case GST_AUGMENT_CROP_CENTER:
+      gst_train_augment_center_window (
+          width, height, s->resize_short, s->width, s->height, window);
+      break;
+    case GST_AUGMENT_CROP_RESIZE:
+    default:
+      gst_train_augment_resize_window (
+          width, height, s->width, s->height, window);
+      break;
+  }
+  /* Drawn whatever the probability, so that the crops of a seed do not
+   * depend on it. */
+  *flip = gst_train_augment_draw_flip (&augment->rng, s->flip);
+}
+
+/* ---- streaming ---- */
+
+/* Zeroes the bytes that pad each row of @data to its stride: recycled
+ * memory would otherwise carry an older image there, and equal images
+ * should be equal buffers. */
+static void
+gst_augment_clear_row_padding (const GstVideoInfo *info, guint8 *data)
+{
+  gsize stride = GST_VIDEO_INFO_PLANE_STRIDE (info, 0);
+  gsize row = (gsize)GST_VIDEO_INFO_WIDTH (info) * 3;
+  gint y;
+
+  for (y = 0; row < stride && y < GST_VIDEO_INFO_HEIGHT (info); y++)
+    memset (data + y * stride + row, 0, stride - row);
+}
+
+/* "12 (\"path\")" for a buffer with a sample meta, for messages. */
+static gchar *
+gst_augment_sample_name (GstBuffer *buffer)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  if (meta == NULL)
+    return g_strdup_printf (
+        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (buffer));
+  if (meta->location != NULL)
+    return g_strdup_printf (
+        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
+  return g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
+}
+
+static GstFlowReturn
+gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
+{
+  GstAugment *augment = GST_AUGMENT (parent);
+  const GstAugmentSettings *s = &augment->settings;
+  GstVideoFrame in_frame;
+  GstTrainResizeWindow window;
+  GstTrainResamplePlan plan;
+  GstVideoInfo out_info;
+  GstBuffer *output;
+  GstMapInfo out_map;
+  gboolean flip;
+
+  if (!augment->have_in_caps) {
+    gchar *name = gst_augment_sample_name (buffer);
+
+    GST_ELEMENT_ERROR (augment, CORE, NEGOTIATION,
+        ("Sample %s arrived before any caps said its size and format.", name),
+        ("augment needs video/x-raw, format=RGB caps before each image "
+         "size"));
+    g_free (name);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  if (!gst_video_frame_map (
+          &in_frame, &augment->in_info, buffer, GST_MAP_READ)) {
+    gchar *name = gst_augment_sample_name (buffer);
+
+    GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
+        ("Sample %s: a buffer of %" G_GSIZE_FORMAT
+         " bytes does not hold the %dx%d RGB image its caps announce "
+         "(%" G_GSIZE_FORMAT " bytes).",
+            name, gst_buffer_get_size (buffer),
+            GST_VIDEO_INFO_WIDTH (&augment->in_info),
+            GST_VIDEO_INFO_HEIGHT (&augment->in_info),
+            GST_VIDEO_INFO_SIZE (&augment->in_info)),
+        (NULL));
+    g_free (name);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+
+  gst_augment_draw (augment, GST_VIDEO_FRAME_WIDTH (&in_frame),
+      GST_VIDEO_FRAME_HEIGHT (&in_frame), &window, &flip);
+  gst_train_resample_plan_init (&plan, &window, flip);
+
+  gst_video_info_set_format (
+      &out_info, GST_VIDEO_FORMAT_RGB, s->width, s->height);
+  output = gst_train_recycler_new_buffer (
+      augment->recycler, GST_VIDEO_INFO_SIZE (&out_info));
+  gst_buffer_map (output, &out_map, GST_MAP_WRITE);
+  gst_augment_resample (augment, &plan,
+      GST_VIDEO_FRAME_PLANE_DATA (&in_frame, 0),
+      GST_VIDEO_FRAME_PLANE_STRIDE (&in_frame, 0), out_map.data,
+      GST_VIDEO_INFO_PLANE_STRIDE (&out_info, 0));
+  gst_augment_clear_row_padding (&out_info, out_map.data);
+  gst_buffer_unmap (output, &out_map);
+  gst_video_frame_unmap (&in_frame);
+  gst_train_resample_plan_clear (&plan);
+
+  gst_buffer_copy_into (output, buffer,
+      GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+  gst_train_copy_untagged_metas (buffer, output);
+  gst_buffer_unref (buffer);
+  return gst_pad_push (augment->srcpad, output);
+}
+
+/* ---- state ---- */
+
+static gboolean
+gst_augment_start (GstAugment *augment)
+{
+  GstAugmentSettings *s = &augment->settings;
+  GError *error = NULL;
+  guint i;
+
+  GST_OBJECT_LOCK (augment);
+  *s = augment->props;
+  augment->started = TRUE;
+  GST_OBJECT_UNLOCK (augment);
+
+  if (s->range.scale_min > s->range.scale_max) {
+    GST_ELEMENT_ERROR (augment, LIBRARY, SETTINGS,
+        ("scale-min (%g) is larger than scale-max (%g).", s->range.scale_min,
+            s->range.scale_max),
+        (NULL));
+    return FALSE;
+  }
+  if (s->range.ratio_min > s->range.ratio_max) {
+    GST_ELEMENT_ERROR (augment, LIBRARY, SETTINGS,
+        ("ratio-min (%g) is larger than ratio-max (%g).", s->range.ratio_min,
+            s->range.ratio_max),
+        (NULL));
+    return FALSE;
+  }
+
+  gst_train_random_init (
+      &augment->rng, s->seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  augment->have_in_caps = FALSE;
+  augment->n_parts = s->n_threads > 0 ? s->n_threads : g_get_num_processors ();
+  augment->parts = g_new0 (GstAugmentPart, augment->n_parts);
+  for (i = 0; i < augment->n_parts; i++)
+    augment->parts[i].augment = augment;
+  /* Room for the images a short queue downstream holds; buffers that stay
+   * away longer (in an echo buffer) just get new blocks. */
+  augment->recycler = gst_train_recycler_new (16);
+  if (augment->n_parts > 1) {
+    augment->pool = g_thread_pool_new (
+        gst_augment_worker, augment, (gint)augment->n_parts - 1, TRUE, &error);
+    if (augment->pool == NULL) {
+      GST_ELEMENT_ERROR (augment, RESOURCE, FAILED,
+          ("Could not start %u resampling threads: %s", augment->n_parts - 1,
+              error->message),
+          (NULL));
+      g_error_free (error);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static void
+gst_augment_stop (GstAugment *augment)
+{
+  guint i;
+
+  /* The pads are inactive: no image is being resampled. */
+  if (augment->pool != NULL) {
+    g_thread_pool_free (augment->pool, FALSE, TRUE);
+    augment->pool = NULL;
+  }
+  for (i = 0; augment->parts != NULL && i < augment->n_parts; i++)
+    gst_train_resample_scratch_clear (&augment->parts[i].scratch);
+  g_clear_pointer (&augment->parts, g_free);
+  augment->n_parts = 0;
+  g_clear_pointer (&augment->recycler, gst_train_recycler_unref);
+  augment->have_in_caps = FALSE;
+  GST_OBJECT_LOCK (augment);
+  augment->started = FALSE;
+  GST_OBJECT_UNLOCK (augment);
+}
+
+static GstStateChangeReturn
+gst_augment_change_state (GstElement *element, GstStateChange transition)
+{
+  GstAugment *augment = GST_AUGMENT (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+      && !gst_augment_start (augment)) {
+    gst_augment_stop (augment);
+    return GST_STATE_CHANGE_FAILURE;
+  }
+
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY
+      || (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+          && ret == GST_STATE_CHANGE_FAILURE))
+    gst_augment_stop (augment);
+  return ret;
+}

@@ -1,0 +1,968 @@
+/* augment.c: tests of the augment element and of its arithmetic
+ * (augment-ops.h): the crop boxes against the distribution torchvision's
+ * rule implies, the resampler against closed forms, and the element's
+ * caps, metas, errors, order and determinism. Pixels against torchvision
+ * itself are tests/integration/augment_parity.py. */
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+#include <math.h>
+#include <string.h>
+
+#include "augment-ops.h"
+#include "fixtures.h"
+#include "train-meta.h"
+
+static const GstTrainCropRange default_range = { 0.08, 1.0, 3.0 / 4.0,
+  4.0 / 3.0 };
+
+/* ---- crop boxes ---- */
+
+/* What torchvision's rule implies for one image: the probability that a
+ * try fits, and the moments of the accepted boxes' area fraction and log
+ * aspect ratio, integrated on a grid over the two uniform draws with the
+ * same rounding and the same acceptance test. */
+typedef struct
+{
+  gdouble p_accept;
+  gdouble area_mean, area_var, area_m4;
+  gdouble log_aspect_mean, log_aspect_var, log_aspect_m4;
+} CropMoments;
+
+static void
+expected_crop_moments (
+    gint width, gint height, const GstTrainCropRange *range, CropMoments *m)
+{
+  const gint n = 2000;
+  gdouble area = (gdouble)width * height;
+  gdouble log_min = log (range->ratio_min), log_max = log (range->ratio_max);
+  gdouble *aspects = g_new (gdouble, n);
+  gdouble s_area[5] = { 0 }, s_log[5] = { 0 };
+  gdouble accepted = 0;
+  gint i, j, k;
+
+  for (j = 0; j < n; j++)
+    aspects[j] = exp (log_min + (log_max - log_min) * (j + 0.5) / n);
+  for (i = 0; i < n; i++) {
+    gdouble target = area
+        * (range->scale_min
+            + (range->scale_max - range->scale_min) * (i + 0.5) / n);
+
+    for (j = 0; j < n; j++) {
+      gdouble w = nearbyint (sqrt (target * aspects[j]));
+      gdouble h = nearbyint (sqrt (target / aspects[j]));
+      gdouble a, l;
+
+      if (w <= 0 || w > width || h <= 0 || h > height)
+        continue;
+      a = w * h / area;
+      l = log (w / h);
+      accepted++;
+      for (k = 1; k <= 4; k++) {
+        s_area[k] += pow (a, k);
+        s_log[k] += pow (l, k);
+      }
+    }
+  }
+  g_free (aspects);
+  m->p_accept = accepted / ((gdouble)n * n);
+  /* Central moments from raw ones. */
+  {
+    gdouble a1 = s_area[1] / accepted, a2 = s_area[2] / accepted;
+    gdouble a3 = s_area[3] / accepted, a4 = s_area[4] / accepted;
+    gdouble l1 = s_log[1] / accepted, l2 = s_log[2] / accepted;
+    gdouble l3 = s_log[3] / accepted, l4 = s_log[4] / accepted;
+
+    m->area_mean = a1;
+    m->area_var = a2 - a1 * a1;
+    m->area_m4 = a4 - 4 * a3 * a1 + 6 * a2 * a1 * a1 - 3 * pow (a1, 4);
+    m->log_aspect_mean = l1;
+    m->log_aspect_var = l2 - l1 * l1;
+    m->log_aspect_m4 = l4 - 4 * l3 * l1 + 6 * l2 * l1 * l1 - 3 * pow (l1, 4);
+  }
+}
+
+/* Fails unless the sample mean and variance of @values agree with @mean
+ * and @var within @sigmas standard errors (of the mean: sqrt(var/n); of
+ * the variance: sqrt((m4 - var^2)/n)). */
+static void
+assert_moments (const gchar *what, const gdouble *values, guint n, gdouble mean,
+    gdouble var, gdouble m4, gdouble sigmas)
+{
+  gdouble sum = 0, sum2 = 0, sample_mean, sample_var;
+  gdouble se_mean = sqrt (var / n), se_var = sqrt ((m4 - var * var) / n);
+  guint i;
+
+  for (i = 0; i < n; i++)
+    sum += values[i];
+  sample_mean = sum / n;
+  for (i = 0; i < n; i++)
+    sum2 += (values[i] - sample_mean) * (values[i] - sample_mean);
+  sample_var = sum2 / (n - 1);
+  GST_INFO ("%s: mean %.5f (expected %.5f +- %.5f), variance %.6f (expected "
+            "%.6f +- %.6f)",
+      what, sample_mean, mean, se_mean, sample_var, var, se_var);
+  fail_unless (fabs (sample_mean - mean) < sigmas * se_mean,
+      "%s: mean %.5f, expected %.5f (standard error %.5f)", what, sample_mean,
+      mean, se_mean);
+  fail_unless (fabs (sample_var - var) < sigmas * se_var,
+      "%s: variance %.6f, expected %.6f (standard error %.6f)", what,
+      sample_var, var, se_var);
+}
+
+GST_START_TEST (test_crop_boxes_follow_torchvision_rule)
+{
+  const guint n = 20000;
+  const gint width = 500, height = 375;
+  gdouble *areas = g_new (gdouble, n), *log_aspects = g_new (gdouble, n);
+  gdouble *tops = g_new (gdouble, n), *lefts = g_new (gdouble, n);
+  GstTrainRandom rng;
+  CropMoments m;
+  guint i, fallbacks = 0, n_tops = 0, n_lefts = 0;
+
+  expected_crop_moments (width, height, &default_range, &m);
+  gst_train_random_init (&rng, 42, 0);
+  for (i = 0; i < n; i++) {
+    GstTrainCropBox box;
+
+    if (!gst_train_augment_draw_crop (
+            &rng, width, height, &default_range, &box))
+      fallbacks++;
+    fail_unless (box.width >= 1 && box.height >= 1);
+    fail_unless (box.left >= 0 && box.left + box.width <= width);
+    fail_unless (box.top >= 0 && box.top + box.height <= height);
+    areas[i] = (gdouble)box.width * box.height / (width * height);
+    log_aspects[i] = log ((gdouble)box.width / box.height);
+    /* The position is uniform on 0 .. height - h: standardised, mean 0 and
+     * variance 1 (where there is room to move). */
+    if (box.height < height)
+      tops[n_tops++] = (box.top - (height - box.height) / 2.0)
+          / sqrt ((pow (height - box.height + 1, 2) - 1) / 12.0);
+    if (box.width < width)
+      lefts[n_lefts++] = (box.left - (width - box.width) / 2.0)
+          / sqrt ((pow (width - box.width + 1, 2) - 1) / 12.0);
+  }
+  /* Ten tries that each fit with probability p_accept (0.74): the fallback
+   * is (1 - p)^10, about 1.3e-6 here, so 0.03 expected in 20,000. */
+  GST_INFO ("500x375: a try fits with probability %.4f", m.p_accept);
+  fail_unless (pow (1 - m.p_accept, 10) * n < 0.1);
+  fail_unless (fallbacks <= 2, "%u fallbacks", fallbacks);
+  /* The drawn fraction is uniform on [0.08, 1] (mean 0.54), but above 0.56
+   * boxes of extreme ratio do not fit and are drawn again: the accepted
+   * mean is lower, 0.433. */
+  fail_unless (m.area_mean > 0.42 && m.area_mean < 0.45, "%f", m.area_mean);
+  assert_moments (
+      "area fraction", areas, n, m.area_mean, m.area_var, m.area_m4, 4.5);
+  assert_moments ("log aspect", log_aspects, n, m.log_aspect_mean,
+      m.log_aspect_var, m.log_aspect_m4, 4.5);
+  /* Standardised discrete uniform: mean 0, variance 1, fourth moment
+   * below 1.8. */
+  fail_unless (n_tops > n / 2 && n_lefts > n / 2);
+  assert_moments ("top", tops, n_tops, 0.0, 1.0, 1.8, 4.5);
+  assert_moments ("left", lefts, n_lefts, 0.0, 1.0, 1.8, 4.5);
+  g_free (areas);
+  g_free (log_aspects);
+  g_free (tops);
+  g_free (lefts);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_crop_fallback)
+{
+  const guint n = 20000;
+  GstTrainRandom rng;
+  CropMoments m;
+  guint i, fallbacks = 0;
+  gdouble expected, se;
+
+  gst_train_random_init (&rng, 7, 0);
+  /* 400x100 (ratio 4): a box fits only when area / aspect <= 1/4 of the
+   * image, so many draws use all ten tries. The fallback keeps the full
+   * height at the largest allowed ratio: 133x100 in the middle. */
+  expected_crop_moments (400, 100, &default_range, &m);
+  for (i = 0; i < n; i++) {
+    GstTrainCropBox box;
+
+    if (!gst_train_augment_draw_crop (&rng, 400, 100, &default_range, &box)) {
+      fallbacks++;
+      fail_unless_equals_int (box.height, 100);
+      fail_unless_equals_int (box.width, 133);
+      fail_unless_equals_int (box.top, 0);
+      fail_unless_equals_int (box.left, 133);
+    }
+  }
+  expected = pow (1 - m.p_accept, 10);
+  se = sqrt (expected * (1 - expected) / n);
+  GST_INFO ("400x100: fallback rate %.4f, expected %.4f +- %.4f",
+      (gdouble)fallbacks / n, expected, se);
+  fail_unless (expected > 0.05 && expected < 0.9);
+  fail_unless (fabs ((gdouble)fallbacks / n - expected) < 4.5 * se,
+      "fallback rate %.4f, expected %.4f", (gdouble)fallbacks / n, expected);
+
+  /* 1000x50: no try can fit (h <= 50 needs area / aspect <= 0.05); the
+   * fallback is 67x50 (round(50 * 4/3)) at (466, 0). */
+  for (i = 0; i < 100; i++) {
+    GstTrainCropBox box;
+
+    fail_if (
+        gst_train_augment_draw_crop (&rng, 1000, 50, &default_range, &box));
+    fail_unless (
+        box.width == 67 && box.height == 50 && box.left == 466 && box.top == 0);
+  }
+  /* 50x1000 (ratio 1/20 < 3/4): full width, h = round(50 / (3/4)) = 67. */
+  {
+    GstTrainCropBox box;
+
+    fail_if (
+        gst_train_augment_draw_crop (&rng, 50, 1000, &default_range, &box));
+    fail_unless (
+        box.width == 50 && box.height == 67 && box.left == 0 && box.top == 466);
+  }
+  /* A square image at scale 1: a try fits only at ratio 1 +- 0.5%, and the
+   * fallback (ratio 1 is allowed) takes the whole image, as the tries do. */
+  {
+    GstTrainCropRange whole = { 1.0, 1.0, 3.0 / 4.0, 4.0 / 3.0 };
+
+    fallbacks = 0;
+    for (i = 0; i < 1000; i++) {
+      GstTrainCropBox box;
+
+      if (!gst_train_augment_draw_crop (&rng, 100, 100, &whole, &box))
+        fallbacks++;
+      fail_unless (box.width == 100 && box.height == 100 && box.left == 0
+          && box.top == 0);
+    }
+    fail_unless (fallbacks > 500 && fallbacks < 900, "%u", fallbacks);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- windows ---- */
+
+GST_START_TEST (test_center_and_resize_windows)
+{
+  GstTrainResizeWindow w;
+
+  /* 375x500 portrait: short side 375 -> 256, long int(256 * 500 / 375) =
+   * 341; the 224 crop starts at round(32 / 2) = 16 and round(117 / 2) =
+   * round(58.5) = 58 (ties to even). */
+  gst_train_augment_center_window (375, 500, 256, 224, 224, &w);
+  fail_unless_equals_int (w.x.full_size, 256);
+  fail_unless_equals_int (w.y.full_size, 341);
+  fail_unless_equals_int (w.x.offset, 16);
+  fail_unless_equals_int (w.y.offset, 58);
+  fail_unless_equals_int (w.x.src_size, 375);
+  fail_unless_equals_int (w.y.src_size, 500);
+  /* 259 wide: round(35 / 2) = round(17.5) = 18. */
+  gst_train_augment_center_window (259, 256, 256, 224, 224, &w);
+  fail_unless_equals_int (w.x.full_size, 259);
+  fail_unless_equals_int (w.x.offset, 18);
+  fail_unless_equals_int (w.y.offset, 16);
+  /* A resized image smaller than the crop is padded: 24 columns and 124
+   * rows short, so it starts 12 and 62 pixels in. */
+  gst_train_augment_center_window (400, 200, 100, 224, 224, &w);
+  fail_unless_equals_int (w.x.full_size, 200);
+  fail_unless_equals_int (w.y.full_size, 100);
+  fail_unless_equals_int (w.x.offset, -12);
+  fail_unless_equals_int (w.y.offset, -62);
+
+  gst_train_augment_resize_window (640, 480, 224, 200, &w);
+  fail_unless (w.x.src_start == 0 && w.x.src_size == 640 && w.x.full_size == 224
+      && w.x.offset == 0 && w.x.size == 224);
+  fail_unless (w.y.src_start == 0 && w.y.src_size == 480 && w.y.full_size == 200
+      && w.y.offset == 0 && w.y.size == 200);
+}
+
+GST_END_TEST;
+
+/* ---- resampling ---- */
+
+/* A packed RGB test picture with detail at every scale. */
+static guint8 *
+make_picture (gint width, gint height, gsize stride, guint seed)
+{
+  guint8 *pixels = g_malloc0 (stride * height);
+  guint32 state = seed * 2654435761u + 1;
+  gint x, y, c;
+
+  for (y = 0; y < height; y++)
+    for (x = 0; x < width; x++)
+      for (c = 0; c < 3; c++) {
+        state = state * 1103515245u + 12345;
+        pixels[y * stride + x * 3 + c] =
+            (guint8)((x * 7 + y * 3 + c * 50 + ((state >> 16) % 64)) & 0xff);
+      }
+  return pixels;
+}
+
+static guint8 *
+resample (const guint8 *src, gsize src_stride,
+    const GstTrainResizeWindow *window, gboolean flip)
+{
+  GstTrainResamplePlan plan;
+  GstTrainResampleScratch scratch = { 0 };
+  guint8 *out = g_malloc ((gsize)window->x.size * 3 * window->y.size);
+
+  gst_train_resample_plan_init (&plan, window, flip);
+  gst_train_resample_rows (&plan, src, src_stride, out,
+      (gsize)window->x.size * 3, 0, window->y.size, &scratch);
+  gst_train_resample_plan_clear (&plan);
+  gst_train_resample_scratch_clear (&scratch);
+  return out;
+}
+
+/* Output pixel i of a factor-2 shrink: torch's triangle of half-width 2
+ * centred at 2i + 1 gives the input pixels 2i - 1 .. 2i + 2 the weights
+ * 1, 3, 3, 1 (/ 8), renormalised where they fall off the edge. */
+static void
+shrink2_weights (gint i, gint in_size, gint *first, gdouble *weights, gint *n)
+{
+  static const gdouble kernel[4] = { 1, 3, 3, 1 };
+  gdouble total = 0;
+  gint k;
+
+  *n = 0;
+  *first = MAX (2 * i - 1, 0);
+  for (k = 0; k < 4; k++) {
+    gint p = 2 * i - 1 + k;
+
+    if (p < 0 || p >= in_size)
+      continue;
+    weights[(*n)++] = kernel[k];
+    total += kernel[k];
+  }
+  for (k = 0; k < *n; k++)
+    weights[k] /= total;
+}
+
+GST_START_TEST (test_resampler_closed_forms)
+{
+  const gint width = 64, height = 48;
+  gsize stride = width * 3;
+  guint8 *src = make_picture (width, height, stride, 3);
+  GstTrainCropBox box = { 5, 7, 20, 30 };
+  GstTrainResizeWindow w;
+  guint8 *out, *flipped;
+  gint x, y, c;
+
+  /* A box resized to its own size is copied. */
+  gst_train_augment_crop_window (&box, 30, 20, &w);
+  out = resample (src, stride, &w, FALSE);
+  for (y = 0; y < 20; y++)
+    fail_unless (memcmp (out + y * 90, src + (y + 5) * stride + 7 * 3, 90) == 0,
+        "row %d", y);
+  /* Flipped, it is mirrored. */
+  flipped = resample (src, stride, &w, TRUE);
+  for (y = 0; y < 20; y++)
+    for (x = 0; x < 30; x++)
+      for (c = 0; c < 3; c++)
+        fail_unless_equals_int (
+            flipped[y * 90 + x * 3 + c], out[y * 90 + (29 - x) * 3 + c]);
+  g_free (out);
+  g_free (flipped);
+
+  /* Halving the whole picture: the separable 1-3-3-1 filter. */
+  gst_train_augment_resize_window (width, height, width / 2, height / 2, &w);
+  out = resample (src, stride, &w, FALSE);
+  for (y = 0; y < height / 2; y++)
+    for (x = 0; x < width / 2; x++)
+      for (c = 0; c < 3; c++) {
+        gdouble wx[4], wy[4], sum = 0;
+        gint fx, fy, nx, ny, i, j;
+
+        shrink2_weights (x, width, &fx, wx, &nx);
+        shrink2_weights (y, height, &fy, wy, &ny);
+        for (j = 0; j < ny; j++)
+          for (i = 0; i < nx; i++)
+            sum += wy[j] * wx[i] * src[(fy + j) * stride + (fx + i) * 3 + c];
+        /* Float rounding may tip a value near .5 either way. */
+        fail_unless (fabs (out[(y * (width / 2) + x) * 3 + c] - sum) <= 0.51,
+            "(%d, %d, %d): %u, expected %.3f", x, y, c,
+            out[(y * (width / 2) + x) * 3 + c], sum);
+      }
+  g_free (out);
+
+  /* Doubling: plain bilinear, output pixel i at input (i + 0.5) / 2 - 0.5,
+   * clamped at the edges. */
+  gst_train_augment_resize_window (width, height, width * 2, height * 2, &w);
+  out = resample (src, stride, &w, FALSE);
+  for (y = 0; y < height * 2; y++)
+    for (x = 0; x < width * 2; x++)
+      for (c = 0; c < 3; c++) {
+        gdouble sx = CLAMP ((x + 0.5) / 2 - 0.5, 0, width - 1);
+        gdouble sy = CLAMP ((y + 0.5) / 2 - 0.5, 0, height - 1);
+        gint x0 = (gint)sx, y0 = (gint)sy;
+        gint x1 = MIN (x0 + 1, width - 1), y1 = MIN (y0 + 1, height - 1);
+        gdouble ax = sx - x0, ay = sy - y0;
+        gdouble v = (1 - ay)
+                * ((1 - ax) * src[y0 * stride + x0 * 3 + c]
+                    + ax * src[y0 * stride + x1 * 3 + c])
+            + ay
+                * ((1 - ax) * src[y1 * stride + x0 * 3 + c]
+                    + ax * src[y1 * stride + x1 * 3 + c]);
+
+        fail_unless (fabs (out[(y * width * 2 + x) * 3 + c] - v) <= 0.51,
+            "(%d, %d, %d): %u, expected %.3f", x, y, c,
+            out[(y * width * 2 + x) * 3 + c], v);
+      }
+  g_free (out);
+  g_free (src);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_resampler_rows_split_and_padding)
+{
+  const gint width = 301, height = 203;
+  gsize stride = GST_ROUND_UP_4 (width * 3);
+  guint8 *src = make_picture (width, height, stride, 9);
+  GstTrainResizeWindow w;
+  GstTrainResamplePlan plan;
+  GstTrainResampleScratch scratch = { 0 };
+  guint8 *whole, *split;
+  gsize out_stride = 100 * 3;
+  gint splits[] = { 0, 1, 2, 17, 18, 50, 99, 100 };
+  guint i;
+  gint y, x;
+
+  /* The scratch first holds rows of another resize, with a wider filter. */
+  gst_train_augment_resize_window (width, height, 20, 10, &w);
+  split = g_malloc0 (out_stride * 100);
+  gst_train_resample_plan_init (&plan, &w, FALSE);
+  gst_train_resample_rows (&plan, src, stride, split, 60, 0, 10, &scratch);
+  gst_train_resample_plan_clear (&plan);
+
+  /* Any split of the rows gives the same bytes. */
+  gst_train_augment_center_window (width, height, 90, 100, 100, &w);
+  whole = resample (src, stride, &w, TRUE);
+  gst_train_resample_plan_init (&plan, &w, TRUE);
+  for (i = 0; i + 1 < G_N_ELEMENTS (splits); i++)
+    gst_train_resample_rows (&plan, src, stride, split, out_stride, splits[i],
+        splits[i + 1], &scratch);
+  fail_unless (memcmp (whole, split, out_stride * 100) == 0);
+  gst_train_resample_plan_clear (&plan);
+
+  /* The short side 203 -> 90 makes a 133x90 image (int(90 * 301 / 203)):
+   * a 100x100 centre crop is padded with 5 black rows above and 5 below,
+   * and cut at round(33 / 2) = 16 across. */
+  fail_unless_equals_int (w.x.full_size, 133);
+  fail_unless_equals_int (w.y.full_size, 90);
+  fail_unless_equals_int (w.y.offset, -5);
+  fail_unless_equals_int (w.x.offset, 16);
+  for (y = 0; y < 100; y++) {
+    gboolean black = TRUE;
+
+    for (x = 0; x < 300; x++)
+      black = black && whole[y * out_stride + x] == 0;
+    fail_unless (black == (y < 5 || y >= 95), "row %d", y);
+  }
+  gst_train_resample_scratch_clear (&scratch);
+  g_free (whole);
+  g_free (split);
+  g_free (src);
+}
+
+GST_END_TEST;
+
+/* ---- the element, with a harness ---- */
+
+/* A buffer holding make_picture() in GStreamer's default RGB layout (rows
+ * padded to 4 bytes), with a sample meta. */
+static GstBuffer *
+picture_buffer (gint width, gint height, guint seed, guint64 index)
+{
+  gsize stride = GST_ROUND_UP_4 (width * 3);
+  guint8 *pixels = make_picture (width, height, stride, seed);
+  GstBuffer *buffer = gst_buffer_new_wrapped (pixels, stride * height);
+
+  gst_buffer_add_train_sample_meta (buffer, (gint)index % 3, index, 0, NULL);
+  GST_BUFFER_PTS (buffer) = index * GST_SECOND;
+  return buffer;
+}
+
+static void
+set_rgb_caps (GstHarness *h, gint width, gint height)
+{
+  gchar *caps = g_strdup_printf (
+      "video/x-raw, format=RGB, width=%d, height=%d, framerate=0/1", width,
+      height);
+
+  gst_harness_set_src_caps_str (h, caps);
+  g_free (caps);
+}
+
+/* What augment should make of @buffer with @window and @flip, from the ops
+ * directly, in the output's layout. */
+static guint8 *
+expected_output (GstBuffer *buffer, gint width, gint height,
+    const GstTrainResizeWindow *window, gboolean flip)
+{
+  GstMapInfo map;
+  guint8 *out;
+
+  gst_buffer_map (buffer, &map, GST_MAP_READ);
+  out = resample (map.data, GST_ROUND_UP_4 (width * 3), window, flip);
+  gst_buffer_unmap (buffer, &map);
+  return out;
+}
+
+/* Fails unless @buffer, an RGB image in GStreamer's default layout (rows
+ * padded to 4 bytes), holds the packed @expected and zero padding. */
+static void
+assert_buffer_equals (
+    GstBuffer *buffer, const guint8 *expected, gint width, gint height)
+{
+  gsize stride = GST_ROUND_UP_4 (width * 3);
+  GstMapInfo map;
+  gint y;
+
+  gst_buffer_map (buffer, &map, GST_MAP_READ);
+  fail_unless_equals_int (map.size, stride * height);
+  for (y = 0; y < height; y++) {
+    gsize pad;
+
+    fail_unless (
+        memcmp (map.data + y * stride, expected + y * width * 3, width * 3)
+            == 0,
+        "row %d differs", y);
+    /* Row padding is zeroed, not left from a recycled image. */
+    for (pad = width * 3; pad < stride; pad++)
+      fail_unless_equals_int (map.data[y * stride + pad], 0);
+  }
+  gst_buffer_unmap (buffer, &map);
+}
+
+GST_START_TEST (test_element_draws_in_buffer_order)
+{
+  const gint sizes[][2] = { { 37, 29 }, { 200, 150 }, { 37, 29 }, { 64, 300 },
+    { 500, 375 }, { 1, 1 }, { 224, 224 }, { 90, 91 } };
+  const guint64 seed = 1234;
+  GstHarness *h = gst_harness_new_parse (
+      "augment width=50 height=40 seed=1234 n-threads=3");
+  GstTrainRandom rng;
+  guint i;
+
+  gst_train_random_init (&rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  for (i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    gint w = sizes[i][0], ht = sizes[i][1];
+    GstBuffer *in = picture_buffer (w, ht, i, i), *out;
+    GstTrainResizeWindow window;
+    GstTrainCropBox box;
+    GstTrainSampleMeta *meta;
+    gboolean flip;
+    guint8 *want;
+    GstCaps *caps;
+    GstStructure *st;
+    gint cw = 0, ch = 0;
+
+    /* The documented draw order: the box, then the flip. */
+    gst_train_augment_draw_crop (&rng, w, ht, &default_range, &box);
+    flip = gst_train_augment_draw_flip (&rng, 0.5);
+    gst_train_augment_crop_window (&box, 50, 40, &window);
+    want = expected_output (in, w, ht, &window, flip);
+
+    set_rgb_caps (h, w, ht);
+    fail_unless_equals_int (
+        gst_harness_push (h, gst_buffer_ref (in)), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    assert_buffer_equals (out, want, 50, 40);
+    /* Metas and timestamps travel on. */
+    meta = gst_buffer_get_train_sample_meta (out);
+    fail_unless (meta != NULL);
+    fail_unless_equals_uint64 (meta->index, i);
+    fail_unless_equals_int (meta->label, (gint)i % 3);
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (out), i * GST_SECOND);
+    /* Same output caps whatever the input size. */
+    caps = gst_pad_get_current_caps (h->sinkpad);
+    st = gst_caps_get_structure (caps, 0);
+    fail_unless (gst_structure_get_int (st, "width", &cw));
+    fail_unless (gst_structure_get_int (st, "height", &ch));
+    fail_unless_equals_int (cw, 50);
+    fail_unless_equals_int (ch, 40);
+    fail_unless_equals_string (gst_structure_get_string (st, "format"), "RGB");
+    gst_caps_unref (caps);
+    gst_buffer_unref (out);
+    gst_buffer_unref (in);
+    g_free (want);
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_element_center_resize_and_flip)
+{
+  struct
+  {
+    const gchar *crop;
+    gdouble flip;
+  } cases[] = { { "center", 0.0 }, { "center", 1.0 }, { "resize", 0.0 },
+    { "resize", 1.0 } };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *launch = g_strdup_printf ("augment crop=%s flip=%g width=64 "
+                                     "height=48 resize-short=80 n-threads=2",
+        cases[i].crop, cases[i].flip);
+    GstHarness *h = gst_harness_new_parse (launch);
+    /* An odd width, so that input rows are padded. */
+    GstBuffer *in = picture_buffer (301, 203, 5, 0), *out;
+    GstTrainResizeWindow window;
+    guint8 *want;
+
+    g_free (launch);
+    if (strcmp (cases[i].crop, "center") == 0)
+      gst_train_augment_center_window (301, 203, 80, 64, 48, &window);
+    else
+      gst_train_augment_resize_window (301, 203, 64, 48, &window);
+    want = expected_output (in, 301, 203, &window, cases[i].flip > 0.5);
+    set_rgb_caps (h, 301, 203);
+    fail_unless_equals_int (
+        gst_harness_push (h, gst_buffer_ref (in)), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    assert_buffer_equals (out, want, 64, 48);
+    gst_buffer_unref (out);
+    gst_buffer_unref (in);
+    g_free (want);
+    gst_harness_teardown (h);
+  }
+}
+
+GST_END_TEST;
+
+/* The error message the element posted, or NULL. */
+static gchar *
+pop_error (GstBus *bus)
+{
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GError *error = NULL;
+  gchar *text;
+
+  if (msg == NULL)
+    return NULL;
+  gst_message_parse_error (msg, &error, NULL);
+  text = g_strdup (error->message);
+  g_error_free (error);
+  gst_message_unref (msg);
+  return text;
+}
+
+/* A harness around augment whose element posts to a bus of its own. */
+static GstHarness *
+harness_with_bus (const gchar *launch, GstBus **bus)
+{
+  GstHarness *h = gst_harness_new_parse (launch);
+
+  *bus = gst_bus_new ();
+  gst_element_set_bus (h->element, *bus);
+  return h;
+}
+
+static void
+harness_with_bus_teardown (GstHarness *h, GstBus *bus)
+{
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_element_refuses_bad_input)
+{
+  GstHarness *h;
+  GstBus *bus;
+  GstSegment segment;
+  gchar *error;
+
+  /* An image before any caps. */
+  h = harness_with_bus ("augment", &bus);
+  gst_harness_push_event (h, gst_event_new_stream_start ("augment-test"));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_harness_push_event (h, gst_event_new_segment (&segment));
+  fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 17)),
+      GST_FLOW_NOT_NEGOTIATED);
+  error = pop_error (bus);
+  fail_unless (error != NULL);
+  fail_unless (
+      strstr (error, "Sample 17 arrived before any caps") != NULL, "%s", error);
+  g_free (error);
+  harness_with_bus_teardown (h, bus);
+
+  /* A buffer too small for the size its caps announce. */
+  h = harness_with_bus ("augment", &bus);
+  set_rgb_caps (h, 40, 30);
+  fail_unless_equals_int (
+      gst_harness_push (h, picture_buffer (8, 8, 1, 18)), GST_FLOW_ERROR);
+  error = pop_error (bus);
+  fail_unless (error != NULL);
+  fail_unless (strstr (error, "Sample 18") != NULL, "%s", error);
+  fail_unless (strstr (error, "40x30 RGB") != NULL, "%s", error);
+  g_free (error);
+  harness_with_bus_teardown (h, bus);
+
+  /* Not RGB: negotiation refuses the caps (the template says RGB, so that
+   * autopluggers put a converter in front), and the data flow stops. */
+  h = harness_with_bus ("augment", &bus);
+  gst_harness_push_event (h, gst_event_new_stream_start ("augment-test"));
+  gst_harness_push_event (h,
+      gst_event_new_caps (gst_caps_from_string (
+          "video/x-raw, format=GRAY8, width=8, height=8, framerate=0/1")));
+  gst_harness_push_event (h, gst_event_new_segment (&segment));
+  fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 19)),
+      GST_FLOW_NOT_NEGOTIATED);
+  harness_with_bus_teardown (h, bus);
+
+  /* Downstream that takes another size is told so by name. */
+  h = harness_with_bus ("augment width=64 height=64", &bus);
+  gst_harness_set_sink_caps_str (
+      h, "video/x-raw, format=RGB, width=32, height=32");
+  set_rgb_caps (h, 8, 8);
+  error = pop_error (bus);
+  fail_unless (error != NULL);
+  fail_unless (strstr (error,
+                   "Downstream does not accept RGB images of "
+                   "64x64")
+          != NULL,
+      "%s", error);
+  g_free (error);
+  fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 20)),
+      GST_FLOW_NOT_NEGOTIATED);
+  harness_with_bus_teardown (h, bus);
+}
+
+GST_END_TEST;
+
+/* ---- the element in pipelines ---- */
+
+static RunSample *
+sample_at (RunResult *r, guint i)
+{
+  return &g_array_index (r->samples, RunSample, i);
+}
+
+/* A tree of @n JPEGs whose sizes change every few images. */
+static gchar *
+write_mixed_tree (guint n)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gchar *name = g_strdup_printf ("%03u.jpg", i);
+    gchar *path = g_build_filename (root, i % 2 ? "b" : "a", name, NULL);
+
+    fixture_write_jpeg (path, 40 + (i % 7) * 60, 30 + (i % 5) * 70, i);
+    g_free (name);
+    g_free (path);
+  }
+  return root;
+}
+
+static RunResult *
+run_augment (const gchar *root, const gchar *augment_props)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
+                                   "! imagedec n-threads=2 ! augment %s "
+                                   "! fakesink name=sink",
+      root, augment_props);
+  RunResult *r = fixture_run (launch);
+
+  g_free (launch);
+  return r;
+}
+
+GST_START_TEST (test_pipeline_gives_fixed_caps)
+{
+  gchar *root = write_mixed_tree (24);
+  RunResult *r = run_augment (root, "");
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->warnings->len, 0);
+  fail_unless_equals_int (r->samples->len, 24);
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = sample_at (r, i);
+    GstVideoInfo info;
+
+    fail_unless (
+        gst_video_info_from_caps (&info, gst_sample_get_caps (s->sample)));
+    fail_unless_equals_int (
+        GST_VIDEO_INFO_FORMAT (&info), GST_VIDEO_FORMAT_RGB);
+    fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 224);
+    fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), 224);
+    fail_unless_equals_int (
+        gst_buffer_get_size (gst_sample_get_buffer (s->sample)), 224 * 224 * 3);
+    /* Dataset order (class a, then b) and labels survive. */
+    fail_unless (s->has_meta);
+    fail_unless_equals_uint64 (s->index, i);
+    fail_unless_equals_int (s->label, i < 12 ? 0 : 1);
+  }
+  run_result_free (r);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* TRUE when both runs hold the same bytes in the same order. */
+static gboolean
+same_outputs (RunResult *a, RunResult *b)
+{
+  guint i;
+
+  if (a->samples->len != b->samples->len)
+    return FALSE;
+  for (i = 0; i < a->samples->len; i++) {
+    GstBuffer *ba = gst_sample_get_buffer (sample_at (a, i)->sample);
+    GstBuffer *bb = gst_sample_get_buffer (sample_at (b, i)->sample);
+    GstMapInfo ma, mb;
+    gboolean same;
+
+    gst_buffer_map (ba, &ma, GST_MAP_READ);
+    gst_buffer_map (bb, &mb, GST_MAP_READ);
+    same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
+    gst_buffer_unmap (ba, &ma);
+    gst_buffer_unmap (bb, &mb);
+    if (!same)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+GST_START_TEST (test_same_seed_same_output_whatever_threads)
+{
+  gchar *root = write_mixed_tree (30);
+  RunResult *one = run_augment (root, "seed=7 n-threads=1 width=96 height=80");
+  RunResult *four = run_augment (root, "seed=7 n-threads=4 width=96 height=80");
+  RunResult *other =
+      run_augment (root, "seed=8 n-threads=4 width=96 height=80");
+  /* flip=0 leaves the boxes of the seed as they were. */
+  RunResult *no_flip =
+      run_augment (root, "seed=7 n-threads=2 width=96 height=80 flip=0");
+  guint i, flipped = 0;
+
+  fail_unless (one->error == NULL, "%s", one->error);
+  fail_unless (four->error == NULL, "%s", four->error);
+  fail_unless (other->error == NULL, "%s", other->error);
+  fail_unless (no_flip->error == NULL, "%s", no_flip->error);
+  fail_unless_equals_int (one->samples->len, 30);
+  fail_unless (same_outputs (one, four));
+  fail_if (same_outputs (one, other));
+  for (i = 0; i < 30; i++) {
+    fail_unless_equals_uint64 (sample_at (one, i)->index, i);
+    fail_unless_equals_uint64 (sample_at (four, i)->index, i);
+    fail_unless_equals_uint64 (sample_at (other, i)->index, i);
+  }
+  /* Each image is either the unflipped one or its mirror. */
+  for (i = 0; i < 30; i++) {
+    GstBuffer *a = gst_sample_get_buffer (sample_at (one, i)->sample);
+    GstBuffer *b = gst_sample_get_buffer (sample_at (no_flip, i)->sample);
+    GstMapInfo ma, mb;
+    gboolean same, mirrored = TRUE;
+    gint y, x;
+
+    gst_buffer_map (a, &ma, GST_MAP_READ);
+    gst_buffer_map (b, &mb, GST_MAP_READ);
+    same = memcmp (ma.data, mb.data, ma.size) == 0;
+    for (y = 0; y < 80 && mirrored; y++)
+      for (x = 0; x < 96 && mirrored; x++)
+        mirrored = memcmp (ma.data + y * 288 + x * 3,
+                       mb.data + y * 288 + (95 - x) * 3, 3)
+            == 0;
+    fail_unless (same || mirrored, "image %u", i);
+    if (!same)
+      flipped++;
+    gst_buffer_unmap (a, &ma);
+    gst_buffer_unmap (b, &mb);
+  }
+  /* Half of 30 flipped, give or take: P(< 5 or > 25) is below 1e-3. */
+  fail_unless (flipped >= 5 && flipped <= 25, "%u flipped", flipped);
+  run_result_free (one);
+  run_result_free (four);
+  run_result_free (other);
+  run_result_free (no_flip);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_bad_settings_fail_at_start)
+{
+  gchar *root = write_mixed_tree (2);
+  RunResult *r = run_augment (root, "scale-min=0.9 scale-max=0.5");
+
+  fail_unless (r->error != NULL);
+  fail_unless (strstr (r->error,
+                   "scale-min (0.9) is larger than scale-max "
+                   "(0.5)")
+          != NULL,
+      "%s", r->error);
+  run_result_free (r);
+
+  r = run_augment (root, "ratio-min=2 ratio-max=1.5");
+  fail_unless (r->error != NULL);
+  fail_unless (
+      strstr (r->error, "ratio-min (2) is larger than ratio-max (1.5)") != NULL,
+      "%s", r->error);
+  run_result_free (r);
+
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stop_and_restart_while_streaming)
+{
+  gchar *root = write_mixed_tree (6);
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
+                                   "! imagedec ! augment n-threads=4 "
+                                   "! fakesink",
+      root);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  guint i;
+
+  /* An endless stream, four threads sharing each image, stopped from
+   * PLAYING and started again. */
+  for (i = 0; i < 2; i++) {
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+        != GST_STATE_CHANGE_FAILURE);
+    fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+        == GST_STATE_CHANGE_SUCCESS);
+    g_usleep (50 * 1000);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+        == GST_STATE_CHANGE_SUCCESS);
+  }
+  gst_object_unref (pipeline);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+static Suite *
+augment_suite (void)
+{
+  Suite *s = suite_create ("augment");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_crop_boxes_follow_torchvision_rule);
+  tcase_add_test (tc, test_crop_fallback);
+  tcase_add_test (tc, test_center_and_resize_windows);
+  tcase_add_test (tc, test_resampler_closed_forms);
+  tcase_add_test (tc, test_resampler_rows_split_and_padding);
+  tcase_add_test (tc, test_element_draws_in_buffer_order);
+  tcase_add_test (tc, test_element_center_resize_and_flip);
+  tcase_add_test (tc, test_element_refuses_bad_input);
+  tcase_add_test (tc, test_pipeline_gives_fixed_caps);
+  tcase_add_test (tc, test_same_seed_same_output_whatever_threads);
+  tcase_add_test (tc, test_bad_settings_fail_at_start);
+  tcase_add_test (tc, test_stop_and_restart_while_streaming);
+  return s;
+}
+
+GST_CHECK_MAIN (augment);

@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+"""augment against torchvision 0.14 / torch 1.13, on real photographs.
+
+Usage: augment_parity.py AUGMENT-TOOL
+(exits 77 without torch, torchvision, numpy and PIL, or without Debian's
+mate-backgrounds photographs)
+
+1. Pixels. For fixed boxes (a 7-11x shrink, a 3-4x shrink, a 2.5x
+   enlargement, a non-square output, a flip, a box copied at its own size,
+   one axis shrunk and the other enlarged) and for 60 boxes our drawer
+   draws, our resampler (augment-ops through the tool) against
+   F.resized_crop(uint8 CHW tensor, top, left, h, w, [H, W], antialias=True)
+   (then F.hflip). crop=center against Resize(s, antialias=True) +
+   CenterCrop, with and without padding; crop=resize against
+   F.resize(antialias=True). Every output must be within 2 grey levels of
+   torchvision's (max |diff| <= 2); the max and mean differences are printed.
+2. The element end to end: filesrc ! imagedec ! augment crop=center|resize
+   flip=0, against torchvision on PIL's decode of the same JPEG (both are
+   Debian's libjpeg-turbo with default settings; the script checks first
+   that an identity resize reproduces PIL's pixels).
+3. Crop boxes. 20,000 boxes from our drawer against 20,000 from
+   RandomResizedCrop.get_params (torch.manual_seed(0)) per image size,
+   compared on h/H, w/W, the area fraction and the box centre. The two
+   generators differ, so only distributions can agree. Tolerances:
+   - means: |difference| < 5 standard errors of the difference,
+     sqrt(var_a / n + var_b / n) (a false alarm has odds of about 1 in 10^6
+     per comparison);
+   - whole distributions: the two-sample Kolmogorov-Smirnov statistic
+     D < 2.23 * sqrt(2 / n) = 0.0315, its critical value at alpha = 1e-4
+     (D stays smaller for discrete values such as h and w, so the test is
+     conservative there);
+   - the share of boxes equal to the central fallback box: within 5
+     standard errors of the difference of two proportions.
+   Both seeds are fixed, so the outcome is the same on every run.
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+    import torchvision.transforms as T
+    import torchvision.transforms.functional as F
+    from PIL import Image
+except ImportError as e:  # say why we skip
+    print(f"SKIP: torch, torchvision, numpy or PIL is not importable ({e})")
+    sys.exit(77)
+
+PHOTOS = ["/usr/share/backgrounds/mate/nature/LadyBird.jpg",
+          "/usr/share/backgrounds/mate/nature/FreshFlower.jpg"]
+MAX_DIFF = 2
+N_BOXES = 20000
+KS_CRITICAL = 2.23 * math.sqrt(2 / N_BOXES)
+SIGMAS = 5.0
+
+TOOL = None
+WORK = None
+failures = []
+
+
+def check(ok, message):
+    if not ok:
+        failures.append(message)
+        print("FAIL: " + message)
+
+
+def tool(*args, capture=False):
+    result = subprocess.run([TOOL] + [str(a) for a in args], check=True,
+                            capture_output=True, text=True)
+    return result.stdout if capture else None
+
+
+def read_rgb(path, width, height):
+    data = np.fromfile(path, dtype=np.uint8)
+    assert data.size == width * height * 3, (path, data.size, width, height)
+    return data.reshape(height, width, 3)
+
+
+class Diffs:
+    """Max and mean |ours - torchvision| over a family of outputs."""
+
+    def __init__(self, name):
+        self.name = name
+        self.max = 0
+        self.total = 0.0
+        self.count = 0
+
+    def add(self, what, ours, reference):
+        check(ours.shape == reference.shape,
+              f"{what}: shape {ours.shape}, torchvision {reference.shape}")
+        if ours.shape != reference.shape:
+            return
+        diff = np.abs(ours.astype(np.int16) - reference.astype(np.int16))
+        check(diff.max() <= MAX_DIFF,
+              f"{what}: max difference {diff.max()} > {MAX_DIFF}")
+        self.max = max(self.max, int(diff.max()))
+        self.total += float(diff.sum())
+        self.count += diff.size
+
+    def report(self):
+        print(f"{self.name}: max |diff| {self.max}, mean |diff| "
+              f"{self.total / max(self.count, 1):.6f} over {self.count} values")
+
+
+def hwc(tensor):
+    return tensor.permute(1, 2, 0).numpy()
+
+
+def check_pixels(photo, image, tensor, diffs):
+    height, width = image.shape[:2]
+    raw = os.path.join(WORK, "in.rgb")
+    out = os.path.join(WORK, "out.rgb")
+    image.tofile(raw)
+
+    # (top, left, box height, box width, out height, out width, flip)
+    boxes = [
+        (0, 0, height, width, 224, 224, 0),
+        (100, 200, 900, 700, 224, 224, 0),
+        (500, 600, 100, 80, 224, 224, 0),
+        (300, 400, 333, 517, 160, 224, 1),
+        (10, 20, 224, 224, 224, 224, 0),
+        (7, 9, 60, 300, 90, 200, 1),
+    ]
+    drawn = tool("boxes", width, height, 60, 5, 0.08, 1.0, 0.75, 4 / 3,
+                 capture=True).split("\n")
+    for i, line in enumerate(filter(None, drawn)):
+        top, left, h, w, _ = map(int, line.split())
+        boxes.append((top, left, h, w, 224, 224, i % 2))
+
+    for top, left, h, w, out_h, out_w, flip in boxes:
+        tool("crop", raw, width, height, top, left, h, w, out_w, out_h, flip,
+             out)
+        reference = F.resized_crop(tensor, top, left, h, w, [out_h, out_w],
+                                   antialias=True)
+        if flip:
+            reference = F.hflip(reference)
+        diffs["crop"].add(f"{photo}: box {w}x{h} at ({left}, {top}) -> "
+                          f"{out_w}x{out_h} flip={flip}",
+                          read_rgb(out, out_w, out_h), hwc(reference))
+
+    for short, out_w, out_h in [(256, 224, 224), (200, 224, 224),
+                                (320, 288, 224), (224, 224, 224)]:
+        tool("center", raw, width, height, short, out_w, out_h, out)
+        reference = T.CenterCrop((out_h, out_w))(
+            T.Resize(short, antialias=True)(tensor))
+        diffs["center"].add(f"{photo}: Resize({short}) + CenterCrop"
+                            f"({out_h}, {out_w})",
+                            read_rgb(out, out_w, out_h), hwc(reference))
+
+    for out_w, out_h in [(224, 224), (300, 200), (width * 2 // 3, height)]:
+        tool("resize", raw, width, height, out_w, out_h, out)
+        reference = F.resize(tensor, [out_h, out_w], antialias=True)
+        diffs["resize"].add(f"{photo}: resize to {out_w}x{out_h}",
+                            read_rgb(out, out_w, out_h), hwc(reference))
+
+
+def run_element(photo, props, width, height):
+    """The images the element makes of @photo, decoded by imagedec."""
+    out = os.path.join(WORK, "element.rgb")
+    launch = (f'filesrc location="{photo}" blocksize={os.path.getsize(photo)} '
+              f"! imagedec ! augment {props} ! fakesink name=sink")
+    sizes = tool("pipeline", launch, out, capture=True).split()
+    check(sizes == [str(width), str(height)],
+          f"{props}: element gave sizes {sizes}, expected {width} {height}")
+    return read_rgb(out, width, height)
+
+
+def check_element(photo, image, tensor, diffs):
+    height, width = image.shape[:2]
+    # The decoders agree: an identity resize gives PIL's pixels back.
+    decoded = run_element(photo, f"crop=resize width={width} height={height} "
+                          "flip=0", width, height)
+    same = np.array_equal(decoded, image)
+    check(same, f"{photo}: imagedec and PIL decode differently "
+          f"(max {np.abs(decoded.astype(int) - image).max()})")
+
+    ours = run_element(photo, "crop=center resize-short=256 width=224 "
+                       "height=224 flip=0 n-threads=3", 224, 224)
+    reference = T.CenterCrop(224)(T.Resize(256, antialias=True)(tensor))
+    diffs["element"].add(f"{photo}: element crop=center", ours,
+                         hwc(reference))
+    ours = run_element(photo, "crop=resize width=320 height=240 flip=0", 320,
+                       240)
+    reference = F.resize(tensor, [240, 320], antialias=True)
+    diffs["element"].add(f"{photo}: element crop=resize", ours,
+                         hwc(reference))
+
+
+def ks_statistic(a, b):
+    """Two-sample Kolmogorov-Smirnov D: the largest gap between the two
+    empirical distribution functions."""
+    a = np.sort(a)
+    b = np.sort(b)
+    values = np.concatenate([a, b])
+    cdf_a = np.searchsorted(a, values, side="right") / a.size
+    cdf_b = np.searchsorted(b, values, side="right") / b.size
+    return float(np.max(np.abs(cdf_a - cdf_b)))
+
+
+def fallback_box(width, height, ratio_min, ratio_max):
+    in_ratio = width / height
+    if in_ratio < ratio_min:
+        w, h = width, int(round(width / ratio_min))
+    elif in_ratio > ratio_max:
+        w, h = int(round(height * ratio_max)), height
+    else:
+        w, h = width, height
+    return ((height - h) // 2, (width - w) // 2, h, w)
+
+
+def check_boxes(width, height):
+    scale, ratio = (0.08, 1.0), (3 / 4, 4 / 3)
+    ours = np.array([list(map(int, line.split()[:4])) for line in
+                     tool("boxes", width, height, N_BOXES, 11, *scale, *ratio,
+                          capture=True).splitlines()], dtype=np.float64)
+    torch.manual_seed(0)
+    image = torch.empty(3, height, width, dtype=torch.uint8)
+    theirs = np.array([T.RandomResizedCrop.get_params(image, list(scale),
+                                                      list(ratio))
+                       for _ in range(N_BOXES)], dtype=np.float64)
+
+    def features(boxes):
+        top, left, h, w = boxes.T
+        return {
+            "h/H": h / height,
+            "w/W": w / width,
+            "area": h * w / (height * width),
+            "centre y": (top + h / 2) / height,
+            "centre x": (left + w / 2) / width,
+        }
+
+    fa, fb = features(ours), features(theirs)
+    for name in fa:
+        a, b = fa[name], fb[name]
+        se = math.sqrt(a.var() / a.size + b.var() / b.size)
+        d = ks_statistic(a, b)
+        q = [f"{np.quantile(a, p):.3f}/{np.quantile(b, p):.3f}"
+             for p in (0.1, 0.5, 0.9)]
+        print(f"boxes {width}x{height} {name}: mean {a.mean():.4f} vs "
+              f"{b.mean():.4f} (se {se:.4f}), quantiles 10/50/90% "
+              f"{' '.join(q)}, KS D {d:.4f}")
+        check(abs(a.mean() - b.mean()) < SIGMAS * se,
+              f"boxes {width}x{height} {name}: means {a.mean():.4f} and "
+              f"{b.mean():.4f} differ by more than {SIGMAS} standard errors")
+        check(d < KS_CRITICAL, f"boxes {width}x{height} {name}: KS D {d:.4f} "
+              f">= {KS_CRITICAL:.4f}")
+
+    fallback = np.array(fallback_box(width, height, *ratio))
+    pa = float(np.mean(np.all(ours == fallback, axis=1)))
+    pb = float(np.mean(np.all(theirs == fallback, axis=1)))
+    se = math.sqrt(max(pa * (1 - pa) + pb * (1 - pb), 1.0 / N_BOXES) / N_BOXES)
+    print(f"boxes {width}x{height}: central fallback box in {pa:.4f} of ours, "
+          f"{pb:.4f} of torchvision's")
+    check(abs(pa - pb) < SIGMAS * se,
+          f"boxes {width}x{height}: fallback shares {pa:.4f} and {pb:.4f}")
+
+
+def main():
+    global TOOL, WORK
+    TOOL = sys.argv[1]
+    photos = [p for p in PHOTOS if os.path.exists(p)]
+    if not photos:
+        print("SKIP: Debian's mate-backgrounds photographs are not installed")
+        sys.exit(77)
+
+    diffs = {name: Diffs(name) for name in
+             ("crop", "center", "resize", "element")}
+    with tempfile.TemporaryDirectory(prefix="gst-train-augment-") as WORK:
+        for photo in photos:
+            image = np.asarray(Image.open(photo).convert("RGB"))
+            tensor = torch.from_numpy(image.copy()).permute(2, 0, 1)
+            check_pixels(photo, image, tensor, diffs)
+            check_element(photo, image, tensor, diffs)
+        for d in diffs.values():
+            d.report()
+        # A 4:3 photo, its portrait, and a 4:1 strip where a tenth of the
+        # draws end in the central fallback.
+        for width, height in [(500, 375), (375, 500), (400, 100)]:
+            check_boxes(width, height)
+
+    if failures:
+        print(f"{len(failures)} checks failed")
+        sys.exit(1)
+    print("ok: augment agrees with torchvision")
+
+
+if __name__ == "__main__":
+    main()
