@@ -914,15 +914,43 @@ GST_START_TEST (test_bad_settings_fail_at_start)
 
 GST_END_TEST;
 
+/* Counts buffers reaching a fakesink, so the test can wait for data. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint count;
+} HandoffCount;
+
+static void
+count_handoff (
+    GstElement *sink, GstBuffer *buffer, GstPad *pad, gpointer user_data)
+{
+  HandoffCount *c = user_data;
+
+  g_mutex_lock (&c->lock);
+  c->count++;
+  g_cond_signal (&c->cond);
+  g_mutex_unlock (&c->lock);
+}
+
 GST_START_TEST (test_stop_and_restart_while_streaming)
 {
+  HandoffCount counted;
+  GstElement *sink;
   gchar *root = write_mixed_tree (6);
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
                                    "! imagedec ! augment n-threads=4 "
-                                   "! fakesink",
+                                   "! fakesink name=sink signal-handoffs=true",
       root);
   GstElement *pipeline = gst_parse_launch (launch, NULL);
   guint i;
+
+  g_mutex_init (&counted.lock);
+  g_cond_init (&counted.cond);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (count_handoff), &counted);
+  gst_object_unref (sink);
 
   /* An endless stream, four threads sharing each image, stopped from
    * PLAYING and started again. */
@@ -931,11 +959,19 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
         != GST_STATE_CHANGE_FAILURE);
     fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
         == GST_STATE_CHANGE_SUCCESS);
-    g_usleep (50 * 1000);
+    /* Stop with decoding and augmenting in full flow: after 20 more
+     * images have gone through. */
+    g_mutex_lock (&counted.lock);
+    counted.count = 0;
+    while (counted.count < 20)
+      g_cond_wait (&counted.cond, &counted.lock);
+    g_mutex_unlock (&counted.lock);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
         == GST_STATE_CHANGE_SUCCESS);
   }
   gst_object_unref (pipeline);
+  g_mutex_clear (&counted.lock);
+  g_cond_clear (&counted.cond);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
