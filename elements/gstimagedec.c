@@ -470,6 +470,16 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
         format == GST_VIDEO_FORMAT_GRAY8 ? TJPF_GRAY : TJPF_RGB,
         TJFLAG_STOPONWARNING);
   }
+  if (ret == 0) {
+    /* Recycled memory would carry an older image in the bytes that pad each
+     * row to its stride: equal images should be equal buffers. */
+    gsize row_bytes = (gsize)out_width * GST_VIDEO_INFO_COMP_PSTRIDE (&info, 0);
+    int y;
+
+    for (y = 0; y < out_height && (gsize)stride > row_bytes; y++)
+      memset (
+          out_map.data + (gsize)y * stride + row_bytes, 0, stride - row_bytes);
+  }
   gst_buffer_unmap (output, &out_map);
 
   if (ret != 0) {

@@ -161,7 +161,7 @@ GST_START_TEST (test_order_and_caps_with_mixed_sizes)
 
     /* Sizes change every few images, and big ones take longer to decode,
      * so threads finish out of order. */
-    fixture_write_jpeg (path, 16 + (i % 7) * 40, 16 + (i % 5) * 30, i);
+    fixture_write_jpeg (path, 17 + (i % 7) * 40, 16 + (i % 5) * 30, i);
     g_free (name);
     g_free (path);
   }
@@ -176,11 +176,24 @@ GST_START_TEST (test_order_and_caps_with_mixed_sizes)
     fail_unless_equals_uint64 (s->index, k);
     fail_unless (
         gst_video_info_from_caps (&info, gst_sample_get_caps (s->sample)));
-    fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 16 + (k % 7) * 40);
+    fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 17 + (k % 7) * 40);
     fail_unless_equals_int (GST_VIDEO_INFO_HEIGHT (&info), 16 + (k % 5) * 30);
     fail_unless_equals_int (
         gst_buffer_get_size (gst_sample_get_buffer (s->sample)),
         GST_VIDEO_INFO_SIZE (&info));
+    /* Odd widths pad each row; the padding is zero even in memory that
+     * held a larger image before. */
+    {
+      GstMapInfo map;
+      gint y, stride = GST_VIDEO_INFO_PLANE_STRIDE (&info, 0);
+      gint row = GST_VIDEO_INFO_WIDTH (&info) * 3;
+
+      fail_unless (stride > row);
+      gst_buffer_map (gst_sample_get_buffer (s->sample), &map, GST_MAP_READ);
+      for (y = 0; y < GST_VIDEO_INFO_HEIGHT (&info); y++)
+        fail_unless_equals_int (map.data[y * stride + row], 0);
+      gst_buffer_unmap (gst_sample_get_buffer (s->sample), &map);
+    }
   }
   run_result_free (r);
   fixture_remove_tree (root);
