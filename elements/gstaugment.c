@@ -713,21 +713,6 @@ gst_augment_clear_row_padding (const GstVideoInfo *info, guint8 *data)
     memset (data + y * stride + row, 0, stride - row);
 }
 
-/* "12 (\"path\")" for a buffer with a sample meta, for messages. */
-static gchar *
-gst_augment_sample_name (GstBuffer *buffer)
-{
-  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
-
-  if (meta == NULL)
-    return g_strdup_printf (
-        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (buffer));
-  if (meta->location != NULL)
-    return g_strdup_printf (
-        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
-  return g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
-}
-
 static GstFlowReturn
 gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
@@ -742,7 +727,7 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   gboolean flip;
 
   if (!augment->have_in_caps) {
-    gchar *name = gst_augment_sample_name (buffer);
+    gchar *name = gst_train_describe_sample (buffer);
 
     GST_ELEMENT_ERROR (augment, CORE, NEGOTIATION,
         ("Sample %s arrived before any caps said its size and format.", name),
@@ -754,7 +739,7 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   }
   if (!gst_video_frame_map (
           &in_frame, &augment->in_info, buffer, GST_MAP_READ)) {
-    gchar *name = gst_augment_sample_name (buffer);
+    gchar *name = gst_train_describe_sample (buffer);
 
     GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
         ("Sample %s: a buffer of %" G_GSIZE_FORMAT

@@ -37,6 +37,7 @@
 #endif
 
 #include "gstbatcher.h"
+#include "train-common.h"
 #include "train-meta.h"
 
 #include <gst/video/video.h>
@@ -391,6 +392,19 @@ gst_batcher_negotiate (GstBatcher *batcher, guint n)
   return ok;
 }
 
+/* Fixes the image size of every batch from the current input caps and the
+ * batch size from the property, and sends the caps for full batches. */
+static gboolean
+gst_batcher_fix_size (GstBatcher *batcher)
+{
+  batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
+  batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
+  GST_OBJECT_LOCK (batcher);
+  batcher->effective_size = batcher->batch_size;
+  GST_OBJECT_UNLOCK (batcher);
+  return gst_batcher_negotiate (batcher, batcher->effective_size);
+}
+
 /* Pushes the batch being filled (possibly partial). */
 static GstFlowReturn
 gst_batcher_push_batch (GstBatcher *batcher)
@@ -423,22 +437,6 @@ gst_batcher_push_batch (GstBatcher *batcher)
   return gst_pad_push (batcher->srcpad, batch);
 }
 
-static const gchar *
-gst_batcher_sample_name (GstBuffer *buffer, gchar **owned)
-{
-  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
-
-  if (meta != NULL && meta->location != NULL)
-    *owned = g_strdup_printf (
-        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
-  else if (meta != NULL)
-    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
-  else
-    *owned = g_strdup_printf (
-        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (buffer));
-  return *owned;
-}
-
 static GstFlowReturn
 gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
@@ -448,7 +446,7 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   gsize row_bytes;
   guint8 *dst;
   gint y;
-  gchar *name = NULL;
+  gchar *name;
 
   if (!batcher->have_in_info) {
     gst_buffer_unref (buffer);
@@ -457,10 +455,11 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_NOT_NEGOTIATED;
   }
   if (meta == NULL || meta->label < 0) {
+    name = gst_train_describe_sample (buffer);
     GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
         ("Sample %s has no label: batches need a GstTrainSampleMeta with a "
          "label (from datasetsrc).",
-            gst_batcher_sample_name (buffer, &name)),
+            name),
         (NULL));
     g_free (name);
     gst_buffer_unref (buffer);
@@ -470,12 +469,7 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   if (batcher->batch == NULL) {
     if (batcher->width == 0) {
       /* The first image fixes the size of every batch. */
-      batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
-      batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
-      GST_OBJECT_LOCK (batcher);
-      batcher->effective_size = batcher->batch_size;
-      GST_OBJECT_UNLOCK (batcher);
-      if (!gst_batcher_negotiate (batcher, batcher->effective_size)) {
+      if (!gst_batcher_fix_size (batcher)) {
         gst_buffer_unref (buffer);
         GST_ELEMENT_ERROR (batcher, CORE, NEGOTIATION,
             ("Downstream does not accept batches of %u images of %dx%d.",
@@ -496,11 +490,11 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 
   if (GST_VIDEO_INFO_WIDTH (&batcher->in_info) != batcher->width
       || GST_VIDEO_INFO_HEIGHT (&batcher->in_info) != batcher->height) {
+    name = gst_train_describe_sample (buffer);
     GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
         ("Sample %s is %dx%d but the batch holds %dx%d images: put augment "
          "(or another scaler to a fixed size) before batcher.",
-            gst_batcher_sample_name (buffer, &name),
-            GST_VIDEO_INFO_WIDTH (&batcher->in_info),
+            name, GST_VIDEO_INFO_WIDTH (&batcher->in_info),
             GST_VIDEO_INFO_HEIGHT (&batcher->in_info), batcher->width,
             batcher->height),
         (NULL));
@@ -510,10 +504,9 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   }
 
   if (!gst_video_frame_map (&frame, &batcher->in_info, buffer, GST_MAP_READ)) {
+    name = gst_train_describe_sample (buffer);
     GST_ELEMENT_ERROR (batcher, STREAM, FORMAT,
-        ("Sample %s is smaller than its caps say.",
-            gst_batcher_sample_name (buffer, &name)),
-        (NULL));
+        ("Sample %s is smaller than its caps say.", name), (NULL));
     g_free (name);
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
@@ -599,14 +592,8 @@ gst_batcher_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     case GST_EVENT_SEGMENT:
       /* A segment before our first caps would break the sticky order:
        * send the caps we can already give. */
-      if (batcher->negotiated_n == 0 && batcher->have_in_info) {
-        GST_OBJECT_LOCK (batcher);
-        batcher->effective_size = batcher->batch_size;
-        GST_OBJECT_UNLOCK (batcher);
-        batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
-        batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
-        gst_batcher_negotiate (batcher, batcher->effective_size);
-      }
+      if (batcher->negotiated_n == 0 && batcher->have_in_info)
+        gst_batcher_fix_size (batcher);
       break;
     default:
       break;

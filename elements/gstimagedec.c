@@ -641,22 +641,6 @@ gst_image_dec_negotiate (GstImageDec *dec, gint width, gint height)
   return TRUE;
 }
 
-static const gchar *
-gst_image_dec_job_name (GstImageDecJob *job, gchar **owned)
-{
-  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (job->input);
-
-  if (meta == NULL)
-    *owned = g_strdup_printf (
-        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (job->input));
-  else if (meta->location != NULL)
-    *owned = g_strdup_printf (
-        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
-  else
-    *owned = g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
-  return *owned;
-}
-
 /* Pushes a decoded job downstream, or reports why it did not decode. */
 static GstFlowReturn
 gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
@@ -692,7 +676,7 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
   skipped = on_error == GST_TRAIN_ON_ERROR_SKIP ? ++dec->samples_skipped : 0;
   GST_OBJECT_UNLOCK (dec);
 
-  gst_image_dec_job_name (job, &name);
+  name = gst_train_describe_sample (job->input);
   if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
     GST_ELEMENT_ERROR (dec, STREAM, DECODE,
         ("Could not decode sample %s: %s.", name, job->error),

@@ -1,5 +1,6 @@
 /* train-common.c: the types declared in train-common.h. */
 #include "train-common.h"
+#include "train-meta.h"
 
 GType
 gst_train_on_error_get_type (void)
@@ -37,4 +38,18 @@ void
 gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output)
 {
   gst_buffer_foreach_meta (input, gst_train_copy_untagged_meta, output);
+}
+
+gchar *
+gst_train_describe_sample (GstBuffer *buffer)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  if (meta == NULL)
+    return g_strdup_printf (
+        "at offset %" G_GUINT64_FORMAT, GST_BUFFER_OFFSET (buffer));
+  if (meta->location != NULL)
+    return g_strdup_printf (
+        "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
+  return g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
 }

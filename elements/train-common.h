@@ -22,6 +22,11 @@ GType gst_train_on_error_get_type (void);
  * output's. */
 void gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output);
 
+/* A new string naming the sample in @buffer for messages: its dataset index
+ * and file ("12 (\"/data/c/x.jpg\")"), or its offset when it has no sample
+ * meta. Free with g_free(). */
+gchar *gst_train_describe_sample (GstBuffer *buffer);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_COMMON_H__ */
