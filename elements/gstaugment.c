@@ -496,6 +496,16 @@ gst_augment_set_input_caps (GstAugment *augment, GstCaps *caps)
         (NULL));
     return FALSE;
   }
+  /* A new image size alone leaves the output caps as they are: skip
+   * building and comparing them for every image. */
+  if (augment->have_in_caps && gst_pad_has_current_caps (augment->srcpad)
+      && GST_VIDEO_INFO_FPS_N (&info)
+          == GST_VIDEO_INFO_FPS_N (&augment->in_info)
+      && GST_VIDEO_INFO_FPS_D (&info)
+          == GST_VIDEO_INFO_FPS_D (&augment->in_info)) {
+    augment->in_info = info;
+    return TRUE;
+  }
   augment->in_info = info;
   augment->have_in_caps = TRUE;
 
