@@ -8,9 +8,9 @@
 #define CROP_TRIES 10
 
 static gdouble
-uniform (GstTrainRandom *rng, gdouble low, gdouble high)
+uniform (GtRandom *rng, gdouble low, gdouble high)
 {
-  return low + (high - low) * gst_train_random_double (rng);
+  return low + (high - low) * gt_random_double (rng);
 }
 
 /* Python's round(): to nearest, ties to even (nearbyint in the default
@@ -22,7 +22,7 @@ python_round (gdouble value)
 }
 
 gboolean
-gst_train_augment_draw_crop (GstTrainRandom *rng, gint width, gint height,
+gst_train_augment_draw_crop (GtRandom *rng, gint width, gint height,
     const GstTrainCropRange *range, GstTrainCropBox *box)
 {
   gdouble area = (gdouble)width * (gdouble)height;
@@ -42,8 +42,8 @@ gst_train_augment_draw_crop (GstTrainRandom *rng, gint width, gint height,
     if (wd > 0 && wd <= width && hd > 0 && hd <= height) {
       w = (gint)wd;
       h = (gint)hd;
-      box->top = (gint)gst_train_random_below (rng, (guint64)(height - h + 1));
-      box->left = (gint)gst_train_random_below (rng, (guint64)(width - w + 1));
+      box->top = (gint)gt_random_below (rng, (guint64)(height - h + 1));
+      box->left = (gint)gt_random_below (rng, (guint64)(width - w + 1));
       box->height = h;
       box->width = w;
       return TRUE;
@@ -75,9 +75,9 @@ gst_train_augment_draw_crop (GstTrainRandom *rng, gint width, gint height,
 }
 
 gboolean
-gst_train_augment_draw_flip (GstTrainRandom *rng, gdouble probability)
+gst_train_augment_draw_flip (GtRandom *rng, gdouble probability)
 {
-  return gst_train_random_double (rng) < probability;
+  return gt_random_double (rng) < probability;
 }
 
 void

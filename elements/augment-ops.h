@@ -15,7 +15,7 @@
 
 #include <glib.h>
 
-#include "train-random.h"
+#include "gt-random.h"
 
 G_BEGIN_DECLS
 
@@ -47,13 +47,13 @@ typedef struct
 /* Draws a crop box of a @width x @height image from @rng exactly as
  * torchvision's RandomResizedCrop.get_params does (ten tries, then the
  * central fallback). Returns FALSE when the fallback was taken. */
-gboolean gst_train_augment_draw_crop (GstTrainRandom *rng, gint width,
-    gint height, const GstTrainCropRange *range, GstTrainCropBox *box);
+gboolean gst_train_augment_draw_crop (GtRandom *rng, gint width, gint height,
+    const GstTrainCropRange *range, GstTrainCropBox *box);
 
 /* Draws whether to mirror an image, TRUE with @probability; always takes
  * one number from @rng, so that the probability does not shift later
  * draws. */
-gboolean gst_train_augment_draw_flip (GstTrainRandom *rng, gdouble probability);
+gboolean gst_train_augment_draw_flip (GtRandom *rng, gdouble probability);
 
 /* One axis of a resize, and the part of its result that is kept: the input
  * pixels [src_start, src_start + src_size) are resized to @full_size

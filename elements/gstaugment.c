@@ -55,7 +55,7 @@
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
-#include "train-random.h"
+#include "gt-random.h"
 
 #include <gst/video/video.h>
 #include <string.h>
@@ -148,7 +148,7 @@ struct _GstAugment
   /* Streaming state: set at start, then touched by the streaming thread
    * only. */
   GstAugmentSettings settings;
-  GstTrainRandom rng;
+  GtRandom rng;
   GstVideoInfo in_info;
   gboolean have_in_caps;
   GstTrainRecycler *recycler; /* where output images get their memory */
@@ -819,8 +819,7 @@ gst_augment_start (GstAugment *augment)
     return FALSE;
   }
 
-  gst_train_random_init (
-      &augment->rng, s->seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  gt_random_init (&augment->rng, s->seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
   augment->have_in_caps = FALSE;
   augment->n_parts = s->n_threads > 0 ? s->n_threads : g_get_num_processors ();
   augment->parts = g_new0 (GstAugmentPart, augment->n_parts);

@@ -33,7 +33,7 @@
 #include "dataset-index.h"
 #include "train-common.h"
 #include "train-meta.h"
-#include "train-random.h"
+#include "gt-random.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -610,10 +610,10 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
   for (i = 0; i < n; i++)
     order[i] = i;
   if (shuffle) {
-    GstTrainRandom rng;
+    GtRandom rng;
 
-    gst_train_random_init (&rng, seed, (guint64)epoch);
-    gst_train_random_shuffle (&rng, order, n);
+    gt_random_init (&rng, seed, (guint64)epoch);
+    gt_random_shuffle (&rng, order, n);
   }
   /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
   for (i = 0, pos = shard_index; i < src->epoch_samples; i++, pos += num_shards)

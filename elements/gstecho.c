@@ -105,7 +105,7 @@
 
 #include "gstecho.h"
 #include "train-meta.h"
-#include "train-random.h"
+#include "gt-random.h"
 
 #include <gst/base/gstqueuearray.h>
 
@@ -200,7 +200,7 @@ struct _GstEcho
   guint *slots;
   guint n_slots;
   guint64 held_bytes;
-  GstTrainRandom rng;
+  GtRandom rng;
   GstCaps *sink_caps; /* the caps of the items that arrive next */
 
   /* Adaptive mode, as queue: one lock and two conditions. */
@@ -488,11 +488,11 @@ gst_echo_get_property (
 
 /* floor(@factor), plus one with probability @factor - floor(@factor). */
 static guint
-gst_echo_draw_count (GstTrainRandom *rng, gdouble factor)
+gst_echo_draw_count (GtRandom *rng, gdouble factor)
 {
   guint count = (guint)factor;
 
-  if (factor > count && gst_train_random_double (rng) < factor - count)
+  if (factor > count && gt_random_double (rng) < factor - count)
     count++;
   return count;
 }
@@ -688,7 +688,7 @@ gst_echo_downstream_accepts (GstEcho *echo, GstCaps *caps)
 static GstFlowReturn
 gst_echo_fixed_emit_random (GstEcho *echo)
 {
-  guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+  guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
   guint index = echo->slots[slot];
   GstBuffer *out;
   GstCaps *caps;
@@ -866,7 +866,7 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
 
   /* Fresh data comes first: it displaces repeat candidates. */
   while (echo->n_slots > 0 && gst_echo_needs_room (echo, size)) {
-    guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
     guint index = echo->slots[slot];
 
     echo->slots[slot] = echo->slots[--echo->n_slots];
@@ -992,7 +992,7 @@ gst_echo_adaptive_next (
   }
 
   if (echo->n_slots > 0) {
-    guint slot = (guint)gst_train_random_below (&echo->rng, echo->n_slots);
+    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
     guint index = echo->slots[slot];
 
     if (echo->items[index].left == 1)
@@ -1258,7 +1258,7 @@ gst_echo_start (GstEcho *echo)
   if (echo->adaptive)
     echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
   gst_echo_clear (echo);
-  gst_train_random_init (&echo->rng, seed, RANDOM_STREAM);
+  gt_random_init (&echo->rng, seed, RANDOM_STREAM);
   GST_DEBUG_OBJECT (echo, "%s mode, %u items, %" G_GUINT64_FORMAT " bytes",
       echo->adaptive ? "adaptive" : "fixed", echo->capacity, echo->max_bytes);
 }

@@ -1,17 +1,239 @@
 /* trainer.h: the public interface of gst-train's training library.
  *
  * Plain C with no GStreamer or GLib dependency, so that it can be tested and
- * benchmarked alone. Functions return 0 on success and a negative code on
- * failure, with a message written to the caller's buffer; they never abort.
+ * benchmarked alone. Functions return 0 (GT_OK) on success and a negative
+ * GtStatus on failure, with a message kept in the trainer (gt_trainer_error)
+ * or written to the caller's buffer; they never abort on bad input.
+ *
+ * One trainer is one model on one backend: create it from a GtTrainerConfig,
+ * feed it uint8 NHWC batches with int32 labels, save and load checkpoints.
+ * A step is split into begin and end so that a device backend can run it
+ * while the caller prepares the next batch; on the CPU begin does the work.
  */
 #ifndef GT_TRAINER_H
 #define GT_TRAINER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum
+{
+  GT_OK = 0,
+  GT_ERROR_INVALID = -1,   /* a bad argument, config or batch */
+  GT_ERROR_IO = -2,        /* a file could not be read or written */
+  GT_ERROR_NO_MEMORY = -3, /* host or device memory ran out */
+  GT_ERROR_DEVICE = -4,    /* no usable device, or a CUDA/cuDNN failure */
+  GT_ERROR_NONFINITE = -5, /* the loss was NaN or infinite: not applied */
+  GT_ERROR_MISMATCH = -6,  /* a checkpoint does not fit the model */
+} GtStatus;
+
+typedef enum
+{
+  GT_MODEL_RESNET18,
+  GT_MODEL_RESNET34,
+  GT_MODEL_RESNET50,
+  GT_MODEL_RESNET101,
+  GT_MODEL_RESNET20, /* CIFAR layout: 3x3 stem, no max-pool, 16/32/64 */
+  GT_MODEL_RESNET32,
+} GtModel;
+
+typedef enum
+{
+  GT_BACKEND_CPU,
+  GT_BACKEND_CUDA,
+} GtBackend;
+
+typedef enum
+{
+  GT_PRECISION_FP32,
+  GT_PRECISION_BF16,
+  GT_PRECISION_FP16,
+} GtPrecision;
+
+typedef enum
+{
+  GT_LR_CONSTANT,
+  GT_LR_COSINE, /* to 0 at total_steps */
+  GT_LR_STEP,   /* times lr_gamma every lr_step_size steps */
+  GT_LR_POLY,   /* (1 - progress)^lr_power, to 0 at total_steps */
+} GtLrSchedule;
+
+typedef struct
+{
+  GtModel model;
+  int num_classes;
+  /* Largest batch a step or eval pass will get, and the input size. */
+  int batch_size;
+  int height;
+  int width;
+
+  GtBackend backend;
+  int gpu_id;
+  GtPrecision precision;
+  int num_threads; /* 0: one per online CPU */
+
+  /* x = (u8 / 255 - mean) / std, per RGB channel; a one-channel batch is
+   * used as grey (R = G = B). */
+  float mean[3];
+  float std[3];
+
+  /* SGD with momentum as torch.optim.SGD: g = grad + weight_decay * w,
+   * buf = momentum * buf + g, w -= lr * (nesterov ? g + momentum * buf : buf).
+   */
+  float lr;
+  float momentum;
+  float weight_decay;
+  int nesterov;
+  /* 0 (default): no weight decay on batch-norm weights and biases. */
+  int decay_norm_and_bias;
+  float label_smoothing;
+
+  /* Linear warmup from lr / warmup_steps to lr over warmup_steps, then the
+   * schedule over the remaining total_steps - warmup_steps. */
+  GtLrSchedule lr_schedule;
+  int64_t warmup_steps;
+  int64_t total_steps;
+  int64_t lr_step_size;
+  float lr_gamma;
+  float lr_power;
+
+  /* Weights are drawn from this seed; zero_init_residual zeroes the last
+   * batch-norm weight of every block (Goyal et al.). */
+  uint64_t seed;
+  int zero_init_residual;
+} GtTrainerConfig;
+
+/* A batch: num_samples images of height x width x channels (1 or 3) uint8,
+ * image i at images + i * image_stride, rows row_stride bytes apart (0:
+ * packed), and num_samples int32 labels. It must stay valid and unchanged
+ * until the matching gt_trainer_step_end returns. */
+typedef struct
+{
+  const uint8_t *images;
+  const int32_t *labels;
+  int num_samples;
+  int height;
+  int width;
+  int channels;
+  size_t row_stride;
+  size_t image_stride;
+} GtBatch;
+
+typedef struct
+{
+  int64_t step; /* global step after this one (1 after the first step) */
+  float loss;   /* mean over the batch, with label smoothing */
+  float lr;     /* learning rate this step used */
+  int num_samples;
+  int correct_top1;
+  int correct_top5;
+} GtStepResult;
+
+/* Sums over an eval pass: loss_sum / num_samples is the mean loss. */
+typedef struct
+{
+  double loss_sum;
+  int64_t num_samples;
+  int64_t correct_top1;
+  int64_t correct_top5;
+} GtEvalTotals;
+
+typedef enum
+{
+  GT_TENSOR_VALUE,    /* the weight, or the running statistic */
+  GT_TENSOR_GRAD,     /* the gradient of the last step */
+  GT_TENSOR_MOMENTUM, /* the optimiser's momentum buffer */
+} GtTensorPart;
+
+typedef struct
+{
+  const char *name; /* torchvision's state_dict name */
+  int ndim;
+  int64_t shape[4]; /* PyTorch's order (OIHW for convolutions) */
+  int64_t numel;
+  int is_parameter; /* 0 for running_mean/var and num_batches_tracked */
+} GtTensorInfo;
+
+typedef struct GtTrainer GtTrainer;
+
+/* Fills @config with the standard ResNet-50 recipe: resnet50, 1000 classes,
+ * 224x224, batch 256, lr 0.1, momentum 0.9, weight decay 1e-4 (not on
+ * batch-norm and biases), label smoothing 0.1, cosine schedule, ImageNet
+ * mean and std, CPU backend, fp32. */
+void gt_trainer_config_init (GtTrainerConfig *config);
+
+const char *gt_model_name (GtModel model);
+/* 0 and *model set when @name is a model this library builds, else -1. */
+int gt_model_from_name (const char *name, GtModel *model);
+const char *gt_status_name (GtStatus status);
+
+/* A new trainer with freshly initialised weights, or NULL with the reason
+ * in @why. */
+GtTrainer *gt_trainer_new (
+    const GtTrainerConfig *config, char *why, size_t why_size);
+void gt_trainer_free (GtTrainer *trainer);
+
+/* The message of the last failure of @trainer ("" when none). */
+const char *gt_trainer_error (const GtTrainer *trainer);
+const GtTrainerConfig *gt_trainer_config (const GtTrainer *trainer);
+
+/* Starts one training step on @batch. */
+int gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch);
+/* Waits for the step begun last and reports it. GT_ERROR_NONFINITE when
+ * its loss was not finite: the weights and momentum were left unchanged. */
+int gt_trainer_step_end (GtTrainer *trainer, GtStepResult *result);
+/* gt_trainer_step_begin followed by gt_trainer_step_end. */
+int gt_trainer_step (
+    GtTrainer *trainer, const GtBatch *batch, GtStepResult *result);
+
+/* Forward only, with running statistics; adds to @totals. */
+int gt_trainer_eval (
+    GtTrainer *trainer, const GtBatch *batch, GtEvalTotals *totals);
+
+/* The logits of the last step or eval pass, num_samples x num_classes;
+ * returns how many were copied (at most @count). */
+size_t gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count);
+
+int64_t gt_trainer_global_step (const GtTrainer *trainer);
+/* The learning rate of the step that follows @step steps under @config's
+ * schedule. */
+float gt_lr_schedule (const GtTrainerConfig *config, int64_t step);
+/* The learning rate the next step will use. */
+float gt_trainer_current_lr (const GtTrainer *trainer);
+/* Number of trainable parameters (weights and biases). */
+size_t gt_trainer_num_parameters (const GtTrainer *trainer);
+
+/* The model's state_dict tensors, in torchvision's order. */
+int gt_trainer_num_tensors (const GtTrainer *trainer);
+int gt_trainer_tensor_info (
+    const GtTrainer *trainer, int index, GtTensorInfo *info);
+/* Copies one part of tensor @name, in PyTorch's layout, as float. */
+int gt_trainer_read_tensor (GtTrainer *trainer, const char *name,
+    GtTensorPart part, float *out, size_t count);
+
+/* String key/value pairs saved with the next checkpoint and read back by
+ * gt_trainer_load (for the caller's own state: epoch, data position...). */
+int gt_trainer_set_metadata (
+    GtTrainer *trainer, const char *key, const char *value);
+const char *gt_trainer_get_metadata (const GtTrainer *trainer, const char *key);
+
+/* Writes a safetensors checkpoint atomically: the state_dict under
+ * torchvision's names, plus "optimizer.momentum.<name>" tensors and the
+ * step, schedule and RNG state in the metadata. With @weights_only the
+ * file holds the state_dict alone. */
+int gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only);
+
+/* Loads a checkpoint written by gt_trainer_save (exact resume: weights,
+ * statistics, momentum, step, RNG, metadata) or a state_dict-only file such
+ * as one saved from torchvision (weights and statistics; momentum zero, step
+ * 0). *@resumed (when not NULL) is set to 1 for the first kind, 0 for the
+ * second. GT_ERROR_MISMATCH names what does not fit; the trainer is left
+ * unchanged on any failure. */
+int gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed);
 
 typedef struct
 {

@@ -108,10 +108,10 @@ static int
 run_boxes (gint width, gint height, gint count, guint64 seed,
     const GstTrainCropRange *range)
 {
-  GstTrainRandom rng;
+  GtRandom rng;
   gint i;
 
-  gst_train_random_init (&rng, seed, 0);
+  gt_random_init (&rng, seed, 0);
   for (i = 0; i < count; i++) {
     GstTrainCropBox box;
     gboolean drawn =

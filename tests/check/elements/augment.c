@@ -116,12 +116,12 @@ GST_START_TEST (test_crop_boxes_follow_torchvision_rule)
   const gint width = 500, height = 375;
   gdouble *areas = g_new (gdouble, n), *log_aspects = g_new (gdouble, n);
   gdouble *tops = g_new (gdouble, n), *lefts = g_new (gdouble, n);
-  GstTrainRandom rng;
+  GtRandom rng;
   CropMoments m;
   guint i, fallbacks = 0, n_tops = 0, n_lefts = 0;
 
   expected_crop_moments (width, height, &default_range, &m);
-  gst_train_random_init (&rng, 42, 0);
+  gt_random_init (&rng, 42, 0);
   for (i = 0; i < n; i++) {
     GstTrainCropBox box;
 
@@ -171,12 +171,12 @@ GST_END_TEST;
 GST_START_TEST (test_crop_fallback)
 {
   const guint n = 20000;
-  GstTrainRandom rng;
+  GtRandom rng;
   CropMoments m;
   guint i, fallbacks = 0;
   gdouble expected, se;
 
-  gst_train_random_init (&rng, 7, 0);
+  gt_random_init (&rng, 7, 0);
   /* 400x100 (ratio 4): a box fits only when area / aspect <= 1/4 of the
    * image, so many draws use all ten tries. The fallback keeps the full
    * height at the largest allowed ratio: 133x100 in the middle. */
@@ -541,10 +541,10 @@ GST_START_TEST (test_element_draws_in_buffer_order)
   const guint64 seed = 1234;
   GstHarness *h = gst_harness_new_parse (
       "augment width=50 height=40 seed=1234 n-threads=3");
-  GstTrainRandom rng;
+  GtRandom rng;
   guint i;
 
-  gst_train_random_init (&rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  gt_random_init (&rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
   for (i = 0; i < G_N_ELEMENTS (sizes); i++) {
     gint w = sizes[i][0], ht = sizes[i][1];
     GstBuffer *in = picture_buffer (w, ht, i, i), *out;

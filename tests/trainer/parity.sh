@@ -1,0 +1,26 @@
+#!/bin/sh
+# parity.sh: one parity check of the CPU backend against PyTorch.
+#   parity.sh PARITY_BINARY SCRATCH_DIR MODEL CLASSES SIZE BATCH STEPS [ARGS]
+# torch_reference.py writes the reference tensors, the C program compares
+# and writes a checkpoint, and torchvision loads that checkpoint with
+# strict=True and must give our eval logits.
+set -eu
+parity=$1 scratch=$2 model=$3 classes=$4 size=$5 batch=$6 steps=$7
+shift 7
+here=$(dirname "$0")
+python=/usr/bin/python3
+out="$scratch/$model-$size"
+rm -rf "$out"
+mkdir -p "$out"
+
+"$python" "$here/torch_reference.py" reference --model "$model" \
+  --classes "$classes" --size "$size" --batch "$batch" --steps "$steps" \
+  --lr 0.1 --momentum 0.9 --weight-decay 1e-4 --label-smoothing 0.1 \
+  --seed 1 --threads 2 --out "$out/reference.safetensors" "$@"
+"$parity" "$out/reference.safetensors" "$out"
+if [ -f "$out/checkpoint.safetensors" ]; then
+  "$python" "$here/torch_reference.py" check-checkpoint --model "$model" \
+    --classes "$classes" --checkpoint "$out/checkpoint.safetensors" \
+    --expect "$out/expect.safetensors" --rtol 1e-4
+fi
+rm -rf "$out"

@@ -1,0 +1,433 @@
+#!/usr/bin/python3
+"""PyTorch reference for the trainer/ library's tests.
+
+trainer/ trains torchvision ResNets on the CPU and must match PyTorch. This
+script produces the PyTorch side of that comparison and checks checkpoints
+written by the C side. It needs Debian's torch and torchvision only; the
+safetensors file format is implemented here (no safetensors package).
+
+Subcommands:
+
+  reference         run K SGD steps on one random batch; write the initial
+                    weights, the batch, the first step's logits/loss/gradients,
+                    every step's loss and the final state to one .safetensors
+                    file (--forward-only: initial weights, batch and one
+                    train-mode forward only).
+  check-checkpoint  load a checkpoint (torchvision state_dict names; tensors
+                    named optimizer.* are dropped), forward an expect file's
+                    images in eval mode and compare with its eval_logits.
+  count             print a model's number of parameters.
+
+Conventions shared with the C library:
+  * images are uint8 NHWC [N,H,W,3]; x = (u8/255 - mean)/std with the
+    ImageNet mean/std below, then NCHW for torch;
+  * loss = F.cross_entropy(logits, labels, label_smoothing=ls), batch mean;
+  * SGD (PyTorch's update rule) with two parameter groups: weight decay on
+    parameters with ndim > 1 (conv and fc weights), none on BN weights/biases
+    and the fc bias; constant lr;
+  * BatchNorm: PyTorch defaults (momentum 0.1, eps 1e-5, running_var updated
+    with the unbiased batch variance).
+
+Exit status: 0 success, 1 check failed, 2 usage or file error.
+"""
+import argparse
+import json
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models.resnet import BasicBlock, conv1x1
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+# ---------------------------------------------------------------------------
+# safetensors
+# ---------------------------------------------------------------------------
+
+# safetensors dtype name <-> (torch dtype, little-endian numpy dtype)
+_DTYPES = {
+    "F64": (torch.float64, "<f8"),
+    "F32": (torch.float32, "<f4"),
+    "F16": (torch.float16, "<f2"),
+    "I64": (torch.int64, "<i8"),
+    "I32": (torch.int32, "<i4"),
+    "I16": (torch.int16, "<i2"),
+    "I8": (torch.int8, "i1"),
+    "U8": (torch.uint8, "u1"),
+}
+_BY_TORCH = {t: (name, npd) for name, (t, npd) in _DTYPES.items()}
+
+
+def save_safetensors(path, tensors, metadata=None):
+    """Write tensors (name -> CPU tensor, in dict order) to a .safetensors file.
+
+    Layout: u64 LE header length, JSON header padded with spaces so the data
+    starts 8-byte aligned, then each tensor's little-endian row-major bytes.
+    """
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        t = t.detach().cpu()
+        if t.dtype not in _BY_TORCH:
+            raise ValueError(f"{name}: unsupported dtype {t.dtype}")
+        dname, npd = _BY_TORCH[t.dtype]
+        blob = t.contiguous().numpy().astype(npd, copy=False).tobytes()
+        header[name] = {"dtype": dname, "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hjson += b" " * (-len(hjson) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hjson)))
+        f.write(hjson)
+        for blob in blobs:
+            f.write(blob)
+
+
+def load_safetensors(path):
+    """Read a .safetensors file: returns (dict name -> tensor, metadata dict)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ValueError(f"{path}: too short for a safetensors file")
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    if 8 + hlen > len(raw):
+        raise ValueError(f"{path}: header length {hlen} past end of file")
+    header = json.loads(raw[8:8 + hlen].decode("utf-8"))
+    metadata = header.pop("__metadata__", None) or {}
+    data = memoryview(raw)[8 + hlen:]
+    tensors = {}
+    for name, info in header.items():
+        if info["dtype"] not in _DTYPES:
+            raise ValueError(f"{path}: {name}: unsupported dtype {info['dtype']}")
+        tdt, npd = _DTYPES[info["dtype"]]
+        begin, end = info["data_offsets"]
+        shape = tuple(info["shape"])
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"{path}: {name}: data offsets out of range")
+        arr = np.frombuffer(data[begin:end], dtype=npd)
+        if arr.size != int(np.prod(shape, dtype=np.int64)):
+            raise ValueError(f"{path}: {name}: {arr.size} elements for shape {shape}")
+        tensors[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("="))
+                                         .reshape(shape).copy()).to(tdt)
+    return tensors, metadata
+
+
+# ---------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------
+
+class CifarResNet(nn.Module):
+    """He et al. 2016 CIFAR ResNet (depth 6n+2) with torchvision's names.
+
+    3x3 stem 3->16 stride 1, no max-pool, three stages of n BasicBlocks
+    (16/32/64 channels, stride 2 at the start of layer2 and layer3), option-B
+    projection shortcuts (torchvision's downsample), global average pool, fc.
+    Initialised exactly as torchvision's ResNet.__init__.
+    """
+
+    def __init__(self, depth, num_classes=10, zero_init_residual=False):
+        super().__init__()
+        if (depth - 2) % 6 != 0 or depth < 8:
+            raise ValueError(f"CIFAR ResNet depth must be 6n+2, got {depth}")
+        n = (depth - 2) // 6
+        self.inplanes = 16
+        self.conv1 = nn.Conv2d(3, 16, kernel_size=3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.relu = nn.ReLU(inplace=True)
+        self.layer1 = self._make_layer(16, n, stride=1)
+        self.layer2 = self._make_layer(32, n, stride=2)
+        self.layer3 = self._make_layer(64, n, stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(64 * BasicBlock.expansion, num_classes)
+
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+        if zero_init_residual:
+            for m in self.modules():
+                if isinstance(m, BasicBlock):
+                    nn.init.constant_(m.bn2.weight, 0)
+
+    def _make_layer(self, planes, blocks, stride):
+        downsample = None
+        if stride != 1 or self.inplanes != planes * BasicBlock.expansion:
+            downsample = nn.Sequential(
+                conv1x1(self.inplanes, planes * BasicBlock.expansion, stride),
+                nn.BatchNorm2d(planes * BasicBlock.expansion))
+        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes * BasicBlock.expansion
+        layers += [BasicBlock(self.inplanes, planes) for _ in range(1, blocks)]
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def cifar_resnet(depth, num_classes=10, zero_init_residual=False):
+    return CifarResNet(depth, num_classes, zero_init_residual)
+
+
+MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet20", "resnet32")
+
+
+def build_model(name, num_classes, zero_init_residual=False):
+    """torchvision resnet18/34/50/101 (no weights) or CIFAR resnet20/32."""
+    if name in ("resnet20", "resnet32"):
+        return cifar_resnet(int(name[6:]), num_classes, zero_init_residual)
+    if name in ("resnet18", "resnet34", "resnet50", "resnet101"):
+        return getattr(torchvision.models, name)(
+            weights=None, num_classes=num_classes, zero_init_residual=zero_init_residual)
+    raise ValueError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+
+
+# ---------------------------------------------------------------------------
+# Training pieces
+# ---------------------------------------------------------------------------
+
+def normalize(images_u8):
+    """uint8 NHWC [N,H,W,3] -> normalised float32 NCHW."""
+    x = images_u8.to(torch.float32) / 255.0
+    x = (x - torch.tensor(MEAN)) / torch.tensor(STD)
+    return x.permute(0, 3, 1, 2).contiguous()
+
+
+def make_optimizer(model, lr, momentum, weight_decay, nesterov):
+    """SGD; weight decay only on parameters with ndim > 1."""
+    decay = [p for p in model.parameters() if p.ndim > 1]
+    no_decay = [p for p in model.parameters() if p.ndim <= 1]
+    return torch.optim.SGD(
+        [{"params": decay, "weight_decay": weight_decay},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr, momentum=momentum, nesterov=nesterov)
+
+
+def random_batch(batch, size, classes, seed):
+    """Random uint8 NHWC images and int32 labels from a generator seeded with
+    seed (independent of how much randomness model construction consumed)."""
+    g = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (batch, size, size, 3), generator=g, dtype=torch.uint8)
+    labels = torch.randint(0, classes, (batch,), generator=g, dtype=torch.int32)
+    return images, labels
+
+
+def state_tensors(prefix, model):
+    return {prefix + k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+# ---------------------------------------------------------------------------
+# Subcommands
+# ---------------------------------------------------------------------------
+
+class ReluMargin:
+    """Smallest |input| of any ReLU while active: how close the batch comes
+    to a ReLU switching over. fp32 implementations that sum in different
+    orders differ by about 1e-6, so an input closer to zero than that may
+    be cut by one and passed by the other, and the gradients then differ
+    by far more than rounding; the reference picks a batch that stays
+    clear of this, so that the comparison is well-conditioned."""
+
+    def __init__(self, model):
+        self.margin = float("inf")
+        self.handles = [m.register_forward_pre_hook(self.hook)
+                        for m in model.modules() if isinstance(m, torch.nn.ReLU)]
+
+    def hook(self, module, inputs):
+        # exact zeros (a zero-initialised branch added to a cut ReLU) are
+        # exact in every implementation: they do not count
+        magnitude = inputs[0].detach().abs()
+        nonzero = magnitude[magnitude > 0]
+        if nonzero.numel():
+            self.margin = min(self.margin, nonzero.min().item())
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
+def run_reference(a, init_state, images, labels, dtype=torch.float32):
+    """Trains a copy of the model from init_state on one batch: returns the
+    tensors to save and the ReLU margin over every forward pass."""
+    model = build_model(a.model, a.classes, bool(a.zero_init_residual)).train()
+    model.load_state_dict(init_state)
+    model.to(dtype)
+    x, y = normalize(images).to(dtype), labels.long()
+    margin = ReluMargin(model)
+    out = {}
+    if a.forward_only:
+        with torch.no_grad():
+            logits = model(x)
+            loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+        out["step0.logits"], out["step0.loss"] = logits, loss.reshape(1)
+        margin.remove()
+        return out, margin.margin, [loss.item()]
+
+    opt = make_optimizer(model, a.lr, a.momentum, a.weight_decay, bool(a.nesterov))
+    losses = []
+    for step in range(a.steps):
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+        loss.backward()
+        if step == 0:
+            out["step0.logits"] = logits.detach().clone()
+            out["step0.loss"] = loss.detach().reshape(1).clone()
+            for n, p in model.named_parameters():
+                out["step0.grad." + n] = p.grad.detach().clone()
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = torch.tensor(losses, dtype=torch.float32)
+    out.update(state_tensors("final.", model))
+    model.eval()
+    with torch.no_grad():
+        out["final.eval_logits"] = model(x)
+    margin.remove()
+    return out, margin.margin, losses
+
+
+def cmd_reference(a):
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    model = build_model(a.model, a.classes, bool(a.zero_init_residual)).train()
+    init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    best = None
+    for attempt in range(a.max_attempts):
+        data_seed = a.seed + attempt
+        images, labels = random_batch(a.batch, a.size, a.classes, data_seed)
+        result, margin, losses = run_reference(a, init_state, images, labels)
+        if best is None or margin > best[0]:
+            best = (margin, data_seed, images, labels, result, losses)
+        if margin >= a.min_relu_margin:
+            break
+    margin, data_seed, images, labels, result, losses = best
+    # The same run in float64: the yardstick for how far fp32 can be from
+    # the exact result on this batch (PyTorch's own fp32 error).
+    exact, _, _ = run_reference(a, init_state, images, labels, torch.float64)
+    for name, value in exact.items():
+        if value.is_floating_point():
+            result["f64." + name] = value.to(torch.float64)
+    if margin < a.min_relu_margin:
+        print(f"error: no batch among {a.max_attempts} keeps every ReLU input "
+              f"{a.min_relu_margin:g} from zero (best {margin:.3g}): use a smaller "
+              f"batch or image size", file=sys.stderr)
+        return 1
+
+    out = state_tensors("init.", model)
+    out["images"], out["labels"] = images, labels
+    out.update(result)
+    meta = {k: getattr(a, k) for k in (
+        "model", "classes", "size", "batch", "steps", "lr", "momentum", "weight_decay",
+        "label_smoothing", "nesterov", "zero_init_residual", "seed", "threads")}
+    meta.update(torch=torch.__version__, forward_only=int(a.forward_only),
+                mean=",".join(map(str, MEAN)), std=",".join(map(str, STD)),
+                data_seed=data_seed, relu_margin=f"{margin:.3g}")
+    save_safetensors(a.out, out, meta)
+    print(f"{a.out}: data seed {data_seed}, ReLU margin {margin:.3g}, losses "
+          + " ".join(f"{v:.6f}" for v in losses))
+    return 0
+
+
+def cmd_check_checkpoint(a):
+    torch.set_num_threads(a.threads)
+    try:
+        ck, _ = load_safetensors(a.checkpoint)
+        ex, _ = load_safetensors(a.expect)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for name in ("images", "eval_logits"):
+        if name not in ex:
+            print(f"error: {a.expect} has no tensor {name!r}", file=sys.stderr)
+            return 2
+    dropped = [k for k in ck if k.startswith("optimizer.")]
+    if dropped:
+        print(f"dropped {len(dropped)} optimizer.* tensors from the checkpoint")
+    sd = {k: v for k, v in ck.items() if not k.startswith("optimizer.")}
+    for k in sd:
+        if k.endswith("num_batches_tracked"):
+            sd[k] = sd[k].to(torch.int64)
+
+    model = build_model(a.model, a.classes)
+    try:
+        model.load_state_dict(sd, strict=True)
+    except RuntimeError as e:
+        print(f"FAIL: checkpoint does not match {a.model} ({a.classes} classes):\n{e}")
+        return 1
+    model.eval()
+    with torch.no_grad():
+        got = model(normalize(ex["images"]))
+    want = ex["eval_logits"].to(torch.float32)
+    if got.shape != want.shape:
+        print(f"FAIL: logits shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        return 1
+    diff = (got - want).abs().max().item()
+    scale = want.abs().max().item()
+    rel = diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
+    ok = diff <= a.rtol * scale and bool(torch.isfinite(got).all())
+    print(f"{'OK' if ok else 'FAIL'}: max|a-b| {diff:.3e}, max|b| {scale:.3e}, "
+          f"relative error {rel:.3e} (rtol {a.rtol:g})")
+    return 0 if ok else 1
+
+
+def cmd_count(a):
+    print(sum(p.numel() for p in build_model(a.model, a.classes).parameters()))
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("reference", help="write a reference training run")
+    r.add_argument("--model", required=True, choices=MODELS)
+    r.add_argument("--classes", type=int, default=10)
+    r.add_argument("--size", type=int, default=32)
+    r.add_argument("--batch", type=int, default=8)
+    r.add_argument("--steps", type=int, default=3)
+    r.add_argument("--lr", type=float, default=0.1)
+    r.add_argument("--momentum", type=float, default=0.9)
+    r.add_argument("--weight-decay", type=float, default=1e-4)
+    r.add_argument("--label-smoothing", type=float, default=0.1)
+    r.add_argument("--nesterov", type=int, choices=(0, 1), default=0)
+    r.add_argument("--zero-init-residual", type=int, choices=(0, 1), default=0)
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--forward-only", action="store_true")
+    r.add_argument("--min-relu-margin", type=float, default=0.0,
+                   help="try data seeds seed, seed+1, ... until every ReLU input "
+                   "stays this far from zero")
+    r.add_argument("--max-attempts", type=int, default=200)
+    r.add_argument("--out", required=True)
+
+    c = sub.add_parser("check-checkpoint", help="compare a checkpoint's eval logits")
+    c.add_argument("--model", required=True, choices=MODELS)
+    c.add_argument("--classes", type=int, required=True)
+    c.add_argument("--checkpoint", required=True)
+    c.add_argument("--expect", required=True)
+    c.add_argument("--rtol", type=float, default=1e-4)
+    c.add_argument("--threads", type=int, default=2)
+
+    n = sub.add_parser("count", help="print the number of parameters")
+    n.add_argument("--model", required=True, choices=MODELS)
+    n.add_argument("--classes", type=int, default=1000)
+
+    a = p.parse_args(argv)
+    return {"reference": cmd_reference, "check-checkpoint": cmd_check_checkpoint,
+            "count": cmd_count}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+/* backend.h: what a backend (cpu/, cuda/) provides to trainer.c.
+ *
+ * The trainer owns the model description and the schedule; a backend owns
+ * the flat buffers (parameters, gradients, momentum, running statistics)
+ * and runs steps on them. Host access goes through sync_to_host and
+ * sync_from_host, so that a device backend copies only when the caller
+ * reads or writes state (checkpoints, tests), never per step. */
+#ifndef GT_BACKEND_H
+#define GT_BACKEND_H
+
+#include "model.h"
+
+/* Host views of a backend's state, current after sync_to_host. */
+typedef struct
+{
+  float *params;
+  float *grads;
+  float *momentum;
+  float *stats;
+  int64_t *num_batches_tracked;
+} GtHostState;
+
+typedef struct
+{
+  const char *name;
+  void *(*create) (const GtModelSpec *spec, const GtTrainerConfig *config,
+      char *why, size_t why_size);
+  void (*destroy) (void *backend);
+  /* Starts a training step with learning rate @lr. */
+  int (*step_begin) (void *backend, const GtBatch *batch, float lr, char *why,
+      size_t why_size);
+  int (*step_end) (
+      void *backend, GtStepResult *result, char *why, size_t why_size);
+  int (*eval) (void *backend, const GtBatch *batch, GtEvalTotals *totals,
+      char *why, size_t why_size);
+  size_t (*read_logits) (void *backend, float *out, size_t count);
+  int (*sync_to_host) (void *backend, GtHostState *state);
+  /* The caller changed the host state: push it to the device. */
+  int (*sync_from_host) (void *backend);
+} GtBackendOps;
+
+extern const GtBackendOps gt_cpu_backend;
+
+#endif /* GT_BACKEND_H */

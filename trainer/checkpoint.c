@@ -1,0 +1,355 @@
+/* checkpoint.c: saving and loading a trainer as safetensors.
+ *
+ * The model's tensors go under torchvision's state_dict names and layouts,
+ * so that torchvision loads them with strict=True once the optimiser's
+ * "optimizer.momentum.*" tensors are left out; the step, the RNG and the
+ * caller's metadata ride in the header's metadata. */
+#include "safetensors.h"
+#include "trainer-private.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOMENTUM_PREFIX "optimizer.momentum."
+#define OPTIMIZER_PREFIX "optimizer."
+
+static int
+entry_is_float (const GtTensorEntry *entry)
+{
+  return entry->kind != GT_ENTRY_NUM_BATCHES_TRACKED;
+}
+
+int
+gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only)
+{
+  const GtModelSpec *spec = &trainer->spec;
+  GtStWriter *writer = NULL;
+  float *torch_params = NULL, *torch_momentum = NULL;
+  GtHostState state;
+  char text[128], why[512];
+  int status, i;
+
+  if (trainer->step_pending)
+    return gt_trainer_fail (
+        trainer, GT_ERROR_INVALID, "a step is running: end it before saving");
+  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
+    return status;
+  writer = gt_st_writer_new ();
+  torch_params = malloc (spec->num_params * sizeof (float));
+  if (!weights_only)
+    torch_momentum = malloc (spec->num_params * sizeof (float));
+  if (writer == NULL || torch_params == NULL
+      || (!weights_only && torch_momentum == NULL)) {
+    status = gt_trainer_fail (
+        trainer, GT_ERROR_NO_MEMORY, "out of memory saving %s", path);
+    goto done;
+  }
+
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+    const void *data;
+
+    if (entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED)
+      data = state.num_batches_tracked;
+    else if (!gt_entry_is_parameter (entry))
+      data = state.stats + entry->offset;
+    else {
+      gt_entry_to_torch (
+          entry, state.params + entry->offset, torch_params + entry->offset);
+      data = torch_params + entry->offset;
+    }
+    if (gt_st_writer_add (writer, entry->name,
+            entry_is_float (entry) ? GT_ST_F32 : GT_ST_I64, entry->ndim,
+            entry->shape, data)
+        < 0) {
+      status = gt_trainer_fail (trainer, GT_ERROR_INVALID,
+          "could not add %s to %s", entry->name, path);
+      goto done;
+    }
+  }
+  for (i = 0; !weights_only && i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+    char name[128];
+
+    if (!gt_entry_is_parameter (entry))
+      continue;
+    gt_entry_to_torch (
+        entry, state.momentum + entry->offset, torch_momentum + entry->offset);
+    snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
+    if (gt_st_writer_add (writer, name, GT_ST_F32, entry->ndim, entry->shape,
+            torch_momentum + entry->offset)
+        < 0) {
+      status = gt_trainer_fail (
+          trainer, GT_ERROR_INVALID, "could not add %s to %s", name, path);
+      goto done;
+    }
+  }
+
+  gt_st_writer_set_metadata (writer, "format", "pt");
+  gt_st_writer_set_metadata (
+      writer, "gst_train.model", gt_model_name (trainer->config.model));
+  snprintf (text, sizeof (text), "%d", spec->num_classes);
+  gt_st_writer_set_metadata (writer, "gst_train.num_classes", text);
+  if (!weights_only) {
+    gt_st_writer_set_metadata (writer, "gst_train.kind", "checkpoint");
+    snprintf (text, sizeof (text), "%" PRId64, trainer->step);
+    gt_st_writer_set_metadata (writer, "gst_train.step", text);
+    snprintf (text, sizeof (text),
+        "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
+        trainer->rng.s[0], trainer->rng.s[1], trainer->rng.s[2],
+        trainer->rng.s[3]);
+    gt_st_writer_set_metadata (writer, "gst_train.rng", text);
+    for (i = 0; i < trainer->num_metadata; i++)
+      gt_st_writer_set_metadata (
+          writer, trainer->metadata[i].key, trainer->metadata[i].value);
+  } else {
+    gt_st_writer_set_metadata (writer, "gst_train.kind", "weights");
+  }
+
+  if (gt_st_writer_write (writer, path, why, sizeof (why)) < 0)
+    status = gt_trainer_fail (trainer, GT_ERROR_IO, "%s", why);
+  else
+    status = GT_OK;
+
+done:
+  gt_st_writer_free (writer);
+  free (torch_params);
+  free (torch_momentum);
+  return status;
+}
+
+/* Appends "@name" to a comma-separated @list, up to a handful of names. */
+static void
+list_append (char *list, size_t size, int *count, const char *name)
+{
+  size_t length = strlen (list);
+
+  if (*count < 6)
+    snprintf (list + length, size - length, "%s%s", *count ? ", " : "", name);
+  else if (*count == 6)
+    snprintf (list + length, size - length, ", ...");
+  (*count)++;
+}
+
+static void
+format_shape (char *out, size_t size, int ndim, const int64_t *shape)
+{
+  size_t length;
+  int d;
+
+  snprintf (out, size, "[");
+  for (d = 0; d < ndim; d++) {
+    length = strlen (out);
+    snprintf (
+        out + length, size - length, "%s%" PRId64, d ? ", " : "", shape[d]);
+  }
+  length = strlen (out);
+  snprintf (out + length, size - length, "]");
+}
+
+/* Checks that @tensor can stand for @entry; a message in @problem when
+ * not. */
+static int
+tensor_fits (const GtTensorEntry *entry, const GtStTensor *tensor,
+    char *problem, size_t size)
+{
+  GtStDtype want = entry_is_float (entry) ? GT_ST_F32 : GT_ST_I64;
+  int d, fits = tensor->ndim == entry->ndim;
+
+  for (d = 0; fits && d < entry->ndim; d++)
+    fits = tensor->shape[d] == entry->shape[d];
+  /* PyTorch writes num_batches_tracked as a 0-dim tensor; accept [1]. */
+  if (!fits && entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED)
+    fits = gt_st_numel (tensor) == 1;
+  if (!fits) {
+    char theirs[96], ours[96];
+
+    format_shape (theirs, sizeof (theirs), tensor->ndim, tensor->shape);
+    format_shape (ours, sizeof (ours), entry->ndim, entry->shape);
+    snprintf (problem, size, "%s is %s in the file, %s in the model",
+        tensor->name, theirs, ours);
+    return 0;
+  }
+  if (tensor->dtype != want) {
+    snprintf (problem, size, "%s is %s in the file, %s expected", tensor->name,
+        gt_st_dtype_name (tensor->dtype), gt_st_dtype_name (want));
+    return 0;
+  }
+  return 1;
+}
+
+static int
+parse_rng (const char *text, GtRandom *rng)
+{
+  int i;
+
+  for (i = 0; i < 4; i++) {
+    char *end;
+
+    if (text == NULL)
+      return -1;
+    rng->s[i] = strtoull (text, &end, 16);
+    if (end == text)
+      return -1;
+    text = end;
+  }
+  return 0;
+}
+
+int
+gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
+{
+  const GtModelSpec *spec = &trainer->spec;
+  GtStFile *file;
+  GtHostState state;
+  char why[512], missing[512] = "", unexpected[512] = "", problem[512] = "";
+  int num_missing = 0, num_unexpected = 0, num_problems = 0;
+  float *params = NULL, *momentum = NULL, *stats = NULL;
+  int64_t num_batches_tracked = 0, step = 0;
+  GtRandom rng = trainer->rng;
+  const char *kind, *text;
+  int full, status, i;
+
+  if (trainer->step_pending)
+    return gt_trainer_fail (
+        trainer, GT_ERROR_INVALID, "a step is running: end it before loading");
+  file = gt_st_open (path, why, sizeof (why));
+  if (file == NULL)
+    return gt_trainer_fail (trainer, GT_ERROR_IO, "%s", why);
+  kind = gt_st_metadata (file, "gst_train.kind");
+  full = kind != NULL && strcmp (kind, "checkpoint") == 0;
+
+  /* Everything is checked and read into new buffers before the trainer
+   * changes, so that a bad file leaves it as it was. */
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+    const GtStTensor *tensor = gt_st_find (file, entry->name);
+    char message[256];
+
+    if (tensor == NULL)
+      list_append (missing, sizeof (missing), &num_missing, entry->name);
+    else if (!tensor_fits (entry, tensor, message, sizeof (message))) {
+      if (num_problems++ == 0)
+        snprintf (problem, sizeof (problem), "%s", message);
+    }
+    if (full && gt_entry_is_parameter (entry)) {
+      char name[128];
+
+      snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
+      tensor = gt_st_find (file, name);
+      if (tensor == NULL)
+        list_append (missing, sizeof (missing), &num_missing, name);
+      else if (!tensor_fits (entry, tensor, message, sizeof (message))
+          && num_problems++ == 0)
+        snprintf (problem, sizeof (problem), "%s", message);
+    }
+  }
+  for (i = 0; i < gt_st_num_tensors (file); i++) {
+    const char *name = gt_st_tensor (file, i)->name;
+
+    if (strncmp (name, OPTIMIZER_PREFIX, strlen (OPTIMIZER_PREFIX)) == 0)
+      continue;
+    if (gt_model_find_entry (spec, name) == NULL)
+      list_append (unexpected, sizeof (unexpected), &num_unexpected, name);
+  }
+  if (num_missing || num_unexpected || num_problems) {
+    status = gt_trainer_fail (trainer, GT_ERROR_MISMATCH,
+        "%s does not fit %s with %d classes:%s%s%s%s%s%s", path,
+        gt_model_name (trainer->config.model), spec->num_classes,
+        num_missing ? " missing " : "", missing,
+        num_unexpected ? "; unexpected " : "", unexpected,
+        num_problems ? "; " : "", problem);
+    goto done;
+  }
+  if (full) {
+    text = gt_st_metadata (file, "gst_train.step");
+    if (text == NULL || sscanf (text, "%" SCNd64, &step) != 1 || step < 0
+        || parse_rng (gt_st_metadata (file, "gst_train.rng"), &rng) < 0) {
+      status = gt_trainer_fail (trainer, GT_ERROR_MISMATCH,
+          "%s is a checkpoint without a valid step or RNG state", path);
+      goto done;
+    }
+  }
+
+  params = malloc (spec->num_params * sizeof (float));
+  momentum = calloc (spec->num_params, sizeof (float));
+  stats = malloc (spec->num_stats * sizeof (float));
+  if (!params || !momentum || !stats) {
+    status = gt_trainer_fail (
+        trainer, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
+    goto done;
+  }
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+    const GtStTensor *tensor = gt_st_find (file, entry->name);
+    float *torch_layout;
+
+    if (entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED) {
+      /* all norms count the same steps: the last one read stands */
+      memcpy (
+          &num_batches_tracked, gt_st_data (file, tensor), sizeof (int64_t));
+      continue;
+    }
+    if (!gt_entry_is_parameter (entry)) {
+      memcpy (stats + entry->offset, gt_st_data (file, tensor),
+          entry->numel * sizeof (float));
+      continue;
+    }
+    /* The data may sit at any alignment in a foreign file: copy first. */
+    torch_layout = momentum + entry->offset;
+    memcpy (
+        torch_layout, gt_st_data (file, tensor), entry->numel * sizeof (float));
+    gt_entry_from_torch (entry, torch_layout, params + entry->offset);
+    if (full) {
+      char name[128];
+
+      snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
+      memcpy (torch_layout, gt_st_data (file, gt_st_find (file, name)),
+          entry->numel * sizeof (float));
+      /* convolutions need a second buffer to reorder into */
+      if (entry->kind == GT_ENTRY_CONV_WEIGHT) {
+        float *reordered = malloc (entry->numel * sizeof (float));
+
+        if (reordered == NULL) {
+          status = gt_trainer_fail (
+              trainer, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
+          goto done;
+        }
+        gt_entry_from_torch (entry, torch_layout, reordered);
+        memcpy (torch_layout, reordered, entry->numel * sizeof (float));
+        free (reordered);
+      }
+    } else {
+      memset (torch_layout, 0, entry->numel * sizeof (float));
+    }
+  }
+
+  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
+    goto done;
+  memcpy (state.params, params, spec->num_params * sizeof (float));
+  memcpy (state.momentum, momentum, spec->num_params * sizeof (float));
+  memcpy (state.stats, stats, spec->num_stats * sizeof (float));
+  *state.num_batches_tracked = num_batches_tracked;
+  if ((status = trainer->ops->sync_from_host (trainer->backend)))
+    goto done;
+  trainer->step = full ? step : 0;
+  trainer->rng = rng;
+  for (i = 0; full && i < gt_st_num_metadata (file); i++) {
+    const char *key = gt_st_metadata_key (file, i);
+
+    if (strcmp (key, "format") != 0 && strncmp (key, "gst_train.", 10) != 0)
+      gt_trainer_set_metadata (trainer, key, gt_st_metadata (file, key));
+  }
+  if (resumed)
+    *resumed = full;
+  status = GT_OK;
+
+done:
+  free (params);
+  free (momentum);
+  free (stats);
+  gt_st_close (file);
+  return status;
+}

@@ -1,0 +1,684 @@
+/* cpu-backend.c: the fp32 reference backend. It runs a GtModelSpec layer
+ * by layer with the kernels of cpu-layers.c, keeping every activation of
+ * the forward pass for the backward pass, and applies SGD to the flat
+ * parameter buffer. Read next to the CUDA backend: the same steps, in the
+ * same order, with the same names. */
+#include "backend.h"
+#include "cpu-layers.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Floats of im2col columns per thread: large enough that the matrix
+ * products stay efficient, small enough to stay near the caches. */
+#define COLUMN_BUDGET_FLOATS (2u << 20)
+
+/* A convolution and the batch-norm after it. */
+typedef struct
+{
+  const GtConvSpec *conv;
+  const GtNormSpec *norm;
+  int in_h, in_w, out_h, out_w;
+  float *conv_out; /* before the norm, kept for its backward pass */
+  float *out;      /* after the norm (+ residual) (+ ReLU) */
+  float *mean;     /* batch statistics of the last training forward */
+  float *invstd;
+} Unit;
+
+typedef struct
+{
+  const GtBlockSpec *spec;
+  int num_units; /* 2 (basic) or 3 (bottleneck) */
+  Unit units[3];
+  Unit down;
+} Block;
+
+typedef struct
+{
+  const GtModelSpec *spec;
+  GtTrainerConfig config;
+  GtCpuPool *pool;
+  GtCpuScratch scratch;
+
+  float *params;
+  float *grads;
+  float *momentum;
+  float *stats;
+  float *saved_stats; /* restored when a step's loss is not finite */
+  int64_t num_batches_tracked;
+
+  float *input;
+  Unit stem;
+  float *pooled;
+  int *argmax;
+  int pooled_h, pooled_w;
+  Block *blocks;
+  const float *last_out; /* the last block's output */
+  int last_h, last_w;
+  float *features;
+  float *logits;
+  float *dlogits;
+  float *dfeatures;
+  float *grad_buffers[4];
+  int logits_samples;
+
+  int pending_status;
+  GtStepResult pending_result;
+  char pending_why[512];
+} CpuBackend;
+
+static size_t
+unit_output_floats (const Unit *unit, int batch_size)
+{
+  return (size_t)batch_size * unit->out_h * unit->out_w
+      * unit->conv->out_channels;
+}
+
+static int
+unit_setup (Unit *unit, const GtConvSpec *conv, const GtNormSpec *norm,
+    int in_h, int in_w, int batch_size, size_t *max_activation)
+{
+  size_t floats;
+
+  unit->conv = conv;
+  unit->norm = norm;
+  unit->in_h = in_h;
+  unit->in_w = in_w;
+  unit->out_h = gt_conv_output_size (conv, in_h);
+  unit->out_w = gt_conv_output_size (conv, in_w);
+  if (unit->out_h < 1 || unit->out_w < 1)
+    return -1; /* too small */
+  floats = unit_output_floats (unit, batch_size);
+  if (floats > *max_activation)
+    *max_activation = floats;
+  unit->conv_out = malloc (floats * sizeof (float));
+  unit->out = malloc (floats * sizeof (float));
+  unit->mean = malloc (conv->out_channels * sizeof (float));
+  unit->invstd = malloc (conv->out_channels * sizeof (float));
+  return unit->conv_out && unit->out && unit->mean && unit->invstd ? 0 : -2;
+}
+
+static void
+unit_clear (Unit *unit)
+{
+  free (unit->conv_out);
+  free (unit->out);
+  free (unit->mean);
+  free (unit->invstd);
+}
+
+static void cpu_destroy (void *data);
+
+static void *
+cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
+    size_t why_size)
+{
+  CpuBackend *cpu = calloc (1, sizeof (CpuBackend));
+  int batch_size = config->batch_size;
+  size_t max_activation = 0, max_columns = 0, max_weights = 0;
+  int num_threads = config->num_threads, h, w, i, k, max_channels;
+  int setup_status = 0;
+
+  if (cpu == NULL)
+    goto no_memory;
+  cpu->spec = spec;
+  cpu->config = *config;
+  if (num_threads <= 0)
+    num_threads = (int)sysconf (_SC_NPROCESSORS_ONLN);
+  if (num_threads <= 0)
+    num_threads = 1;
+  /* Our threads split every product by rows (cpu-pool.h says why). */
+  openblas_set_num_threads (1);
+  cpu->pool = gt_cpu_pool_new (num_threads);
+  if (cpu->pool == NULL) {
+    snprintf (why, why_size, "could not start %d CPU threads", num_threads);
+    cpu_destroy (cpu);
+    return NULL;
+  }
+
+  cpu->params = calloc (spec->num_params, sizeof (float));
+  cpu->grads = calloc (spec->num_params, sizeof (float));
+  cpu->momentum = calloc (spec->num_params, sizeof (float));
+  cpu->stats = calloc (spec->num_stats, sizeof (float));
+  cpu->saved_stats = calloc (spec->num_stats, sizeof (float));
+  cpu->input = malloc (
+      (size_t)batch_size * config->height * config->width * 3 * sizeof (float));
+  cpu->blocks = calloc (spec->num_blocks, sizeof (Block));
+  if (!cpu->params || !cpu->grads || !cpu->momentum || !cpu->stats
+      || !cpu->saved_stats || !cpu->input || !cpu->blocks)
+    goto no_memory;
+
+  h = config->height;
+  w = config->width;
+  if ((setup_status = unit_setup (&cpu->stem, &spec->stem, &spec->stem_norm, h,
+           w, batch_size, &max_activation))
+      < 0)
+    goto setup_failed;
+  h = cpu->stem.out_h;
+  w = cpu->stem.out_w;
+  if (spec->has_maxpool) {
+    size_t floats;
+
+    cpu->pooled_h = (h + 2 - 3) / 2 + 1;
+    cpu->pooled_w = (w + 2 - 3) / 2 + 1;
+    floats = (size_t)batch_size * cpu->pooled_h * cpu->pooled_w
+        * spec->stem.out_channels;
+    if (floats > max_activation)
+      max_activation = floats;
+    cpu->pooled = malloc (floats * sizeof (float));
+    cpu->argmax = malloc (floats * sizeof (int));
+    if (!cpu->pooled || !cpu->argmax)
+      goto no_memory;
+    h = cpu->pooled_h;
+    w = cpu->pooled_w;
+  }
+  for (i = 0; i < spec->num_blocks; i++) {
+    const GtBlockSpec *block_spec = &spec->blocks[i];
+    Block *block = &cpu->blocks[i];
+    const GtConvSpec *convs[3] = { &block_spec->conv1, &block_spec->conv2,
+      &block_spec->conv3 };
+    const GtNormSpec *norms[3] = { &block_spec->norm1, &block_spec->norm2,
+      &block_spec->norm3 };
+    int in_h = h, in_w = w;
+
+    block->spec = block_spec;
+    block->num_units = block_spec->bottleneck ? 3 : 2;
+    for (k = 0; k < block->num_units; k++) {
+      if ((setup_status = unit_setup (&block->units[k], convs[k], norms[k], h,
+               w, batch_size, &max_activation))
+          < 0)
+        goto setup_failed;
+      h = block->units[k].out_h;
+      w = block->units[k].out_w;
+    }
+    if (block_spec->has_downsample
+        && (setup_status = unit_setup (&block->down, &block_spec->down_conv,
+                &block_spec->down_norm, in_h, in_w, batch_size,
+                &max_activation))
+            < 0)
+      goto setup_failed;
+  }
+  cpu->last_h = h;
+  cpu->last_w = w;
+
+  for (i = 0; i < 4; i++)
+    if (!(cpu->grad_buffers[i] = malloc (max_activation * sizeof (float))))
+      goto no_memory;
+  cpu->features = malloc ((size_t)batch_size * spec->features * sizeof (float));
+  cpu->dfeatures =
+      malloc ((size_t)batch_size * spec->features * sizeof (float));
+  cpu->logits =
+      malloc ((size_t)batch_size * spec->num_classes * sizeof (float));
+  cpu->dlogits =
+      malloc ((size_t)batch_size * spec->num_classes * sizeof (float));
+  if (!cpu->features || !cpu->dfeatures || !cpu->logits || !cpu->dlogits)
+    goto no_memory;
+
+  /* Scratch sized for the largest convolution. */
+  max_channels = 0;
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+
+    if (entry->kind == GT_ENTRY_CONV_WEIGHT) {
+      size_t width = entry->shape[1] * entry->shape[2] * entry->shape[3];
+      size_t rows = (size_t)batch_size * config->height * config->width;
+
+      if (entry->numel > max_weights)
+        max_weights = entry->numel;
+      if (rows * width > max_columns)
+        max_columns = rows * width;
+      if (width > max_columns)
+        max_columns = width;
+    }
+    if (entry->kind == GT_ENTRY_NORM_WEIGHT && entry->shape[0] > max_channels)
+      max_channels = (int)entry->shape[0];
+  }
+  if (max_columns > COLUMN_BUDGET_FLOATS)
+    max_columns = COLUMN_BUDGET_FLOATS;
+  if (gt_cpu_scratch_init (
+          &cpu->scratch, num_threads, max_columns, max_weights, max_channels)
+      < 0)
+    goto no_memory;
+
+  gt_model_init_weights (
+      spec, cpu->params, cpu->stats, config->seed, config->zero_init_residual);
+  return cpu;
+
+setup_failed:
+  if (setup_status != -1)
+    goto no_memory;
+  snprintf (why, why_size, "%dx%d images are too small for %s", config->width,
+      config->height, gt_model_name (spec->model));
+  cpu_destroy (cpu);
+  return NULL;
+no_memory:
+  snprintf (why, why_size,
+      "out of memory allocating %s for batch %d at %dx%d on the CPU",
+      gt_model_name (spec->model), batch_size, config->width, config->height);
+  cpu_destroy (cpu);
+  return NULL;
+}
+
+static void
+cpu_destroy (void *data)
+{
+  CpuBackend *cpu = data;
+  int i, k;
+
+  if (cpu == NULL)
+    return;
+  if (cpu->blocks)
+    for (i = 0; i < cpu->spec->num_blocks; i++) {
+      for (k = 0; k < 3; k++)
+        unit_clear (&cpu->blocks[i].units[k]);
+      unit_clear (&cpu->blocks[i].down);
+    }
+  free (cpu->blocks);
+  unit_clear (&cpu->stem);
+  for (i = 0; i < 4; i++)
+    free (cpu->grad_buffers[i]);
+  gt_cpu_scratch_clear (&cpu->scratch);
+  gt_cpu_pool_free (cpu->pool);
+  free (cpu->params);
+  free (cpu->grads);
+  free (cpu->momentum);
+  free (cpu->stats);
+  free (cpu->saved_stats);
+  free (cpu->input);
+  free (cpu->pooled);
+  free (cpu->argmax);
+  free (cpu->features);
+  free (cpu->dfeatures);
+  free (cpu->logits);
+  free (cpu->dlogits);
+  free (cpu);
+}
+
+/* ---- forward ---- */
+
+static void
+unit_forward (CpuBackend *cpu, Unit *unit, const float *x, int n,
+    const float *residual, int relu, int training)
+{
+  const GtNormSpec *norm = unit->norm;
+  size_t rows = (size_t)n * unit->out_h * unit->out_w;
+
+  gt_cpu_conv_forward (cpu->pool, &cpu->scratch, unit->conv, x, n, unit->in_h,
+      unit->in_w, cpu->params + unit->conv->weight, unit->conv_out);
+  if (training)
+    gt_cpu_norm_forward_train (cpu->pool, &cpu->scratch, rows, norm->channels,
+        unit->conv_out, cpu->params + norm->weight, cpu->params + norm->bias,
+        residual, relu, unit->out, unit->mean, unit->invstd,
+        cpu->stats + norm->mean, cpu->stats + norm->var);
+  else
+    gt_cpu_norm_forward_eval (cpu->pool, rows, norm->channels, unit->conv_out,
+        cpu->params + norm->weight, cpu->params + norm->bias,
+        cpu->stats + norm->mean, cpu->stats + norm->var, residual, relu,
+        unit->out);
+}
+
+/* out = relu(main path + shortcut), the shortcut being the input or its
+ * 1x1 projection. */
+static void
+block_forward (
+    CpuBackend *cpu, Block *block, const float *x, int n, int training)
+{
+  const float *in = x;
+  const float *shortcut = x;
+  int k;
+
+  if (block->spec->has_downsample) {
+    unit_forward (cpu, &block->down, x, n, NULL, 0, training);
+    shortcut = block->down.out;
+  }
+  for (k = 0; k < block->num_units; k++) {
+    int last = k == block->num_units - 1;
+
+    unit_forward (
+        cpu, &block->units[k], in, n, last ? shortcut : NULL, 1, training);
+    in = block->units[k].out;
+  }
+}
+
+static void
+network_forward (CpuBackend *cpu, int n, int training)
+{
+  const GtModelSpec *spec = cpu->spec;
+  const float *x;
+  int i;
+
+  unit_forward (cpu, &cpu->stem, cpu->input, n, NULL, 1, training);
+  x = cpu->stem.out;
+  if (spec->has_maxpool) {
+    gt_cpu_maxpool_forward (cpu->pool, x, n, cpu->stem.out_h, cpu->stem.out_w,
+        spec->stem.out_channels, cpu->pooled, cpu->argmax);
+    x = cpu->pooled;
+  }
+  for (i = 0; i < spec->num_blocks; i++) {
+    block_forward (cpu, &cpu->blocks[i], x, n, training);
+    x = cpu->blocks[i].units[cpu->blocks[i].num_units - 1].out;
+  }
+  cpu->last_out = x;
+  gt_cpu_avgpool_forward (
+      x, n, cpu->last_h * cpu->last_w, spec->features, cpu->features);
+  gt_cpu_linear_forward (cpu->features, n, spec->features, spec->num_classes,
+      cpu->params + spec->fc_weight, cpu->params + spec->fc_bias, cpu->logits);
+  cpu->logits_samples = n;
+}
+
+/* ---- backward ---- */
+
+typedef struct
+{
+  float *target;
+  const float *addend;
+  size_t count;
+} AddTask;
+
+static void
+add_task (void *data, int thread, int num_threads)
+{
+  AddTask *task = data;
+  size_t begin, end, i;
+
+  gt_cpu_split (task->count, thread, num_threads, &begin, &end);
+  for (i = begin; i < end; i++)
+    task->target[i] += task->addend[i];
+}
+
+/* Gradients of the unit's weights from @dy (at the unit's output); the
+ * gradient at its input goes to @dx when not NULL, @dconv is scratch. */
+static void
+unit_backward (CpuBackend *cpu, Unit *unit, const float *x, int n, int relu,
+    const float *dy, float *dconv, float *dx, float *dresidual)
+{
+  const GtNormSpec *norm = unit->norm;
+  size_t rows = (size_t)n * unit->out_h * unit->out_w;
+
+  gt_cpu_norm_backward (cpu->pool, &cpu->scratch, rows, norm->channels,
+      unit->conv_out, unit->mean, unit->invstd, cpu->params + norm->weight,
+      relu ? unit->out : NULL, dy, dconv, cpu->grads + norm->weight,
+      cpu->grads + norm->bias, dresidual);
+  gt_cpu_conv_backward (cpu->pool, &cpu->scratch, unit->conv, x, n, unit->in_h,
+      unit->in_w, cpu->params + unit->conv->weight, dconv, dx,
+      cpu->grads + unit->conv->weight);
+}
+
+/* @grad[*at] holds the gradient at the block's output; on return it holds
+ * the gradient at its input. The four buffers rotate so that no layer reads
+ * and writes the same one. */
+static void
+block_backward (CpuBackend *cpu, Block *block, const float *x, int n, int *at)
+{
+  float **grad = cpu->grad_buffers;
+  int out = *at, conv = (out + 1) % 4, shortcut = (out + 2) % 4,
+      in = (out + 3) % 4;
+  int k;
+
+  for (k = block->num_units - 1; k >= 0; k--) {
+    const float *unit_in = k > 0 ? block->units[k - 1].out : x;
+    int last = k == block->num_units - 1;
+
+    unit_backward (cpu, &block->units[k], unit_in, n, 1,
+        last ? grad[out] : grad[in], grad[conv], grad[in],
+        last ? grad[shortcut] : NULL);
+  }
+  if (block->spec->has_downsample) {
+    /* the output gradient is spent: its buffer takes the projection's */
+    unit_backward (cpu, &block->down, x, n, 0, grad[shortcut], grad[conv],
+        grad[out], NULL);
+    shortcut = out;
+  }
+  {
+    AddTask task = { grad[in], grad[shortcut],
+      (size_t)n * block->units[0].in_h * block->units[0].in_w
+          * block->units[0].conv->in_channels };
+
+    gt_cpu_pool_run (cpu->pool, add_task, &task);
+  }
+  *at = in;
+}
+
+static void
+network_backward (CpuBackend *cpu, int n)
+{
+  const GtModelSpec *spec = cpu->spec;
+  float **grad = cpu->grad_buffers;
+  int at = 0, i;
+
+  gt_cpu_linear_backward (cpu->features, n, spec->features, spec->num_classes,
+      cpu->params + spec->fc_weight, cpu->dlogits, cpu->dfeatures,
+      cpu->grads + spec->fc_weight, cpu->grads + spec->fc_bias);
+  gt_cpu_avgpool_backward (cpu->pool, cpu->dfeatures, n,
+      cpu->last_h * cpu->last_w, spec->features, grad[at]);
+  for (i = spec->num_blocks - 1; i >= 0; i--) {
+    const float *x = i > 0
+        ? cpu->blocks[i - 1].units[cpu->blocks[i - 1].num_units - 1].out
+        : (spec->has_maxpool ? cpu->pooled : cpu->stem.out);
+
+    block_backward (cpu, &cpu->blocks[i], x, n, &at);
+  }
+  if (spec->has_maxpool) {
+    int to = (at + 1) % 4;
+
+    gt_cpu_maxpool_backward (cpu->pool, grad[at], n, cpu->stem.out_h,
+        cpu->stem.out_w, spec->stem.out_channels, cpu->argmax, grad[to]);
+    at = to;
+  }
+  /* The input needs no gradient. */
+  unit_backward (cpu, &cpu->stem, cpu->input, n, 1, grad[at],
+      grad[(at + 1) % 4], NULL, NULL);
+}
+
+/* ---- optimiser ---- */
+
+typedef struct
+{
+  CpuBackend *cpu;
+  float lr;
+} SgdTask;
+
+/* torch.optim.SGD: g = grad + wd * w; buf = m * buf + g;
+ * w -= lr * (nesterov ? g + m * buf : buf). Every thread takes its share
+ * of every tensor, so that one pass covers the flat buffer. */
+static void
+sgd_task (void *data, int thread, int num_threads)
+{
+  SgdTask *task = data;
+  CpuBackend *cpu = task->cpu;
+  const GtTrainerConfig *config = &cpu->config;
+  float momentum = config->momentum, lr = task->lr;
+  int i;
+
+  for (i = 0; i < cpu->spec->num_entries; i++) {
+    const GtTensorEntry *entry = &cpu->spec->entries[i];
+    float decay;
+    size_t begin, end, j;
+
+    if (!gt_entry_is_parameter (entry))
+      continue;
+    decay = gt_entry_decays (entry) || config->decay_norm_and_bias
+        ? config->weight_decay
+        : 0.f;
+    gt_cpu_split (entry->numel, thread, num_threads, &begin, &end);
+    for (j = entry->offset + begin; j < entry->offset + end; j++) {
+      float g = cpu->grads[j] + decay * cpu->params[j];
+      float buf = momentum * cpu->momentum[j] + g;
+
+      cpu->momentum[j] = buf;
+      cpu->params[j] -= lr * (config->nesterov ? g + momentum * buf : buf);
+    }
+  }
+}
+
+/* ---- entry points ---- */
+
+static int
+check_batch (CpuBackend *cpu, const GtBatch *batch, int training, char *why,
+    size_t why_size)
+{
+  const GtTrainerConfig *config = &cpu->config;
+  int i;
+
+  if (batch == NULL || batch->images == NULL || batch->labels == NULL) {
+    snprintf (why, why_size, "no batch");
+    return GT_ERROR_INVALID;
+  }
+  if (batch->num_samples < 1 || batch->num_samples > config->batch_size) {
+    snprintf (why, why_size, "batch of %d samples: expected 1 to %d",
+        batch->num_samples, config->batch_size);
+    return GT_ERROR_INVALID;
+  }
+  if (batch->height != config->height || batch->width != config->width
+      || (batch->channels != 1 && batch->channels != 3)) {
+    snprintf (why, why_size,
+        "batch of %dx%d images with %d channels: the trainer takes %dx%d "
+        "with 1 or 3",
+        batch->width, batch->height, batch->channels, config->width,
+        config->height);
+    return GT_ERROR_INVALID;
+  }
+  for (i = 0; i < batch->num_samples; i++)
+    if (batch->labels[i] < 0 || batch->labels[i] >= config->num_classes) {
+      snprintf (why, why_size,
+          "label %d of sample %d is outside the model's %d classes",
+          (int)batch->labels[i], i, config->num_classes);
+      return GT_ERROR_INVALID;
+    }
+  if (training && (size_t)batch->num_samples * cpu->last_h * cpu->last_w < 2) {
+    snprintf (why, why_size,
+        "a batch of one %dx%d image leaves batch-norm one value per channel "
+        "(PyTorch refuses it too): use a larger batch or larger images",
+        config->width, config->height);
+    return GT_ERROR_INVALID;
+  }
+  return GT_OK;
+}
+
+static int
+cpu_step_begin (
+    void *data, const GtBatch *batch, float lr, char *why, size_t why_size)
+{
+  CpuBackend *cpu = data;
+  const GtModelSpec *spec = cpu->spec;
+  GtStepResult *result = &cpu->pending_result;
+  int n = batch ? batch->num_samples : 0;
+  int status = check_batch (cpu, batch, 1, why, why_size);
+  double loss_sum;
+
+  if (status != GT_OK)
+    return status;
+  memset (result, 0, sizeof (*result));
+  cpu->pending_why[0] = '\0';
+  memcpy (cpu->saved_stats, cpu->stats, spec->num_stats * sizeof (float));
+
+  gt_cpu_normalize_input (
+      cpu->pool, batch, cpu->config.mean, cpu->config.std, cpu->input);
+  network_forward (cpu, n, 1);
+  loss_sum = gt_cpu_cross_entropy (cpu->logits, batch->labels, n,
+      spec->num_classes, cpu->config.label_smoothing, cpu->dlogits,
+      &result->correct_top1, &result->correct_top5);
+  result->loss = (float)(loss_sum / n);
+  result->lr = lr;
+  result->num_samples = n;
+  if (!isfinite (result->loss)) {
+    memcpy (cpu->stats, cpu->saved_stats, spec->num_stats * sizeof (float));
+    snprintf (cpu->pending_why, sizeof (cpu->pending_why),
+        "the loss is %s: the step was not applied",
+        isnan (result->loss) ? "NaN" : "infinite");
+    cpu->pending_status = GT_ERROR_NONFINITE;
+    return GT_OK;
+  }
+  network_backward (cpu, n);
+  {
+    SgdTask task = { cpu, lr };
+
+    gt_cpu_pool_run (cpu->pool, sgd_task, &task);
+  }
+  cpu->num_batches_tracked++;
+  cpu->pending_status = GT_OK;
+  return GT_OK;
+}
+
+static int
+cpu_step_end (void *data, GtStepResult *result, char *why, size_t why_size)
+{
+  CpuBackend *cpu = data;
+
+  *result = cpu->pending_result;
+  if (cpu->pending_status != GT_OK)
+    snprintf (why, why_size, "%s", cpu->pending_why);
+  return cpu->pending_status;
+}
+
+static int
+cpu_eval (void *data, const GtBatch *batch, GtEvalTotals *totals, char *why,
+    size_t why_size)
+{
+  CpuBackend *cpu = data;
+  int status = check_batch (cpu, batch, 0, why, why_size);
+  int top1, top5;
+  double loss_sum;
+
+  if (status != GT_OK)
+    return status;
+  gt_cpu_normalize_input (
+      cpu->pool, batch, cpu->config.mean, cpu->config.std, cpu->input);
+  network_forward (cpu, batch->num_samples, 0);
+  loss_sum = gt_cpu_cross_entropy (cpu->logits, batch->labels,
+      batch->num_samples, cpu->spec->num_classes, cpu->config.label_smoothing,
+      NULL, &top1, &top5);
+  totals->loss_sum += loss_sum;
+  totals->num_samples += batch->num_samples;
+  totals->correct_top1 += top1;
+  totals->correct_top5 += top5;
+  return GT_OK;
+}
+
+static size_t
+cpu_read_logits (void *data, float *out, size_t count)
+{
+  CpuBackend *cpu = data;
+  size_t available = (size_t)cpu->logits_samples * cpu->spec->num_classes;
+
+  if (count > available)
+    count = available;
+  memcpy (out, cpu->logits, count * sizeof (float));
+  return count;
+}
+
+static int
+cpu_sync_to_host (void *data, GtHostState *state)
+{
+  CpuBackend *cpu = data;
+
+  state->params = cpu->params;
+  state->grads = cpu->grads;
+  state->momentum = cpu->momentum;
+  state->stats = cpu->stats;
+  state->num_batches_tracked = &cpu->num_batches_tracked;
+  return GT_OK;
+}
+
+static int
+cpu_sync_from_host (void *data)
+{
+  (void)data;
+  return GT_OK;
+}
+
+const GtBackendOps gt_cpu_backend = {
+  "cpu",
+  cpu_create,
+  cpu_destroy,
+  cpu_step_begin,
+  cpu_step_end,
+  cpu_eval,
+  cpu_read_logits,
+  cpu_sync_to_host,
+  cpu_sync_from_host,
+};

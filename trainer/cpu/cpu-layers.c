@@ -1,0 +1,888 @@
+/* cpu-layers.c: convolution (im2col + sgemm), batch-norm, pooling, the
+ * classifier and the loss, in fp32 on the CPU. */
+#include "cpu-layers.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NORM_EPS 1e-5
+#define NORM_MOMENTUM 0.1
+
+int
+gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
+    size_t column_floats, size_t partial_floats, int max_channels)
+{
+  int t;
+
+  memset (scratch, 0, sizeof (*scratch));
+  scratch->num_threads = num_threads;
+  scratch->column_floats = column_floats;
+  scratch->partial_floats = partial_floats;
+  scratch->max_channels = max_channels;
+  scratch->columns = calloc (num_threads, sizeof (float *));
+  scratch->weight_partials = calloc (num_threads, sizeof (float *));
+  scratch->channel_sums =
+      calloc ((size_t)num_threads * 2 * max_channels, sizeof (double));
+  if (!scratch->columns || !scratch->weight_partials || !scratch->channel_sums)
+    return -1;
+  for (t = 0; t < num_threads; t++) {
+    scratch->columns[t] = malloc (column_floats * sizeof (float));
+    if (scratch->columns[t] == NULL)
+      return -1;
+    if (t > 0) {
+      scratch->weight_partials[t] = malloc (partial_floats * sizeof (float));
+      if (scratch->weight_partials[t] == NULL)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+void
+gt_cpu_scratch_clear (GtCpuScratch *scratch)
+{
+  int t;
+
+  for (t = 0; t < scratch->num_threads; t++) {
+    if (scratch->columns)
+      free (scratch->columns[t]);
+    if (scratch->weight_partials)
+      free (scratch->weight_partials[t]);
+  }
+  free (scratch->columns);
+  free (scratch->weight_partials);
+  free (scratch->channel_sums);
+  memset (scratch, 0, sizeof (*scratch));
+}
+
+/* ---- convolution ---- */
+
+typedef struct
+{
+  GtCpuScratch *scratch;
+  const GtConvSpec *conv;
+  const float *x;
+  int n, h, w, out_h, out_w;
+  const float *weight;
+  const float *dy;
+  float *y;
+  float *dx;
+  float *dweight;
+} ConvTask;
+
+static int
+conv_is_direct (const GtConvSpec *conv)
+{
+  return conv->kernel == 1 && conv->stride == 1 && conv->padding == 0;
+}
+
+static size_t
+conv_column_width (const GtConvSpec *conv)
+{
+  return (size_t)conv->kernel * conv->kernel * conv->in_channels;
+}
+
+/* Rows of output pixels per im2col chunk: as many as the scratch holds. */
+static size_t
+conv_chunk_rows (const ConvTask *task)
+{
+  size_t rows = task->scratch->column_floats / conv_column_width (task->conv);
+
+  return rows > 0 ? rows : 1;
+}
+
+/* Writes, for output rows [first, first + count), the input patches in the
+ * weight's (kernel row, kernel column, channel) order, zeros outside. */
+static void
+im2col (const ConvTask *task, size_t first, size_t count, float *columns)
+{
+  const GtConvSpec *conv = task->conv;
+  int channels = conv->in_channels;
+  size_t width = conv_column_width (conv);
+  size_t pixels = (size_t)task->out_h * task->out_w;
+  size_t r;
+
+  for (r = 0; r < count; r++) {
+    size_t row = first + r;
+    size_t image = row / pixels;
+    int oy = (int)(row % pixels) / task->out_w;
+    int ox = (int)(row % pixels) % task->out_w;
+    float *out = columns + r * width;
+    int ky, kx;
+
+    for (ky = 0; ky < conv->kernel; ky++) {
+      int iy = oy * conv->stride - conv->padding + ky;
+
+      for (kx = 0; kx < conv->kernel; kx++, out += channels) {
+        int ix = ox * conv->stride - conv->padding + kx;
+
+        if (iy < 0 || iy >= task->h || ix < 0 || ix >= task->w)
+          memset (out, 0, channels * sizeof (float));
+        else
+          memcpy (out,
+              task->x + ((image * task->h + iy) * task->w + ix) * channels,
+              channels * sizeof (float));
+      }
+    }
+  }
+}
+
+/* Adds the column gradients of rows [first, first + count) back onto the
+ * input pixels they were copied from. */
+static void
+col2im_add (
+    const ConvTask *task, size_t first, size_t count, const float *columns)
+{
+  const GtConvSpec *conv = task->conv;
+  int channels = conv->in_channels;
+  size_t width = conv_column_width (conv);
+  size_t pixels = (size_t)task->out_h * task->out_w;
+  size_t r;
+
+  for (r = 0; r < count; r++) {
+    size_t row = first + r;
+    size_t image = row / pixels;
+    int oy = (int)(row % pixels) / task->out_w;
+    int ox = (int)(row % pixels) % task->out_w;
+    const float *in = columns + r * width;
+    int ky, kx, c;
+
+    for (ky = 0; ky < conv->kernel; ky++) {
+      int iy = oy * conv->stride - conv->padding + ky;
+
+      for (kx = 0; kx < conv->kernel; kx++, in += channels) {
+        int ix = ox * conv->stride - conv->padding + kx;
+        float *out;
+
+        if (iy < 0 || iy >= task->h || ix < 0 || ix >= task->w)
+          continue;
+        out = task->dx + ((image * task->h + iy) * task->w + ix) * channels;
+        for (c = 0; c < channels; c++)
+          out[c] += in[c];
+      }
+    }
+  }
+}
+
+static void
+conv_forward_task (void *data, int thread, int num_threads)
+{
+  ConvTask *task = data;
+  const GtConvSpec *conv = task->conv;
+  size_t rows = (size_t)task->n * task->out_h * task->out_w;
+  size_t width = conv_column_width (conv);
+  size_t chunk = conv_chunk_rows (task);
+  int out_c = conv->out_channels;
+  size_t begin, end, r;
+
+  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  if (begin == end)
+    return;
+  if (conv_is_direct (conv)) {
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)(end - begin),
+        out_c, conv->in_channels, 1.f, task->x + begin * conv->in_channels,
+        conv->in_channels, task->weight, conv->in_channels, 0.f,
+        task->y + begin * out_c, out_c);
+    return;
+  }
+  for (r = begin; r < end; r += chunk) {
+    size_t count = end - r < chunk ? end - r : chunk;
+    float *columns = task->scratch->columns[thread];
+
+    im2col (task, r, count, columns);
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)count, out_c,
+        (int)width, 1.f, columns, (int)width, task->weight, (int)width, 0.f,
+        task->y + r * out_c, out_c);
+  }
+}
+
+void
+gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, float *y)
+{
+  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
+    gt_conv_output_size (conv, w), weight, NULL, y, NULL, NULL };
+
+  gt_cpu_pool_run (pool, conv_forward_task, &task);
+}
+
+/* Each thread sums dy^T * columns over its rows into its own buffer (the
+ * result for thread 0), then the partial sums are added up. */
+static void
+conv_weight_grad_task (void *data, int thread, int num_threads)
+{
+  ConvTask *task = data;
+  const GtConvSpec *conv = task->conv;
+  size_t rows = (size_t)task->n * task->out_h * task->out_w;
+  size_t width = conv_column_width (conv);
+  size_t chunk = conv_chunk_rows (task);
+  int out_c = conv->out_channels;
+  float *dweight =
+      thread == 0 ? task->dweight : task->scratch->weight_partials[thread];
+  size_t begin, end, r;
+
+  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  if (begin == end) {
+    memset (dweight, 0, out_c * width * sizeof (float));
+    return;
+  }
+  if (conv_is_direct (conv)) {
+    cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
+        (int)(end - begin), 1.f, task->dy + begin * out_c, out_c,
+        task->x + begin * width, (int)width, 0.f, dweight, (int)width);
+    return;
+  }
+  for (r = begin; r < end; r += chunk) {
+    size_t count = end - r < chunk ? end - r : chunk;
+    float *columns = task->scratch->columns[thread];
+
+    im2col (task, r, count, columns);
+    cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
+        (int)count, 1.f, task->dy + r * out_c, out_c, columns, (int)width,
+        r == begin ? 0.f : 1.f, dweight, (int)width);
+  }
+}
+
+static void
+conv_weight_sum_task (void *data, int thread, int num_threads)
+{
+  ConvTask *task = data;
+  size_t count = conv_column_width (task->conv) * task->conv->out_channels;
+  size_t begin, end, i;
+  int t;
+
+  gt_cpu_split (count, thread, num_threads, &begin, &end);
+  for (t = 1; t < num_threads; t++) {
+    const float *partial = task->scratch->weight_partials[t];
+
+    for (i = begin; i < end; i++)
+      task->dweight[i] += partial[i];
+  }
+}
+
+/* dx = dy * weight, as columns scattered back (im2col's transpose); split
+ * by images so that no two threads add onto the same pixel. */
+static void
+conv_data_grad_task (void *data, int thread, int num_threads)
+{
+  ConvTask *task = data;
+  const GtConvSpec *conv = task->conv;
+  size_t pixels = (size_t)task->out_h * task->out_w;
+  size_t width = conv_column_width (conv);
+  size_t chunk = conv_chunk_rows (task);
+  int out_c = conv->out_channels;
+  size_t begin, end, r;
+
+  if (conv_is_direct (conv)) {
+    gt_cpu_split ((size_t)task->n * pixels, thread, num_threads, &begin, &end);
+    if (begin < end)
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans,
+          (int)(end - begin), (int)width, out_c, 1.f, task->dy + begin * out_c,
+          out_c, task->weight, (int)width, 0.f, task->dx + begin * width,
+          (int)width);
+    return;
+  }
+  gt_cpu_split (task->n, thread, num_threads, &begin, &end);
+  if (begin == end)
+    return;
+  memset (task->dx + begin * task->h * task->w * conv->in_channels, 0,
+      (end - begin) * task->h * task->w * conv->in_channels * sizeof (float));
+  end *= pixels;
+  for (r = begin * pixels; r < end; r += chunk) {
+    size_t count = end - r < chunk ? end - r : chunk;
+    float *columns = task->scratch->columns[thread];
+
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)count,
+        (int)width, out_c, 1.f, task->dy + r * out_c, out_c, task->weight,
+        (int)width, 0.f, columns, (int)width);
+    col2im_add (task, r, count, columns);
+  }
+}
+
+void
+gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, const float *dy, float *dx, float *dweight)
+{
+  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
+    gt_conv_output_size (conv, w), weight, dy, NULL, dx, dweight };
+
+  gt_cpu_pool_run (pool, conv_weight_grad_task, &task);
+  if (gt_cpu_pool_size (pool) > 1)
+    gt_cpu_pool_run (pool, conv_weight_sum_task, &task);
+  if (dx != NULL)
+    gt_cpu_pool_run (pool, conv_data_grad_task, &task);
+}
+
+/* ---- batch-norm ---- */
+
+typedef struct
+{
+  GtCpuScratch *scratch;
+  size_t rows;
+  int channels;
+  const float *x;
+  const float *gamma;
+  const float *beta;
+  const float *residual;
+  int relu;
+  float *y;
+  const float *shift; /* the mean while summing squares, else NULL */
+  const float *scale;
+  const float *bias;
+  /* backward */
+  const float *mean;
+  const float *invstd;
+  const float *out;
+  const float *dy;
+  float *dx;
+  float *dresidual;
+  const float *mean_dy;      /* sum(g) / rows */
+  const float *mean_dy_xhat; /* sum(g * xhat) / rows */
+} NormTask;
+
+/* Per-channel sums of x (or of (x - shift)^2) over this thread's rows. */
+static void
+norm_sum_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+  int channels = task->channels;
+  double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
+  size_t begin, end, r;
+  int c;
+
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
+  memset (sums, 0, channels * sizeof (double));
+  for (r = begin; r < end; r++) {
+    const float *row = task->x + r * channels;
+
+    if (task->shift)
+      for (c = 0; c < channels; c++) {
+        double d = (double)row[c] - task->shift[c];
+
+        sums[c] += d * d;
+      }
+    else
+      for (c = 0; c < channels; c++)
+        sums[c] += row[c];
+  }
+}
+
+static void
+norm_channel_sums (GtCpuPool *pool, NormTask *task, double *out)
+{
+  int num_threads = gt_cpu_pool_size (pool);
+  int t, c;
+
+  gt_cpu_pool_run (pool, norm_sum_task, task);
+  for (c = 0; c < task->channels; c++) {
+    out[c] = 0;
+    for (t = 0; t < num_threads; t++)
+      out[c] += task->scratch->channel_sums[(size_t)t * 2 * task->channels + c];
+  }
+}
+
+/* y = relu?(x * scale + bias (+ residual)) per channel. */
+static void
+norm_apply_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+  int channels = task->channels;
+  size_t begin, end, r;
+  int c;
+
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
+  for (r = begin; r < end; r++) {
+    const float *in = task->x + r * channels;
+    const float *res = task->residual ? task->residual + r * channels : NULL;
+    float *out = task->y + r * channels;
+
+    for (c = 0; c < channels; c++) {
+      float value = in[c] * task->scale[c] + task->bias[c];
+
+      if (res)
+        value += res[c];
+      if (task->relu && value < 0.f)
+        value = 0.f;
+      out[c] = value;
+    }
+  }
+}
+
+void
+gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
+    int channels, const float *x, const float *gamma, const float *beta,
+    const float *residual, int relu, float *y, float *mean, float *invstd,
+    float *running_mean, float *running_var)
+{
+  NormTask task = { 0 };
+  double sums[channels];
+  float scale[channels], bias[channels];
+  int c;
+
+  task.scratch = scratch;
+  task.rows = rows;
+  task.channels = channels;
+  task.x = x;
+
+  /* Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2,
+   * which cancels badly when the mean is large. */
+  norm_channel_sums (pool, &task, sums);
+  for (c = 0; c < channels; c++)
+    mean[c] = (float)(sums[c] / rows);
+  task.shift = mean;
+  norm_channel_sums (pool, &task, sums);
+  for (c = 0; c < channels; c++) {
+    double var = sums[c] / rows;
+    double unbiased = rows > 1 ? sums[c] / (rows - 1) : var;
+
+    invstd[c] = (float)(1.0 / sqrt (var + NORM_EPS));
+    scale[c] = gamma[c] * invstd[c];
+    bias[c] = beta[c] - mean[c] * scale[c];
+    running_mean[c] = (float)((1.0 - NORM_MOMENTUM) * running_mean[c]
+        + NORM_MOMENTUM * mean[c]);
+    running_var[c] = (float)((1.0 - NORM_MOMENTUM) * running_var[c]
+        + NORM_MOMENTUM * unbiased);
+  }
+
+  task.shift = NULL;
+  task.scale = scale;
+  task.bias = bias;
+  task.residual = residual;
+  task.relu = relu;
+  task.y = y;
+  gt_cpu_pool_run (pool, norm_apply_task, &task);
+}
+
+void
+gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
+    const float *x, const float *gamma, const float *beta,
+    const float *running_mean, const float *running_var, const float *residual,
+    int relu, float *y)
+{
+  NormTask task = { 0 };
+  float scale[channels], bias[channels];
+  int c;
+
+  for (c = 0; c < channels; c++) {
+    scale[c] = (float)(gamma[c] / sqrt ((double)running_var[c] + NORM_EPS));
+    bias[c] = beta[c] - running_mean[c] * scale[c];
+  }
+  task.rows = rows;
+  task.channels = channels;
+  task.x = x;
+  task.scale = scale;
+  task.bias = bias;
+  task.residual = residual;
+  task.relu = relu;
+  task.y = y;
+  gt_cpu_pool_run (pool, norm_apply_task, &task);
+}
+
+/* The gradient at the norm's output: dy, masked where the ReLU was off. */
+static inline float
+norm_output_grad (const NormTask *task, size_t index)
+{
+  if (task->out && task->out[index] <= 0.f)
+    return 0.f;
+  return task->dy[index];
+}
+
+/* Per-channel sums of g and of g * xhat over this thread's rows. */
+static void
+norm_grad_sum_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+  int channels = task->channels;
+  double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
+  size_t begin, end, r;
+  int c;
+
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
+  memset (sums, 0, 2 * channels * sizeof (double));
+  for (r = begin; r < end; r++) {
+    const float *row = task->x + r * channels;
+
+    for (c = 0; c < channels; c++) {
+      float g = norm_output_grad (task, r * channels + c);
+      float xhat = (row[c] - task->mean[c]) * task->invstd[c];
+
+      sums[c] += g;
+      sums[channels + c] += (double)g * xhat;
+    }
+  }
+}
+
+static void
+norm_grad_apply_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+  int channels = task->channels;
+  size_t begin, end, r;
+  int c;
+
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
+  for (r = begin; r < end; r++) {
+    const float *row = task->x + r * channels;
+
+    for (c = 0; c < channels; c++) {
+      size_t i = r * channels + c;
+      float g = norm_output_grad (task, i);
+      float xhat = (row[c] - task->mean[c]) * task->invstd[c];
+
+      if (task->dresidual)
+        task->dresidual[i] = g;
+      task->dx[i] = task->gamma[c] * task->invstd[c]
+          * (g - task->mean_dy[c] - xhat * task->mean_dy_xhat[c]);
+    }
+  }
+}
+
+void
+gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
+    int channels, const float *x, const float *mean, const float *invstd,
+    const float *gamma, const float *y, const float *dy, float *dx,
+    float *dgamma, float *dbeta, float *dresidual)
+{
+  NormTask task = { 0 };
+  int num_threads = gt_cpu_pool_size (pool);
+  float mean_dy[channels], mean_dy_xhat[channels];
+  int t, c;
+
+  task.scratch = scratch;
+  task.rows = rows;
+  task.channels = channels;
+  task.x = x;
+  task.mean = mean;
+  task.invstd = invstd;
+  task.gamma = gamma;
+  task.out = y;
+  task.dy = dy;
+  task.dx = dx;
+  task.dresidual = dresidual;
+  gt_cpu_pool_run (pool, norm_grad_sum_task, &task);
+  for (c = 0; c < channels; c++) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+
+    for (t = 0; t < num_threads; t++) {
+      const double *sums = scratch->channel_sums + (size_t)t * 2 * channels;
+
+      sum_dy += sums[c];
+      sum_dy_xhat += sums[channels + c];
+    }
+    dbeta[c] = (float)sum_dy;
+    dgamma[c] = (float)sum_dy_xhat;
+    mean_dy[c] = (float)(sum_dy / rows);
+    mean_dy_xhat[c] = (float)(sum_dy_xhat / rows);
+  }
+  task.mean_dy = mean_dy;
+  task.mean_dy_xhat = mean_dy_xhat;
+  gt_cpu_pool_run (pool, norm_grad_apply_task, &task);
+}
+
+/* ---- pooling ---- */
+
+typedef struct
+{
+  const float *x;
+  const float *dy;
+  int n, h, w, channels, out_h, out_w;
+  float *y;
+  float *dx;
+  int *argmax;
+  int hw;
+} PoolTask;
+
+static void
+maxpool_forward_task (void *data, int thread, int num_threads)
+{
+  PoolTask *task = data;
+  int channels = task->channels;
+  size_t begin, end, image;
+
+  gt_cpu_split (task->n, thread, num_threads, &begin, &end);
+  for (image = begin; image < end; image++) {
+    const float *in = task->x + image * task->h * task->w * channels;
+    size_t out_base = image * task->out_h * task->out_w * channels;
+    int oy, ox, ky, kx, c;
+
+    for (oy = 0; oy < task->out_h; oy++)
+      for (ox = 0; ox < task->out_w; ox++) {
+        float *out = task->y + out_base + (oy * task->out_w + ox) * channels;
+        int *arg = task->argmax + out_base + (oy * task->out_w + ox) * channels;
+
+        for (c = 0; c < channels; c++) {
+          out[c] = -FLT_MAX;
+          arg[c] = -1;
+        }
+        for (ky = 0; ky < 3; ky++) {
+          int iy = oy * 2 - 1 + ky;
+
+          if (iy < 0 || iy >= task->h)
+            continue;
+          for (kx = 0; kx < 3; kx++) {
+            int ix = ox * 2 - 1 + kx;
+            int offset = (iy * task->w + ix) * channels;
+
+            if (ix < 0 || ix >= task->w)
+              continue;
+            /* Strictly greater: the first maximum wins, as in PyTorch
+             * (NaN propagates too: a NaN is never replaced). */
+            for (c = 0; c < channels; c++)
+              if (in[offset + c] > out[c] || isnan (in[offset + c])) {
+                if (arg[c] >= 0 && isnan (out[c]))
+                  continue;
+                out[c] = in[offset + c];
+                arg[c] = offset + c;
+              }
+          }
+        }
+      }
+  }
+}
+
+void
+gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
+    int channels, float *y, int *argmax)
+{
+  PoolTask task = { 0 };
+
+  task.x = x;
+  task.n = n;
+  task.h = h;
+  task.w = w;
+  task.channels = channels;
+  task.out_h = (h + 2 - 3) / 2 + 1;
+  task.out_w = (w + 2 - 3) / 2 + 1;
+  task.y = y;
+  task.argmax = argmax;
+  gt_cpu_pool_run (pool, maxpool_forward_task, &task);
+}
+
+static void
+maxpool_backward_task (void *data, int thread, int num_threads)
+{
+  PoolTask *task = data;
+  size_t in_size = (size_t)task->h * task->w * task->channels;
+  size_t out_size = (size_t)task->out_h * task->out_w * task->channels;
+  size_t begin, end, image, i;
+
+  gt_cpu_split (task->n, thread, num_threads, &begin, &end);
+  for (image = begin; image < end; image++) {
+    float *dx = task->dx + image * in_size;
+
+    memset (dx, 0, in_size * sizeof (float));
+    for (i = 0; i < out_size; i++)
+      dx[task->argmax[image * out_size + i]] += task->dy[image * out_size + i];
+  }
+}
+
+void
+gt_cpu_maxpool_backward (GtCpuPool *pool, const float *dy, int n, int h, int w,
+    int channels, const int *argmax, float *dx)
+{
+  PoolTask task = { 0 };
+
+  task.dy = dy;
+  task.n = n;
+  task.h = h;
+  task.w = w;
+  task.channels = channels;
+  task.out_h = (h + 2 - 3) / 2 + 1;
+  task.out_w = (w + 2 - 3) / 2 + 1;
+  task.argmax = (int *)argmax;
+  task.dx = dx;
+  gt_cpu_pool_run (pool, maxpool_backward_task, &task);
+}
+
+void
+gt_cpu_avgpool_forward (const float *x, int n, int hw, int channels, float *y)
+{
+  int image, p, c;
+
+  for (image = 0; image < n; image++) {
+    float *out = y + (size_t)image * channels;
+    double sums[channels];
+
+    memset (sums, 0, sizeof (sums));
+    for (p = 0; p < hw; p++) {
+      const float *in = x + ((size_t)image * hw + p) * channels;
+
+      for (c = 0; c < channels; c++)
+        sums[c] += in[c];
+    }
+    for (c = 0; c < channels; c++)
+      out[c] = (float)(sums[c] / hw);
+  }
+}
+
+static void
+avgpool_backward_task (void *data, int thread, int num_threads)
+{
+  PoolTask *task = data;
+  size_t begin, end, row;
+  int c;
+
+  gt_cpu_split ((size_t)task->n * task->hw, thread, num_threads, &begin, &end);
+  for (row = begin; row < end; row++) {
+    const float *g = task->dy + (row / task->hw) * task->channels;
+    float *out = task->dx + row * task->channels;
+
+    for (c = 0; c < task->channels; c++)
+      out[c] = g[c] / task->hw;
+  }
+}
+
+void
+gt_cpu_avgpool_backward (
+    GtCpuPool *pool, const float *dy, int n, int hw, int channels, float *dx)
+{
+  PoolTask task = { 0 };
+
+  task.dy = dy;
+  task.n = n;
+  task.hw = hw;
+  task.channels = channels;
+  task.dx = dx;
+  gt_cpu_pool_run (pool, avgpool_backward_task, &task);
+}
+
+/* ---- classifier and loss ---- */
+
+void
+gt_cpu_linear_forward (const float *x, int n, int in_features, int out_features,
+    const float *weight, const float *bias, float *y)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    memcpy (y + (size_t)i * out_features, bias, out_features * sizeof (float));
+  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, n, out_features,
+      in_features, 1.f, x, in_features, weight, in_features, 1.f, y,
+      out_features);
+}
+
+void
+gt_cpu_linear_backward (const float *x, int n, int in_features,
+    int out_features, const float *weight, const float *dy, float *dx,
+    float *dweight, float *dbias)
+{
+  int i, o;
+
+  cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_features,
+      in_features, n, 1.f, dy, out_features, x, in_features, 0.f, dweight,
+      in_features);
+  for (o = 0; o < out_features; o++) {
+    double sum = 0;
+
+    for (i = 0; i < n; i++)
+      sum += dy[(size_t)i * out_features + o];
+    dbias[o] = (float)sum;
+  }
+  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_features,
+      out_features, 1.f, dy, out_features, weight, in_features, 0.f, dx,
+      in_features);
+}
+
+double
+gt_cpu_cross_entropy (const float *logits, const int32_t *labels, int n,
+    int classes, float label_smoothing, float *dlogits, int *correct_top1,
+    int *correct_top5)
+{
+  double total = 0;
+  int i, k;
+
+  *correct_top1 = 0;
+  *correct_top5 = 0;
+  for (i = 0; i < n; i++) {
+    const float *row = logits + (size_t)i * classes;
+    int label = labels[i];
+    double max = row[0], sum = 0, sum_log_p = 0, log_sum;
+    int above = 0;
+
+    for (k = 1; k < classes; k++)
+      if (row[k] > max)
+        max = row[k];
+    for (k = 0; k < classes; k++)
+      sum += exp ((double)row[k] - max);
+    log_sum = max + log (sum);
+    for (k = 0; k < classes; k++) {
+      sum_log_p += row[k] - log_sum;
+      if (row[k] > row[label])
+        above++;
+    }
+    /* loss = (1 - e) * -log p[label] + e * mean_k(-log p[k]) */
+    total += (1.0 - label_smoothing) * (log_sum - row[label])
+        - label_smoothing * sum_log_p / classes;
+    if (above == 0)
+      (*correct_top1)++;
+    if (above < 5)
+      (*correct_top5)++;
+    if (dlogits != NULL)
+      for (k = 0; k < classes; k++) {
+        double target = label_smoothing / classes
+            + (k == label ? 1.0 - label_smoothing : 0.0);
+
+        dlogits[(size_t)i * classes + k] =
+            (float)((exp ((double)row[k] - log_sum) - target) / n);
+      }
+  }
+  return total;
+}
+
+/* ---- input ---- */
+
+typedef struct
+{
+  const GtBatch *batch;
+  const float *mean;
+  const float *std;
+  float *x;
+} InputTask;
+
+static void
+normalize_input_task (void *data, int thread, int num_threads)
+{
+  InputTask *task = data;
+  const GtBatch *batch = task->batch;
+  size_t channels = batch->channels;
+  size_t row_stride =
+      batch->row_stride ? batch->row_stride : (size_t)batch->width * channels;
+  size_t image_stride =
+      batch->image_stride ? batch->image_stride : row_stride * batch->height;
+  float scale[3], offset[3];
+  size_t begin, end, image;
+  int y, x, c;
+
+  /* (u / 255 - mean) / std as one multiply-add per value */
+  for (c = 0; c < 3; c++) {
+    scale[c] = 1.f / (255.f * task->std[c]);
+    offset[c] = -task->mean[c] / task->std[c];
+  }
+  gt_cpu_split (batch->num_samples, thread, num_threads, &begin, &end);
+  for (image = begin; image < end; image++) {
+    float *out = task->x + image * batch->height * batch->width * 3;
+
+    for (y = 0; y < batch->height; y++) {
+      const uint8_t *in =
+          batch->images + image * image_stride + (size_t)y * row_stride;
+
+      for (x = 0; x < batch->width; x++, in += channels, out += 3)
+        for (c = 0; c < 3; c++)
+          out[c] = in[channels == 3 ? c : 0] * scale[c] + offset[c];
+    }
+  }
+}
+
+void
+gt_cpu_normalize_input (GtCpuPool *pool, const GtBatch *batch,
+    const float mean[3], const float std[3], float *x)
+{
+  InputTask task = { batch, mean, std, x };
+
+  gt_cpu_pool_run (pool, normalize_input_task, &task);
+}

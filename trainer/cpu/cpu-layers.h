@@ -1,0 +1,102 @@
+/* cpu-layers.h: the fp32 layers of the CPU reference backend.
+ *
+ * Activations are NHWC, so a tensor is a row-major matrix of N*H*W rows and
+ * C columns: a 1x1 convolution is one matrix product, batch-norm reduces
+ * over rows, and im2col copies whole rows of channels. Each layer runs on
+ * the pool's threads, every thread on its own rows (or images, where the
+ * writes of neighbouring rows would overlap). */
+#ifndef GT_CPU_LAYERS_H
+#define GT_CPU_LAYERS_H
+
+#include "cpu-pool.h"
+#include "model.h"
+
+/* Per-thread scratch the layers share: im2col columns, partial weight
+ * gradients, partial per-channel sums. */
+typedef struct
+{
+  int num_threads;
+  size_t column_floats; /* of each columns[t] */
+  float **columns;
+  size_t partial_floats; /* of each weight_partials[t], t >= 1 */
+  float **weight_partials;
+  int max_channels;
+  double *channel_sums; /* 2 * max_channels per thread */
+} GtCpuScratch;
+
+int gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
+    size_t column_floats, size_t partial_floats, int max_channels);
+void gt_cpu_scratch_clear (GtCpuScratch *scratch);
+
+static inline int
+gt_conv_output_size (const GtConvSpec *conv, int input_size)
+{
+  return (input_size + 2 * conv->padding - conv->kernel) / conv->stride + 1;
+}
+
+/* y[n, oh, ow, out] = conv(x[n, h, w, in], weight OHWI), no bias. */
+void gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, float *y);
+
+/* dweight (overwritten) and, when @dx is not NULL, dx (overwritten) from
+ * dy and the forward input x. */
+void gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, const float *dy, float *dx, float *dweight);
+
+/* Training batch-norm over @rows rows of @channels: y = relu?(gamma * xhat +
+ * beta (+ residual)) with batch statistics, saved as mean and invstd for
+ * the backward pass; the running statistics move by momentum 0.1 (variance
+ * unbiased), as torch.nn.BatchNorm2d. */
+void gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch,
+    size_t rows, int channels, const float *x, const float *gamma,
+    const float *beta, const float *residual, int relu, float *y, float *mean,
+    float *invstd, float *running_mean, float *running_var);
+
+/* Eval batch-norm with the running statistics. */
+void gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
+    const float *x, const float *gamma, const float *beta,
+    const float *running_mean, const float *running_var, const float *residual,
+    int relu, float *y);
+
+/* Backward of gt_cpu_norm_forward_train. @y is the forward output (for the
+ * ReLU mask, NULL without ReLU); dx may be dy; @dresidual (when not NULL)
+ * gets the gradient that flows to the residual input. */
+void gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
+    int channels, const float *x, const float *mean, const float *invstd,
+    const float *gamma, const float *y, const float *dy, float *dx,
+    float *dgamma, float *dbeta, float *dresidual);
+
+/* 3x3 max-pool, stride 2, padding 1; @argmax keeps the winning input
+ * offset within each image for the backward pass. */
+void gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h,
+    int w, int channels, float *y, int *argmax);
+void gt_cpu_maxpool_backward (GtCpuPool *pool, const float *dy, int n, int h,
+    int w, int channels, const int *argmax, float *dx);
+
+/* Global average pool: [n, hw, c] -> [n, c], and back. */
+void gt_cpu_avgpool_forward (
+    const float *x, int n, int hw, int channels, float *y);
+void gt_cpu_avgpool_backward (
+    GtCpuPool *pool, const float *dy, int n, int hw, int channels, float *dx);
+
+/* logits[n, classes] = features[n, f] weight^T + bias, and back. */
+void gt_cpu_linear_forward (const float *x, int n, int in_features,
+    int out_features, const float *weight, const float *bias, float *y);
+void gt_cpu_linear_backward (const float *x, int n, int in_features,
+    int out_features, const float *weight, const float *dy, float *dx,
+    float *dweight, float *dbias);
+
+/* Mean softmax cross-entropy with label smoothing; writes dlogits (of the
+ * mean) when not NULL and counts top-1 and top-5 hits. Returns the sum of
+ * the per-sample losses. */
+double gt_cpu_cross_entropy (const float *logits, const int32_t *labels, int n,
+    int classes, float label_smoothing, float *dlogits, int *correct_top1,
+    int *correct_top5);
+
+/* uint8 NHWC (1 or 3 channels) to normalised float NHWC with 3 channels. */
+void gt_cpu_normalize_input (GtCpuPool *pool, const GtBatch *batch,
+    const float mean[3], const float std[3], float *x);
+
+#endif /* GT_CPU_LAYERS_H */

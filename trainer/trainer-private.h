@@ -1,0 +1,33 @@
+/* trainer-private.h: the GtTrainer object, shared by trainer.c and
+ * checkpoint.c. */
+#ifndef GT_TRAINER_PRIVATE_H
+#define GT_TRAINER_PRIVATE_H
+
+#include "backend.h"
+#include "gt-random.h"
+
+typedef struct
+{
+  char *key;
+  char *value;
+} GtMetadataEntry;
+
+struct GtTrainer
+{
+  GtTrainerConfig config;
+  GtModelSpec spec;
+  const GtBackendOps *ops;
+  void *backend;
+  int64_t step; /* steps applied so far: the schedule's position */
+  GtRandom rng; /* saved and restored with checkpoints */
+  int step_pending;
+  GtMetadataEntry *metadata;
+  int num_metadata;
+  char error[512];
+};
+
+/* Records a failure of @trainer and returns @status. */
+int gt_trainer_fail (GtTrainer *trainer, int status, const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+#endif /* GT_TRAINER_PRIVATE_H */
