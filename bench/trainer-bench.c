@@ -1,0 +1,136 @@
+/* trainer-bench.c: training images per second of the trainer library on
+ * random data, one JSON line, in the shape bench/torch-train-cpu.py prints
+ * for PyTorch so that bench/trainer-cpu.sh can set them side by side.
+ *
+ *   trainer-bench --model resnet50 --size 224 --batch 16 --classes 1000
+ *                 --threads 2 --warmup 2 --steps 5 */
+#include "gt-random.h"
+#include "trainer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+int
+main (int argc, char **argv)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  GtBatch batch = { 0 };
+  GtStepResult result;
+  GtRandom rng;
+  const char *model = "resnet50";
+  int size = 224, batch_size = 16, classes = 1000, threads = 0;
+  int warmup = 2, steps = 5, i;
+  double *seconds, median;
+  uint8_t *images;
+  int32_t *labels;
+  char why[512];
+  size_t bytes;
+
+  for (i = 1; i + 1 < argc; i += 2) {
+    const char *value = argv[i + 1];
+
+    if (!strcmp (argv[i], "--model"))
+      model = value;
+    else if (!strcmp (argv[i], "--size"))
+      size = atoi (value);
+    else if (!strcmp (argv[i], "--batch"))
+      batch_size = atoi (value);
+    else if (!strcmp (argv[i], "--classes"))
+      classes = atoi (value);
+    else if (!strcmp (argv[i], "--threads"))
+      threads = atoi (value);
+    else if (!strcmp (argv[i], "--warmup"))
+      warmup = atoi (value);
+    else if (!strcmp (argv[i], "--steps"))
+      steps = atoi (value);
+    else {
+      fprintf (stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (i != argc || steps < 1) {
+    fprintf (stderr, "usage: %s [--model M] [--size S] [--batch N] "
+                     "[--classes C] [--threads T] [--warmup W] [--steps K]\n",
+        argv[0]);
+    return 2;
+  }
+
+  gt_trainer_config_init (&config);
+  if (gt_model_from_name (model, &config.model) < 0) {
+    fprintf (stderr, "unknown model %s\n", model);
+    return 2;
+  }
+  config.num_classes = classes;
+  config.height = config.width = size;
+  config.batch_size = batch_size;
+  config.num_threads = threads;
+  config.lr = 0.01f;
+  config.lr_schedule = GT_LR_CONSTANT;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  if (trainer == NULL) {
+    fprintf (stderr, "%s\n", why);
+    return 1;
+  }
+
+  bytes = (size_t)batch_size * size * size * 3;
+  images = malloc (bytes);
+  labels = malloc (batch_size * sizeof (int32_t));
+  gt_random_init (&rng, 1, 0);
+  for (i = 0; i < (int)bytes; i++)
+    images[i] = (uint8_t)gt_random_below (&rng, 256);
+  for (i = 0; i < batch_size; i++)
+    labels[i] = (int32_t)gt_random_below (&rng, classes);
+  batch.images = images;
+  batch.labels = labels;
+  batch.num_samples = batch_size;
+  batch.height = batch.width = size;
+  batch.channels = 3;
+
+  seconds = calloc (steps, sizeof (double));
+  for (i = 0; i < warmup + steps; i++) {
+    double start = now ();
+
+    if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
+      fprintf (stderr, "step %d: %s\n", i, gt_trainer_error (trainer));
+      return 1;
+    }
+    if (i >= warmup)
+      seconds[i - warmup] = now () - start;
+  }
+
+  printf ("{\"impl\": \"gst-train\", \"model\": \"%s\", \"size\": %d, "
+          "\"batch\": %d, \"threads\": %d, \"step_seconds\": [",
+      model, size, batch_size, threads);
+  for (i = 0; i < steps; i++)
+    printf ("%s%.4f", i ? ", " : "", seconds[i]);
+  qsort (seconds, steps, sizeof (double), compare_doubles);
+  median = steps % 2 ? seconds[steps / 2]
+                     : 0.5 * (seconds[steps / 2 - 1] + seconds[steps / 2]);
+  printf ("], \"images_per_second_median\": %.2f}\n", batch_size / median);
+
+  free (seconds);
+  free (images);
+  free (labels);
+  gt_trainer_free (trainer);
+  return 0;
+}

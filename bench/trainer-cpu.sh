@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Training-step benchmark of the CPU backend against PyTorch on the CPU.
+#
+#   bench/trainer-cpu.sh [--runs N] [--quick] [--output FILE]
+#
+# Builds its own release build (build-bench/), then, for resnet50 at 224x224
+# batch 16 (1000 classes) and resnet20 at 32x32 batch 128 (10 classes), runs
+# bench/trainer-bench (ours) and bench/torch-train-cpu.py (PyTorch fp32,
+# default and channels_last, the faster counted) N times each, interleaved,
+# with the same thread count (all online CPUs) and random data; every run
+# times several steps after warm-up and reports its median step. The
+# report (median over runs, ratio ours / PyTorch) goes to stdout and to
+# docs/benchmarks/trainer-cpu.md (--quick: 1 run of 2 steps, to
+# bench/out/trainer-cpu-quick.md).
+#
+# Needs: meson, ninja, a C compiler, libopenblas-dev, /usr/bin/python3 with
+# python3-torch and python3-torchvision (Debian's).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CMDLINE="bench/trainer-cpu.sh${*:+ $*}"
+RUNS=5
+QUICK=0
+OUTPUT=
+PY=/usr/bin/python3
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) RUNS=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --output) OUTPUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "trainer-cpu.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+STEPS=5 WARMUP=2
+if [ "$QUICK" = 1 ]; then
+  RUNS=1 STEPS=2 WARMUP=1
+  : "${OUTPUT:=$ROOT/bench/out/trainer-cpu-quick.md}"
+fi
+: "${OUTPUT:=$ROOT/docs/benchmarks/trainer-cpu.md}"
+THREADS=$(nproc)
+OUT=$ROOT/bench/out
+mkdir -p "$OUT" "$(dirname "$OUTPUT")"
+RESULTS=$OUT/trainer-cpu.jsonl
+: > "$RESULTS"
+
+log() { echo "trainer-cpu.sh: $*" >&2; }
+
+if [ ! -d "$ROOT/build-bench" ]; then
+  (cd "$ROOT" && meson setup build-bench --buildtype=release) > "$OUT/meson-setup.txt" 2>&1 ||
+    { tail -30 "$OUT/meson-setup.txt" >&2; exit 1; }
+fi
+ninja -C "$ROOT/build-bench" bench/trainer-bench > "$OUT/ninja.txt" 2>&1 ||
+  { tail -30 "$OUT/ninja.txt" >&2; exit 1; }
+
+configs=("resnet50 224 16 1000" "resnet20 32 128 10")
+for run in $(seq 1 "$RUNS"); do
+  for config in "${configs[@]}"; do
+    set -- $config
+    log "run $run/$RUNS: $1 at $2x$2, batch $3"
+    "$ROOT/build-bench/bench/trainer-bench" --model "$1" --size "$2" \
+      --batch "$3" --classes "$4" --threads "$THREADS" --warmup "$WARMUP" \
+      --steps "$STEPS" >> "$RESULTS"
+    "$PY" "$ROOT/bench/torch-train-cpu.py" --model "$1" --size "$2" \
+      --batch "$3" --classes "$4" --threads "$THREADS" --warmup "$WARMUP" \
+      --steps "$STEPS" --runs 1 --channels-last >> "$RESULTS"
+  done
+done
+
+"$PY" - "$RESULTS" "$OUTPUT" "$CMDLINE" "$RUNS" "$STEPS" "$THREADS" <<'PYEOF'
+import json, platform, statistics, subprocess, sys, datetime
+results, output, cmdline, runs, steps, threads = sys.argv[1:7]
+rows = [json.loads(line) for line in open(results) if line.startswith("{")]
+torch_version = next((r.get("torch") for r in rows if r.get("torch")), "?")
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+            if l.startswith("model name")), platform.processor())
+lines = [
+    "# CPU training step: gst-train's CPU backend against PyTorch",
+    "",
+    f"Measured {datetime.date.today()} on {cpu}, {threads} threads, with `{cmdline}`",
+    f"({runs} interleaved runs; each run's figure is the median of {steps} timed steps after warm-up;",
+    "the table gives the median over runs, and the spread min-max). Random uint8 data, fp32,",
+    "SGD with momentum 0.9, weight decay 1e-4, label smoothing 0.1; the uint8 to float",
+    "normalisation is inside the timed step for both. PyTorch "
+    f"{torch_version} (Debian, oneDNN) runs both memory formats; the faster one counts.",
+    "",
+    "| model | input | batch | gst-train images/s | PyTorch images/s | PyTorch format | ratio |",
+    "|---|---|---|---|---|---|---|",
+]
+for model, size, batch in (("resnet50", 224, 16), ("resnet20", 32, 128)):
+    ours = [r["images_per_second_median"] for r in rows
+            if r["impl"] == "gst-train" and r["model"] == model]
+    theirs = [r["images_per_second_median"] for r in rows
+              if r["impl"] == "pytorch" and r["model"] == model]
+    formats = sorted({r.get("memory_format", "?") for r in rows
+                      if r["impl"] == "pytorch" and r["model"] == model})
+    if not ours or not theirs:
+        continue
+    o, t = statistics.median(ours), statistics.median(theirs)
+    lines.append(f"| {model} | {size}x{size} | {batch} | {o:.2f} ({min(ours):.2f}-{max(ours):.2f}) "
+                 f"| {t:.2f} ({min(theirs):.2f}-{max(theirs):.2f}) | {', '.join(formats)} | **{o / t:.2f}x** |")
+lines.append("")
+text = "\n".join(lines)
+print(text)
+if not output.endswith("-quick.md"):
+    text += "\n"
+open(output, "w").write(text + "\n")
+PYEOF
