@@ -94,13 +94,27 @@ conv_chunk_rows (const ConvTask *task)
   return rows > 0 ? rows : 1;
 }
 
+/* The kernel columns [*first, *last) of a kernel row that land inside an
+ * input row of @width pixels when the window starts at @x0. */
+static inline void
+conv_taps_inside (
+    const GtConvSpec *conv, int x0, int width, int *first, int *last)
+{
+  *first = x0 < 0 ? -x0 : 0;
+  *last = width - x0 < conv->kernel ? width - x0 : conv->kernel;
+  if (*last < *first)
+    *last = *first;
+}
+
 /* Writes, for output rows [first, first + count), the input patches in the
- * weight's (kernel row, kernel column, channel) order, zeros outside. */
+ * weight's (kernel row, kernel column, channel) order, zeros outside. With
+ * stride 1 and NHWC, the taps of one kernel row are neighbouring pixels:
+ * one copy each. */
 static void
 im2col (const ConvTask *task, size_t first, size_t count, float *columns)
 {
   const GtConvSpec *conv = task->conv;
-  int channels = conv->in_channels;
+  size_t channels = conv->in_channels;
   size_t width = conv_column_width (conv);
   size_t pixels = (size_t)task->out_h * task->out_w;
   size_t r;
@@ -110,34 +124,49 @@ im2col (const ConvTask *task, size_t first, size_t count, float *columns)
     size_t image = row / pixels;
     int oy = (int)(row % pixels) / task->out_w;
     int ox = (int)(row % pixels) % task->out_w;
+    int x0 = ox * conv->stride - conv->padding;
     float *out = columns + r * width;
-    int ky, kx;
+    int ky, tap_first, tap_last;
 
-    for (ky = 0; ky < conv->kernel; ky++) {
+    conv_taps_inside (conv, x0, task->w, &tap_first, &tap_last);
+    for (ky = 0; ky < conv->kernel; ky++, out += conv->kernel * channels) {
       int iy = oy * conv->stride - conv->padding + ky;
 
-      for (kx = 0; kx < conv->kernel; kx++, out += channels) {
-        int ix = ox * conv->stride - conv->padding + kx;
+      if (iy < 0 || iy >= task->h || tap_first == tap_last) {
+        memset (out, 0, conv->kernel * channels * sizeof (float));
+        continue;
+      }
+      if (tap_first > 0)
+        memset (out, 0, tap_first * channels * sizeof (float));
+      if (conv->stride == 1 || tap_last - tap_first == 1) {
+        memcpy (out + tap_first * channels,
+            task->x
+                + ((image * task->h + iy) * task->w + x0 + tap_first)
+                    * channels,
+            (tap_last - tap_first) * channels * sizeof (float));
+      } else {
+        int kx;
 
-        if (iy < 0 || iy >= task->h || ix < 0 || ix >= task->w)
-          memset (out, 0, channels * sizeof (float));
-        else
-          memcpy (out,
-              task->x + ((image * task->h + iy) * task->w + ix) * channels,
+        for (kx = tap_first; kx < tap_last; kx++)
+          memcpy (out + kx * channels,
+              task->x + ((image * task->h + iy) * task->w + x0 + kx) * channels,
               channels * sizeof (float));
       }
+      if (tap_last < conv->kernel)
+        memset (out + tap_last * channels, 0,
+            (conv->kernel - tap_last) * channels * sizeof (float));
     }
   }
 }
 
 /* Adds the column gradients of rows [first, first + count) back onto the
- * input pixels they were copied from. */
+ * input pixels they were copied from (im2col's transpose). */
 static void
 col2im_add (
     const ConvTask *task, size_t first, size_t count, const float *columns)
 {
   const GtConvSpec *conv = task->conv;
-  int channels = conv->in_channels;
+  size_t channels = conv->in_channels;
   size_t width = conv_column_width (conv);
   size_t pixels = (size_t)task->out_h * task->out_w;
   size_t r;
@@ -147,21 +176,24 @@ col2im_add (
     size_t image = row / pixels;
     int oy = (int)(row % pixels) / task->out_w;
     int ox = (int)(row % pixels) % task->out_w;
+    int x0 = ox * conv->stride - conv->padding;
     const float *in = columns + r * width;
-    int ky, kx, c;
+    int ky, kx, tap_first, tap_last;
 
-    for (ky = 0; ky < conv->kernel; ky++) {
+    conv_taps_inside (conv, x0, task->w, &tap_first, &tap_last);
+    for (ky = 0; ky < conv->kernel; ky++, in += conv->kernel * channels) {
       int iy = oy * conv->stride - conv->padding + ky;
 
-      for (kx = 0; kx < conv->kernel; kx++, in += channels) {
-        int ix = ox * conv->stride - conv->padding + kx;
-        float *out;
+      if (iy < 0 || iy >= task->h)
+        continue;
+      for (kx = tap_first; kx < tap_last; kx++) {
+        const float *restrict from = in + kx * channels;
+        float *restrict to =
+            task->dx + ((image * task->h + iy) * task->w + x0 + kx) * channels;
+        size_t c;
 
-        if (iy < 0 || iy >= task->h || ix < 0 || ix >= task->w)
-          continue;
-        out = task->dx + ((image * task->h + iy) * task->w + ix) * channels;
         for (c = 0; c < channels; c++)
-          out[c] += in[c];
+          to[c] += from[c];
       }
     }
   }
@@ -341,9 +373,12 @@ typedef struct
   const float *dy;
   float *dx;
   float *dresidual;
-  const float *mean_dy;      /* sum(g) / rows */
-  const float *mean_dy_xhat; /* sum(g * xhat) / rows */
 } NormTask;
+
+/* Rows summed in float before the sum moves into the double total: short
+ * enough that float loses nothing that matters, long enough that the inner
+ * loop over channels runs vectorised without the double conversion. */
+#define NORM_BLOCK_ROWS 32
 
 /* Per-channel sums of x (or of (x - shift)^2) over this thread's rows. */
 static void
@@ -352,23 +387,30 @@ norm_sum_task (void *data, int thread, int num_threads)
   NormTask *task = data;
   int channels = task->channels;
   double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
-  size_t begin, end, r;
+  float block[channels];
+  size_t begin, end, r, block_end;
   int c;
 
   gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   memset (sums, 0, channels * sizeof (double));
-  for (r = begin; r < end; r++) {
-    const float *row = task->x + r * channels;
+  for (r = begin; r < end; r = block_end) {
+    block_end = r + NORM_BLOCK_ROWS < end ? r + NORM_BLOCK_ROWS : end;
+    memset (block, 0, sizeof (block));
+    for (; r < block_end; r++) {
+      const float *row = task->x + r * channels;
 
-    if (task->shift)
-      for (c = 0; c < channels; c++) {
-        double d = (double)row[c] - task->shift[c];
+      if (task->shift)
+        for (c = 0; c < channels; c++) {
+          float d = row[c] - task->shift[c];
 
-        sums[c] += d * d;
-      }
-    else
-      for (c = 0; c < channels; c++)
-        sums[c] += row[c];
+          block[c] += d * d;
+        }
+      else
+        for (c = 0; c < channels; c++)
+          block[c] += row[c];
+    }
+    for (c = 0; c < channels; c++)
+      sums[c] += block[c];
   }
 }
 
@@ -483,62 +525,90 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
   gt_cpu_pool_run (pool, norm_apply_task, &task);
 }
 
-/* The gradient at the norm's output: dy, masked where the ReLU was off. */
-static inline float
-norm_output_grad (const NormTask *task, size_t index)
-{
-  if (task->out && task->out[index] <= 0.f)
-    return 0.f;
-  return task->dy[index];
-}
-
-/* Per-channel sums of g and of g * xhat over this thread's rows. */
+/* Per-channel sums of g and of g * xhat over this thread's rows, g being
+ * dy masked where the ReLU was off. */
 static void
 norm_grad_sum_task (void *data, int thread, int num_threads)
 {
   NormTask *task = data;
   int channels = task->channels;
   double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
-  size_t begin, end, r;
+  float sum_g[channels], sum_gx[channels];
+  size_t begin, end, r, block_end;
   int c;
 
   gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   memset (sums, 0, 2 * channels * sizeof (double));
-  for (r = begin; r < end; r++) {
-    const float *row = task->x + r * channels;
+  for (r = begin; r < end; r = block_end) {
+    block_end = r + NORM_BLOCK_ROWS < end ? r + NORM_BLOCK_ROWS : end;
+    memset (sum_g, 0, sizeof (sum_g));
+    memset (sum_gx, 0, sizeof (sum_gx));
+    for (; r < block_end; r++) {
+      const float *restrict x = task->x + r * channels;
+      const float *restrict dy = task->dy + r * channels;
+      const float *restrict y = task->out ? task->out + r * channels : NULL;
+      const float *restrict mean = task->mean;
+      float *restrict block_g = sum_g, *restrict block_gx = sum_gx;
 
+      /* the two loops differ only in the mask: separate, both vectorise */
+      if (y)
+        for (c = 0; c < channels; c++) {
+          float d = dy[c], g = y[c] > 0.f ? d : 0.f;
+
+          block_g[c] += g;
+          block_gx[c] += g * (x[c] - mean[c]);
+        }
+      else
+        for (c = 0; c < channels; c++) {
+          block_g[c] += dy[c];
+          block_gx[c] += dy[c] * (x[c] - mean[c]);
+        }
+    }
     for (c = 0; c < channels; c++) {
-      float g = norm_output_grad (task, r * channels + c);
-      float xhat = (row[c] - task->mean[c]) * task->invstd[c];
-
-      sums[c] += g;
-      sums[channels + c] += (double)g * xhat;
+      sums[c] += sum_g[c];
+      sums[channels + c] += (double)sum_gx[c] * task->invstd[c];
     }
   }
 }
 
+/* dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), rewritten
+ * per channel as dx = scale * g + slope * x + offset. */
 static void
 norm_grad_apply_task (void *data, int thread, int num_threads)
 {
   NormTask *task = data;
   int channels = task->channels;
+  const float *restrict scale = task->scale;
+  const float *restrict slope = task->bias;
+  const float *restrict offset = task->shift;
   size_t begin, end, r;
   int c;
 
   gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   for (r = begin; r < end; r++) {
-    const float *row = task->x + r * channels;
+    const float *restrict x = task->x + r * channels;
+    const float *restrict dy = task->dy + r * channels;
+    const float *restrict y = task->out ? task->out + r * channels : NULL;
+    float *restrict dx = task->dx + r * channels;
+    float *restrict dresidual =
+        task->dresidual ? task->dresidual + r * channels : NULL;
 
-    for (c = 0; c < channels; c++) {
-      size_t i = r * channels + c;
-      float g = norm_output_grad (task, i);
-      float xhat = (row[c] - task->mean[c]) * task->invstd[c];
+    if (y && dresidual)
+      for (c = 0; c < channels; c++) {
+        float d = dy[c], g = y[c] > 0.f ? d : 0.f;
 
-      if (task->dresidual)
-        task->dresidual[i] = g;
-      task->dx[i] = task->gamma[c] * task->invstd[c]
-          * (g - task->mean_dy[c] - xhat * task->mean_dy_xhat[c]);
-    }
+        dresidual[c] = g;
+        dx[c] = scale[c] * g + slope[c] * x[c] + offset[c];
+      }
+    else if (y)
+      for (c = 0; c < channels; c++) {
+        float d = dy[c], g = y[c] > 0.f ? d : 0.f;
+
+        dx[c] = scale[c] * g + slope[c] * x[c] + offset[c];
+      }
+    else
+      for (c = 0; c < channels; c++)
+        dx[c] = scale[c] * dy[c] + slope[c] * x[c] + offset[c];
   }
 }
 
@@ -550,7 +620,7 @@ gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
 {
   NormTask task = { 0 };
   int num_threads = gt_cpu_pool_size (pool);
-  float mean_dy[channels], mean_dy_xhat[channels];
+  float scale[channels], slope[channels], offset[channels];
   int t, c;
 
   task.scratch = scratch;
@@ -576,11 +646,18 @@ gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     }
     dbeta[c] = (float)sum_dy;
     dgamma[c] = (float)sum_dy_xhat;
-    mean_dy[c] = (float)(sum_dy / rows);
-    mean_dy_xhat[c] = (float)(sum_dy_xhat / rows);
+    {
+      double a = (double)gamma[c] * invstd[c];
+      double mean_g = sum_dy / rows, mean_gxhat = sum_dy_xhat / rows;
+
+      scale[c] = (float)a;
+      slope[c] = (float)(-a * invstd[c] * mean_gxhat);
+      offset[c] = (float)(a * (mean[c] * invstd[c] * mean_gxhat - mean_g));
+    }
   }
-  task.mean_dy = mean_dy;
-  task.mean_dy_xhat = mean_dy_xhat;
+  task.scale = scale;
+  task.bias = slope;
+  task.shift = offset;
   gt_cpu_pool_run (pool, norm_grad_apply_task, &task);
 }
 

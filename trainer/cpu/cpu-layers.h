@@ -61,7 +61,7 @@ void gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
     int relu, float *y);
 
 /* Backward of gt_cpu_norm_forward_train. @y is the forward output (for the
- * ReLU mask, NULL without ReLU); dx may be dy; @dresidual (when not NULL)
+ * ReLU mask, NULL without ReLU); dx must not overlap dy; @dresidual (when not NULL)
  * gets the gradient that flows to the residual input. */
 void gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     int channels, const float *x, const float *mean, const float *invstd,
