@@ -1,10 +1,13 @@
 #!/bin/sh
 # parity.sh: one parity check of the CPU backend against PyTorch.
-#   parity.sh PARITY_BINARY SCRATCH_DIR MODEL CLASSES SIZE BATCH STEPS [ARGS]
+#   parity.sh [VAR=VALUE] PARITY_BINARY SCRATCH_DIR MODEL CLASSES SIZE BATCH
+#             STEPS [ARGS]
+# (VAR=VALUE: an environment setting for the C side, such as GT_CPU_ISA=sse)
 # torch_reference.py writes the reference tensors, the C program compares
 # and writes a checkpoint, and torchvision loads that checkpoint with
 # strict=True and must give our eval logits.
 set -eu
+case $1 in *=*) export "$1"; shift ;; esac
 parity=$1 scratch=$2 model=$3 classes=$4 size=$5 batch=$6 steps=$7
 shift 7
 here=$(dirname "$0")

@@ -4,6 +4,7 @@
  * parameter buffer. Read next to the CUDA backend: the same steps, in the
  * same order, with the same names. */
 #include "backend.h"
+#include "cpu-direct-conv.h"
 #include "cpu-layers.h"
 
 #include <cblas.h>
@@ -16,6 +17,8 @@
 /* Floats of im2col columns per thread: large enough that the matrix
  * products stay efficient, small enough to stay near the caches. */
 #define COLUMN_BUDGET_FLOATS (2u << 20)
+
+#define MAX_SIZE(a, b) ((a) > (b) ? (a) : (b))
 
 /* A convolution and the batch-norm after it. */
 typedef struct
@@ -120,6 +123,7 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   CpuBackend *cpu = calloc (1, sizeof (CpuBackend));
   int batch_size = config->batch_size;
   size_t max_activation = 0, max_columns = 0, max_weights = 0;
+  size_t max_pad = 0;
   int num_threads = config->num_threads, h, w, i, k, max_channels;
   int setup_status = 0;
 
@@ -239,8 +243,25 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   }
   if (max_columns > COLUMN_BUDGET_FLOATS)
     max_columns = COLUMN_BUDGET_FLOATS;
-  if (gt_cpu_scratch_init (
-          &cpu->scratch, num_threads, max_columns, max_weights, max_channels)
+  /* a padded image for the direct 3x3 kernels, where they apply */
+  for (i = 0; i < spec->num_blocks; i++)
+    for (k = 0; k < cpu->blocks[i].num_units; k++) {
+      const Unit *unit = &cpu->blocks[i].units[k];
+      int widest = unit->conv->in_channels > unit->conv->out_channels
+          ? unit->conv->in_channels
+          : unit->conv->out_channels;
+      size_t pad =
+          gt_cpu_direct_conv_pad_floats (unit->in_h, unit->in_w, widest);
+
+      if (gt_cpu_direct_conv_applies (unit->conv, 0))
+        max_pad = MAX_SIZE (max_pad, pad);
+    }
+  if (gt_cpu_direct_conv_applies (&spec->stem, 0))
+    max_pad = MAX_SIZE (max_pad,
+        gt_cpu_direct_conv_pad_floats (
+            config->height, config->width, spec->stem.out_channels));
+  if (gt_cpu_scratch_init (&cpu->scratch, num_threads, max_columns, max_weights,
+          max_channels, max_pad)
       < 0)
     goto no_memory;
 

@@ -1,6 +1,7 @@
 /* cpu-layers.c: convolution (im2col + sgemm), batch-norm, pooling, the
  * classifier and the loss, in fp32 on the CPU. */
 #include "cpu-layers.h"
+#include "cpu-direct-conv.h"
 
 #include <cblas.h>
 #include <float.h>
@@ -13,8 +14,10 @@
 
 int
 gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
-    size_t column_floats, size_t partial_floats, int max_channels)
+    size_t column_floats, size_t partial_floats, int max_channels,
+    size_t pad_floats)
 {
+  size_t direct_floats = 9 * 64 * 64;
   int t;
 
   memset (scratch, 0, sizeof (*scratch));
@@ -26,11 +29,20 @@ gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
   scratch->weight_partials = calloc (num_threads, sizeof (float *));
   scratch->channel_sums =
       calloc ((size_t)num_threads * 2 * max_channels, sizeof (double));
-  if (!scratch->columns || !scratch->weight_partials || !scratch->channel_sums)
+  scratch->pad_floats = pad_floats;
+  scratch->pads = calloc (num_threads, sizeof (float *));
+  scratch->direct_grads = calloc (num_threads, sizeof (float *));
+  scratch->direct_weights = malloc (direct_floats * sizeof (float));
+  if (!scratch->columns || !scratch->weight_partials || !scratch->channel_sums
+      || !scratch->pads || !scratch->direct_grads || !scratch->direct_weights)
     return -1;
   for (t = 0; t < num_threads; t++) {
     scratch->columns[t] = malloc (column_floats * sizeof (float));
-    if (scratch->columns[t] == NULL)
+    scratch->direct_grads[t] = malloc (direct_floats * sizeof (float));
+    if (pad_floats > 0)
+      scratch->pads[t] = malloc (pad_floats * sizeof (float));
+    if (!scratch->columns[t] || !scratch->direct_grads[t]
+        || (pad_floats > 0 && !scratch->pads[t]))
       return -1;
     if (t > 0) {
       scratch->weight_partials[t] = malloc (partial_floats * sizeof (float));
@@ -51,7 +63,14 @@ gt_cpu_scratch_clear (GtCpuScratch *scratch)
       free (scratch->columns[t]);
     if (scratch->weight_partials)
       free (scratch->weight_partials[t]);
+    if (scratch->pads)
+      free (scratch->pads[t]);
+    if (scratch->direct_grads)
+      free (scratch->direct_grads[t]);
   }
+  free (scratch->pads);
+  free (scratch->direct_grads);
+  free (scratch->direct_weights);
   free (scratch->columns);
   free (scratch->weight_partials);
   free (scratch->channel_sums);
@@ -231,6 +250,21 @@ conv_forward_task (void *data, int thread, int num_threads)
   }
 }
 
+/* The direct kernels take narrow 3x3 layers whose padded image fits the
+ * scratch; the rest goes through im2col + sgemm. */
+static int
+direct_fits (const GtCpuScratch *scratch, const GtConvSpec *conv, int h, int w,
+    int with_input_grad)
+{
+  int widest = conv->in_channels > conv->out_channels ? conv->in_channels
+                                                      : conv->out_channels;
+
+  return gt_cpu_direct_conv_applies (conv, 0)
+      && (!with_input_grad || gt_cpu_direct_conv_applies (conv, 1))
+      && gt_cpu_direct_conv_pad_floats (h, w, widest) <= scratch->pad_floats
+      && !getenv ("GT_CPU_NO_DIRECT_CONV");
+}
+
 void
 gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
     const GtConvSpec *conv, const float *x, int n, int h, int w,
@@ -239,6 +273,10 @@ gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
   ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
     gt_conv_output_size (conv, w), weight, NULL, y, NULL, NULL };
 
+  if (direct_fits (scratch, conv, h, w, 0)) {
+    gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, h, w, weight, y);
+    return;
+  }
   gt_cpu_pool_run (pool, conv_forward_task, &task);
 }
 
@@ -343,6 +381,11 @@ gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
   ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
     gt_conv_output_size (conv, w), weight, dy, NULL, dx, dweight };
 
+  if (direct_fits (scratch, conv, h, w, dx != NULL)) {
+    gt_cpu_direct_conv_backward (
+        pool, scratch, conv, x, n, h, w, weight, dy, dx, dweight);
+    return;
+  }
   gt_cpu_pool_run (pool, conv_weight_grad_task, &task);
   if (gt_cpu_pool_size (pool) > 1)
     gt_cpu_pool_run (pool, conv_weight_sum_task, &task);

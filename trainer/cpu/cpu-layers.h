@@ -22,10 +22,17 @@ typedef struct
   float **weight_partials;
   int max_channels;
   double *channel_sums; /* 2 * max_channels per thread */
+  /* for cpu-direct-conv.c: a padded image per thread, the reordered
+   * weights, and per-thread weight gradients (3x3, up to 64 x 64) */
+  size_t pad_floats;
+  float **pads;
+  float *direct_weights;
+  float **direct_grads;
 } GtCpuScratch;
 
 int gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
-    size_t column_floats, size_t partial_floats, int max_channels);
+    size_t column_floats, size_t partial_floats, int max_channels,
+    size_t pad_floats);
 void gt_cpu_scratch_clear (GtCpuScratch *scratch);
 
 static inline int

@@ -1,0 +1,230 @@
+/* cpu-direct-conv.c: 3x3, stride 1, padding 1 convolutions with 16, 32 or
+ * 64 output channels, computed directly instead of through im2col + sgemm.
+ *
+ * Narrow layers (resnet20/32 throughout, the first stage of resnet18/34/50)
+ * make thin matrix products: sgemm spends as long packing the im2col
+ * columns as multiplying them. Here each thread pads one image at a time
+ * (a copy of the input, not nine) and runs a register-tiled kernel built
+ * for the widest vector unit the CPU has (AVX-512, AVX2 + FMA, or SSE). The
+ * backward pass for the input is the same kernel on the padded output
+ * gradient with the kernel flipped and its channels swapped. */
+#include "cpu-direct-conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*ForwardKernel) (
+    const float *pad, int h, int w, int c_in, const float *weights, float *y);
+typedef void (*WeightGradKernel) (
+    const float *pad, int h, int w, int c_in, const float *dy, float *grads);
+
+typedef struct
+{
+  ForwardKernel forward[3]; /* 16, 32, 64 output channels */
+  WeightGradKernel weight_grad[3];
+} GtDirectKernels;
+
+#define SUFFIX avx512
+#define TARGET __attribute__ ((target ("avx512f,fma")))
+#define VW 16
+#define TILE_FLOATS 192
+#include "cpu-direct-conv-body.h"
+#undef SUFFIX
+#undef TARGET
+#undef VW
+#undef TILE_FLOATS
+
+#define SUFFIX avx2
+#define TARGET __attribute__ ((target ("avx2,fma")))
+#define VW 8
+#define TILE_FLOATS 64
+#include "cpu-direct-conv-body.h"
+#undef SUFFIX
+#undef TARGET
+#undef VW
+#undef TILE_FLOATS
+
+#define SUFFIX sse
+#define TARGET
+#define VW 4
+#define TILE_FLOATS 32
+#include "cpu-direct-conv-body.h"
+#undef SUFFIX
+#undef TARGET
+#undef VW
+#undef TILE_FLOATS
+
+/* The widest kernels the CPU runs; GT_CPU_ISA=avx2 or sse picks narrower
+ * ones (so that the tests check every variant on any machine). */
+static const GtDirectKernels *
+pick_kernels (void)
+{
+  static const GtDirectKernels *kernels;
+
+  if (kernels == NULL) {
+    const char *isa = getenv ("GT_CPU_ISA");
+
+    __builtin_cpu_init ();
+    if (isa && strcmp (isa, "sse") == 0)
+      kernels = &kernels_sse;
+    else if (isa && strcmp (isa, "avx2") == 0 && __builtin_cpu_supports ("avx2")
+        && __builtin_cpu_supports ("fma"))
+      kernels = &kernels_avx2;
+    else if (__builtin_cpu_supports ("avx512f"))
+      kernels = &kernels_avx512;
+    else if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma"))
+      kernels = &kernels_avx2;
+    else
+      kernels = &kernels_sse;
+  }
+  return kernels;
+}
+
+static int
+width_index (int channels)
+{
+  return channels == 16 ? 0 : channels == 32 ? 1 : channels == 64 ? 2 : -1;
+}
+
+size_t
+gt_cpu_direct_conv_pad_floats (int h, int w, int channels)
+{
+  /* the kernels read one tile past a row's end: slack for the last row */
+  return (size_t)(h + 2) * (w + 2) * channels + 16 * (size_t)channels + 64;
+}
+
+int
+gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad)
+{
+  if (conv->kernel != 3 || conv->stride != 1 || conv->padding != 1)
+    return 0;
+  return width_index (for_input_grad ? conv->in_channels : conv->out_channels)
+      >= 0;
+}
+
+/* Copies image @x (h x w x c) into the middle of a zeroed (h+2) x (w+2). */
+static void
+pad_image (const float *x, int h, int w, int c, float *pad)
+{
+  size_t padded_row = (size_t)(w + 2) * c;
+  int y;
+
+  memset (pad, 0, padded_row * sizeof (float));
+  for (y = 0; y < h; y++) {
+    float *row = pad + (y + 1) * padded_row;
+
+    memset (row, 0, c * sizeof (float));
+    memcpy (row + c, x + (size_t)y * w * c, (size_t)w * c * sizeof (float));
+    memset (row + (size_t)(w + 1) * c, 0, c * sizeof (float));
+  }
+  memset (pad + (h + 1) * padded_row, 0,
+      (gt_cpu_direct_conv_pad_floats (h, w, c) - (h + 1) * padded_row)
+          * sizeof (float));
+}
+
+typedef struct
+{
+  GtCpuScratch *scratch;
+  const float *in; /* x (forward, weight gradient) or dy (input gradient) */
+  int n, h, w, c_in, c_out;
+  const float *weights; /* [tap][c_in][c_out] */
+  const float *dy;
+  float *out;
+  ForwardKernel forward;
+  WeightGradKernel weight_grad;
+} DirectTask;
+
+static void
+direct_forward_task (void *data, int thread, int num_threads)
+{
+  DirectTask *task = data;
+  float *pad = task->scratch->pads[thread];
+  size_t in_size = (size_t)task->h * task->w * task->c_in;
+  size_t out_size = (size_t)task->h * task->w * task->c_out;
+  size_t begin, end, image;
+
+  gt_cpu_split (task->n, thread, num_threads, &begin, &end);
+  for (image = begin; image < end; image++) {
+    pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
+    task->forward (pad, task->h, task->w, task->c_in, task->weights,
+        task->out + image * out_size);
+  }
+}
+
+static void
+direct_weight_grad_task (void *data, int thread, int num_threads)
+{
+  DirectTask *task = data;
+  float *pad = task->scratch->pads[thread];
+  float *grads = task->scratch->direct_grads[thread];
+  size_t in_size = (size_t)task->h * task->w * task->c_in;
+  size_t out_size = (size_t)task->h * task->w * task->c_out;
+  size_t begin, end, image;
+
+  memset (grads, 0, 9 * (size_t)task->c_in * task->c_out * sizeof (float));
+  gt_cpu_split (task->n, thread, num_threads, &begin, &end);
+  for (image = begin; image < end; image++) {
+    pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
+    task->weight_grad (
+        pad, task->h, task->w, task->c_in, task->dy + image * out_size, grads);
+  }
+}
+
+void
+gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, float *y)
+{
+  int in_c = conv->in_channels, out_c = conv->out_channels, k, c;
+  float *weights = scratch->direct_weights;
+  DirectTask task = { scratch, x, n, h, w, in_c, out_c, weights, NULL, y,
+    pick_kernels ()->forward[width_index (out_c)], NULL };
+
+  /* OHWI -> HWIO: the output channels of a tap and input channel are the
+   * vector the kernel loads */
+  for (k = 0; k < out_c; k++)
+    for (c = 0; c < 9 * in_c; c++)
+      weights[(size_t)c * out_c + k] = weight[(size_t)k * 9 * in_c + c];
+  gt_cpu_pool_run (pool, direct_forward_task, &task);
+}
+
+void
+gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, const float *dy, float *dx, float *dweight)
+{
+  int in_c = conv->in_channels, out_c = conv->out_channels;
+  int num_threads = gt_cpu_pool_size (pool), t, k, c, tap;
+  size_t count = 9 * (size_t)in_c * out_c, i;
+  float *weights = scratch->direct_weights;
+  DirectTask task = { scratch, x, n, h, w, in_c, out_c, NULL, dy, NULL, NULL,
+    pick_kernels ()->weight_grad[width_index (out_c)] };
+
+  /* weight gradient: per-thread sums in [tap][c][k], then added up and
+   * turned back into OHWI */
+  gt_cpu_pool_run (pool, direct_weight_grad_task, &task);
+  for (t = 1; t < num_threads; t++)
+    for (i = 0; i < count; i++)
+      scratch->direct_grads[0][i] += scratch->direct_grads[t][i];
+  for (k = 0; k < out_c; k++)
+    for (c = 0; c < 9 * in_c; c++)
+      dweight[(size_t)k * 9 * in_c + c] =
+          scratch->direct_grads[0][(size_t)c * out_c + k];
+
+  if (dx == NULL)
+    return;
+  /* input gradient: the forward kernel on dy with the kernel turned by 180
+   * degrees and in/out channels swapped, weights[8 - tap][k][c] */
+  for (tap = 0; tap < 9; tap++)
+    for (k = 0; k < out_c; k++)
+      for (c = 0; c < in_c; c++)
+        weights[((size_t)(8 - tap) * out_c + k) * in_c + c] =
+            weight[((size_t)k * 9 + tap) * in_c + c];
+  task.in = dy;
+  task.c_in = out_c;
+  task.c_out = in_c;
+  task.weights = weights;
+  task.out = dx;
+  task.forward = pick_kernels ()->forward[width_index (in_c)];
+  gt_cpu_pool_run (pool, direct_forward_task, &task);
+}

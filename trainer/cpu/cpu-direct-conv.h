@@ -1,0 +1,23 @@
+/* cpu-direct-conv.h: direct 3x3 convolutions for narrow layers (see the .c
+ * for why); gt_cpu_conv_forward and gt_cpu_conv_backward use them where
+ * gt_cpu_direct_conv_applies says so. */
+#ifndef GT_CPU_DIRECT_CONV_H
+#define GT_CPU_DIRECT_CONV_H
+
+#include "cpu-layers.h"
+
+/* 1 when @conv is 3x3, stride 1, padding 1 with 16, 32 or 64 output
+ * channels (input channels too, @for_input_grad). */
+int gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad);
+
+/* Floats of the per-thread buffer a padded h x w x channels image needs. */
+size_t gt_cpu_direct_conv_pad_floats (int h, int w, int channels);
+
+void gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, float *y);
+void gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, int h, int w,
+    const float *weight, const float *dy, float *dx, float *dweight);
+
+#endif /* GT_CPU_DIRECT_CONV_H */
