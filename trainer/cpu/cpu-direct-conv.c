@@ -27,7 +27,7 @@ typedef struct
 #define SUFFIX avx512
 #define TARGET __attribute__ ((target ("avx512f,fma")))
 #define VW 16
-#define TILE_FLOATS 192
+#define TILE_FLOATS 256
 #include "cpu-direct-conv-body.h"
 #undef SUFFIX
 #undef TARGET
