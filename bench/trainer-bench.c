@@ -69,8 +69,9 @@ main (int argc, char **argv)
     }
   }
   if (i != argc || steps < 1) {
-    fprintf (stderr, "usage: %s [--model M] [--size S] [--batch N] "
-                     "[--classes C] [--threads T] [--warmup W] [--steps K]\n",
+    fprintf (stderr,
+        "usage: %s [--model M] [--size S] [--batch N] "
+        "[--classes C] [--threads T] [--warmup W] [--steps K]\n",
         argv[0]);
     return 2;
   }

@@ -10,6 +10,7 @@
 #include "gstaugment.h"
 #include "gstecho.h"
 #include "gstbatcher.h"
+#include "gstcudatrainsink.h"
 #include "train-meta.h"
 
 static gboolean
@@ -23,6 +24,7 @@ plugin_init (GstPlugin *plugin)
   ok |= GST_ELEMENT_REGISTER (augment, plugin);
   ok |= GST_ELEMENT_REGISTER (echo, plugin);
   ok |= GST_ELEMENT_REGISTER (batcher, plugin);
+  ok |= GST_ELEMENT_REGISTER (cudatrainsink, plugin);
   return ok;
 }
 
