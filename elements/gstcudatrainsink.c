@@ -337,7 +337,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
           "its dataset tags)",
           0, 1 << 20, DEFAULT_NUM_CLASSES, flags));
   g_object_class_install_property (gobject_class, PROP_DEVICE,
-      g_param_spec_enum ("device", "Device", "Where the steps run",
+      g_param_spec_enum ("device", "Device",
+          "Where the training steps run: GPU or CPU",
           gst_train_device_get_type (), DEFAULT_DEVICE, flags));
   g_object_class_install_property (gobject_class, PROP_GPU_ID,
       g_param_spec_int ("gpu-id", "GPU id", "CUDA device to train on", 0,
@@ -351,8 +352,9 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
           "Peak learning rate of SGD (after the warmup)", 0, 1e6, DEFAULT_LR,
           flags));
   g_object_class_install_property (gobject_class, PROP_MOMENTUM,
-      g_param_spec_double ("momentum", "Momentum", "SGD momentum", 0, 0.9999,
-          DEFAULT_MOMENTUM, flags));
+      g_param_spec_double ("momentum", "Momentum",
+          "Momentum of SGD, as torch.optim.SGD's", 0, 0.9999, DEFAULT_MOMENTUM,
+          flags));
   g_object_class_install_property (gobject_class, PROP_WEIGHT_DECAY,
       g_param_spec_double ("weight-decay", "Weight decay",
           "L2 weight decay added to the gradients of convolution and "
@@ -393,8 +395,9 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
           "default)",
           DEFAULT_STD, flags));
   g_object_class_install_property (gobject_class, PROP_MODE,
-      g_param_spec_enum ("mode", "Mode", "Train, or evaluate",
-          gst_train_mode_get_type (), DEFAULT_MODE, flags));
+      g_param_spec_enum ("mode", "Mode",
+          "Train on every batch, or only evaluate", gst_train_mode_get_type (),
+          DEFAULT_MODE, flags));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT_LOCATION,
       g_param_spec_string ("checkpoint-location", "Checkpoint location",
           "safetensors file the checkpoints are written to (atomically); "

@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const gchar *elements[] = { "datasetsrc", "imagedec", "augment", "echo",
-  "batcher" };
+  "batcher", "cudatrainsink" };
 
 static gboolean
 have_debug_category (const gchar *name)

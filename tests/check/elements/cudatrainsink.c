@@ -1,0 +1,466 @@
+/* cudatrainsink.c: whole training pipelines through gst_parse_launch, on
+ * the CPU backend with resnet20 and small generated datasets: the loss
+ * falls, resume is exact, fresh and total counts at every echo position,
+ * eval on a known checkpoint, and every error the sink reports. */
+#include <gst/check/gstcheck.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "safetensors.h"
+#include "trainer.h"
+
+typedef struct
+{
+  GPtrArray *stats; /* GstStructure, train-stats in order */
+  GstStructure *eval;
+  gchar *error;
+} SinkRun;
+
+static SinkRun *
+sink_run (const gchar *launch)
+{
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (launch, &error);
+  SinkRun *run = g_new0 (SinkRun, 1);
+  GstBus *bus;
+  gboolean done = FALSE;
+
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", launch,
+      error ? error->message : "?");
+  run->stats =
+      g_ptr_array_new_with_free_func ((GDestroyNotify)gst_structure_free);
+  bus = gst_element_get_bus (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while (!done) {
+    GstMessage *message = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
+
+    switch (GST_MESSAGE_TYPE (message)) {
+      case GST_MESSAGE_ELEMENT: {
+        const GstStructure *s = gst_message_get_structure (message);
+
+        if (gst_structure_has_name (s, "train-stats"))
+          g_ptr_array_add (run->stats, gst_structure_copy (s));
+        else if (gst_structure_has_name (s, "eval-result"))
+          run->eval = gst_structure_copy (s);
+        break;
+      }
+      case GST_MESSAGE_ERROR: {
+        GError *err = NULL;
+        gchar *debug = NULL;
+
+        gst_message_parse_error (message, &err, &debug);
+        run->error = g_strdup_printf ("%s (%s)", err->message, debug);
+        g_error_free (err);
+        g_free (debug);
+        done = TRUE;
+        break;
+      }
+      default:
+        done = TRUE;
+        break;
+    }
+    gst_message_unref (message);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  return run;
+}
+
+static void
+sink_run_free (SinkRun *run)
+{
+  g_ptr_array_unref (run->stats);
+  if (run->eval)
+    gst_structure_free (run->eval);
+  g_free (run->error);
+  g_free (run);
+}
+
+static gdouble
+get_double (const GstStructure *s, const gchar *name)
+{
+  gdouble value = -1;
+
+  fail_unless (gst_structure_get_double (s, name, &value), "no %s", name);
+  return value;
+}
+
+static guint64
+get_uint64 (const GstStructure *s, const gchar *name)
+{
+  guint64 value = 0;
+
+  fail_unless (gst_structure_get_uint64 (s, name, &value), "no %s", name);
+  return value;
+}
+
+/* An ImageFolder of @per_class JPEGs of 12x12 in each of @classes classes. */
+static gchar *
+make_dataset (gint classes, gint per_class)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gint c, i;
+
+  for (c = 0; c < classes; c++)
+    for (i = 0; i < per_class; i++) {
+      gchar *path = g_strdup_printf ("%s/class%d/%02d.jpg", dir, c, i);
+
+      fixture_write_jpeg (path, 12, 12, c * 100 + i);
+      g_free (path);
+    }
+  return dir;
+}
+
+/* The head of every pipeline here: deterministic given the seeds. */
+static gchar *
+input_stage (const gchar *dir, gint epochs)
+{
+  return g_strdup_printf ("datasetsrc location=%s num-epochs=%d seed=3 ! "
+                          "imagedec ! augment width=12 height=12 seed=4",
+      dir, epochs);
+}
+
+#define SINK "cudatrainsink model=resnet20 device=cpu num-threads=2 "
+
+GST_START_TEST (test_loss_falls)
+{
+  gchar *dir = make_dataset (2, 8);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s num-epochs=40 seed=3 ! imagedec ! augment "
+      "width=12 height=12 crop=center ! batcher batch-size=16 ! " SINK
+      "lr=0.05 lr-schedule=constant label-smoothing=0 stats-interval=10",
+      dir);
+  SinkRun *run = sink_run (launch);
+  gdouble first_loss, last_loss;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  /* 16 images, one batch an epoch (the same images every step: they are
+   * memorised), 40 epochs: 40 steps, 4 messages */
+  fail_unless_equals_int (run->stats->len, 4);
+  first_loss = get_double (g_ptr_array_index (run->stats, 0), "loss");
+  last_loss = get_double (g_ptr_array_index (run->stats, 3), "loss");
+  fail_unless (
+      last_loss < 0.5 * first_loss, "loss %g -> %g", first_loss, last_loss);
+  fail_unless_equals_uint64 (
+      get_uint64 (g_ptr_array_index (run->stats, 3), "step"), 40);
+  fail_unless_equals_uint64 (
+      get_uint64 (g_ptr_array_index (run->stats, 3), "images"), 640);
+
+  sink_run_free (run);
+  g_free (launch);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* Every tensor of two checkpoints, byte for byte. */
+static void
+assert_same_checkpoints (const gchar *a_path, const gchar *b_path)
+{
+  gchar why[512];
+  GtStFile *a = gt_st_open (a_path, why, sizeof (why));
+  GtStFile *b;
+  gint i;
+
+  fail_unless (a != NULL, "%s", why);
+  b = gt_st_open (b_path, why, sizeof (why));
+  fail_unless (b != NULL, "%s", why);
+  fail_unless_equals_int (gt_st_num_tensors (a), gt_st_num_tensors (b));
+  for (i = 0; i < gt_st_num_tensors (a); i++) {
+    const GtStTensor *x = gt_st_tensor (a, i);
+    const GtStTensor *y = gt_st_find (b, x->name);
+
+    fail_unless (y != NULL, "%s missing", x->name);
+    fail_unless (x->end - x->begin == y->end - y->begin);
+    fail_unless (
+        memcmp (gt_st_data (a, x), gt_st_data (b, y), x->end - x->begin) == 0,
+        "%s differs", x->name);
+  }
+  fail_unless_equals_string (gt_st_metadata (a, "gst_train.step"),
+      gt_st_metadata (b, "gst_train.step"));
+  gt_st_close (a);
+  gt_st_close (b);
+}
+
+GST_START_TEST (test_resume_is_exact)
+{
+  gchar *dir = make_dataset (2, 6);
+  gchar *input = input_stage (dir, 10);
+  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
+  gchar *half = g_build_filename (dir, "half.safetensors", NULL);
+  gchar *resumed = g_build_filename (dir, "resumed.safetensors", NULL);
+  gchar *launch;
+  SinkRun *run;
+
+  /* 4 steps straight; 2 steps, a checkpoint, and 2 more after resuming.
+   * The schedule's length is given: by default it is max-steps, which
+   * differs between the runs. */
+  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
+                            "total-steps=4 max-steps=4 checkpoint-location=%s",
+      input, straight);
+  run = sink_run (launch);
+  fail_unless (run->error == NULL, "%s", run->error);
+  sink_run_free (run);
+  g_free (launch);
+
+  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
+                            "total-steps=4 max-steps=2 checkpoint-location=%s",
+      input, half);
+  run = sink_run (launch);
+  fail_unless (run->error == NULL, "%s", run->error);
+  sink_run_free (run);
+  g_free (launch);
+
+  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
+                            "total-steps=4 max-steps=4 resume-from=%s "
+                            "checkpoint-location=%s",
+      input, half, resumed);
+  run = sink_run (launch);
+  fail_unless (run->error == NULL, "%s", run->error);
+  sink_run_free (run);
+  g_free (launch);
+
+  assert_same_checkpoints (straight, resumed);
+
+  g_free (straight);
+  g_free (half);
+  g_free (resumed);
+  g_free (input);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* echo factor=2 before decoding (A), before augment (B), after it (C),
+ * and on batches (D): the sink trains on twice the images, half of them
+ * fresh, wherever the echo sits. */
+GST_START_TEST (test_fresh_counts_at_every_position)
+{
+  gchar *dir = make_dataset (2, 8);
+  const gchar *echo = "echo factor=2 shuffle-buffer-size=0";
+  gchar *launches[4];
+  gint i;
+
+  launches[0] = g_strdup_printf ("datasetsrc location=%s seed=3 ! %s ! "
+                                 "imagedec ! augment width=12 height=12 ! "
+                                 "batcher batch-size=8 ! " SINK,
+      dir, echo);
+  launches[1] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
+                                 "%s ! augment width=12 height=12 ! "
+                                 "batcher batch-size=8 ! " SINK,
+      dir, echo);
+  launches[2] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
+                                 "augment width=12 height=12 ! %s ! "
+                                 "batcher batch-size=8 ! " SINK,
+      dir, echo);
+  launches[3] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
+                                 "augment width=12 height=12 ! "
+                                 "batcher batch-size=8 ! %s ! " SINK,
+      dir, echo);
+  for (i = 0; i < 4; i++) {
+    SinkRun *run = sink_run (launches[i]);
+    const GstStructure *last;
+
+    fail_unless (run->error == NULL, "%c: %s", 'A' + i, run->error);
+    fail_unless (run->stats->len > 0);
+    last = g_ptr_array_index (run->stats, run->stats->len - 1);
+    fail_unless_equals_uint64 (get_uint64 (last, "step"), 4);
+    fail_unless_equals_uint64 (get_uint64 (last, "images"), 32);
+    fail_unless_equals_uint64 (get_uint64 (last, "fresh-images"), 16);
+    fail_unless (get_double (last, "echo-factor") == 2.0);
+    sink_run_free (run);
+    g_free (launches[i]);
+  }
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* A checkpoint whose classifier ignores the image and favours class 0 by
+ * a margin of 3: every prediction is class 0. */
+static gchar *
+make_class0_checkpoint (const gchar *dir)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  GtStFile *file;
+  GtStWriter *writer;
+  gchar why[512];
+  gchar *base = g_build_filename (dir, "base.safetensors", NULL);
+  gchar *path = g_build_filename (dir, "class0.safetensors", NULL);
+  GPtrArray *copies = g_ptr_array_new_with_free_func (g_free);
+  gint i;
+
+  gt_trainer_config_init (&config);
+  config.model = GT_MODEL_RESNET20;
+  config.num_classes = 2;
+  config.height = config.width = 12;
+  config.batch_size = 2;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  fail_unless (trainer != NULL, "%s", why);
+  fail_unless (gt_trainer_save (trainer, base, 1) == GT_OK);
+  gt_trainer_free (trainer);
+
+  file = gt_st_open (base, why, sizeof (why));
+  fail_unless (file != NULL, "%s", why);
+  writer = gt_st_writer_new ();
+  for (i = 0; i < gt_st_num_tensors (file); i++) {
+    const GtStTensor *t = gt_st_tensor (file, i);
+    gsize bytes = t->end - t->begin;
+    guint8 *copy = g_memdup2 (gt_st_data (file, t), bytes);
+
+    if (strcmp (t->name, "fc.weight") == 0)
+      memset (copy, 0, bytes);
+    if (strcmp (t->name, "fc.bias") == 0) {
+      gfloat bias[2] = { 3.f, 0.f };
+
+      memcpy (copy, bias, sizeof (bias));
+    }
+    g_ptr_array_add (copies, copy);
+    gt_st_writer_add (writer, t->name, t->dtype, t->ndim, t->shape, copy);
+  }
+  fail_unless (gt_st_writer_write (writer, path, why, sizeof (why)) == 0);
+  gt_st_writer_free (writer);
+  gt_st_close (file);
+  g_ptr_array_unref (copies);
+  g_free (base);
+  return path;
+}
+
+GST_START_TEST (test_eval_on_a_known_checkpoint)
+{
+  gchar *dir = make_dataset (2, 3); /* 3 of class 0, 3 of class 1 */
+  gchar *extra = g_strdup_printf ("%s/class0/extra.jpg", dir);
+  gchar *checkpoint, *launch;
+  SinkRun *run;
+  gdouble expected_loss;
+
+  /* a fourth image in class 0: top-1 = 4 / 7 */
+  fixture_write_jpeg (extra, 12, 12, 999);
+  checkpoint = make_class0_checkpoint (dir);
+  launch = g_strdup_printf ("datasetsrc location=%s shuffle=false ! imagedec "
+                            "! augment width=12 height=12 crop=center ! "
+                            "batcher batch-size=4 drop-remainder=false ! " SINK
+                            "mode=eval label-smoothing=0 num-classes=2 "
+                            "resume-from=%s",
+      dir, checkpoint);
+  run = sink_run (launch);
+  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless (run->eval != NULL);
+  fail_unless_equals_uint64 (get_uint64 (run->eval, "images"), 7);
+  fail_unless (fabs (get_double (run->eval, "top1") - 4.0 / 7) < 1e-9);
+  fail_unless (get_double (run->eval, "top5") == 1.0);
+  /* -log softmax: log(1 + e^-3) for class 0, log(1 + e^3) for class 1 */
+  expected_loss = (4 * log1p (exp (-3.0)) + 3 * log1p (exp (3.0))) / 7;
+  fail_unless (fabs (get_double (run->eval, "loss") - expected_loss) < 1e-5,
+      "loss %g, expected %g", get_double (run->eval, "loss"), expected_loss);
+  sink_run_free (run);
+
+  g_free (launch);
+  g_free (checkpoint);
+  g_free (extra);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_errors)
+{
+  gchar *dir = make_dataset (3, 2);
+  gchar *input = input_stage (dir, 1);
+  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  gchar *launch;
+  SinkRun *run;
+
+  /* caps it cannot take */
+  run = sink_run ("fakesrc num-buffers=1 sizetype=fixed sizemax=96 ! "
+                  "capsfilter caps=\"other/tensors,format=static,"
+                  "num_tensors=2,types=(string)\\\"float32,int32\\\","
+                  "dimensions=(string)\\\"3:2:2:2,2\\\",framerate=0/1\" ! " SINK
+                  "num-classes=2");
+  fail_unless (
+      run->error && strstr (run->error, "uint8 images"), "%s", run->error);
+  sink_run_free (run);
+
+  /* labels outside the classes: 3 classes, a 2-class model */
+  launch = g_strdup_printf (
+      "%s ! batcher batch-size=6 ! " SINK "num-classes=2", input);
+  run = sink_run (launch);
+  fail_unless (run->error && strstr (run->error, "outside the model's 2"), "%s",
+      run->error);
+  sink_run_free (run);
+  g_free (launch);
+
+  /* a loss that goes to NaN or infinity: named, the last checkpoint kept */
+  g_free (input);
+  input = input_stage (dir, 50);
+  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! " SINK
+                            "lr=100000 lr-schedule=constant "
+                            "checkpoint-interval=1 checkpoint-location=%s",
+      input, checkpoint);
+  run = sink_run (launch);
+  fail_unless (run->error && strstr (run->error, "diverged")
+          && strstr (run->error, "step "),
+      "%s", run->error);
+  {
+    gchar why[512];
+    GtStFile *file = gt_st_open (checkpoint, why, sizeof (why));
+    const gchar *step_text = strstr (run->error, "step ") + 5;
+
+    fail_unless (file != NULL, "%s", why);
+    fail_unless_equals_int (
+        atoi (gt_st_metadata (file, "gst_train.step")), atoi (step_text) - 1);
+    gt_st_close (file);
+  }
+  sink_run_free (run);
+  g_free (launch);
+
+  /* a missing resume file, and one of another model */
+  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! " SINK
+                            "resume-from=%s/none.safetensors",
+      input, dir);
+  run = sink_run (launch);
+  fail_unless (
+      run->error && strstr (run->error, "none.safetensors"), "%s", run->error);
+  sink_run_free (run);
+  g_free (launch);
+  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! cudatrainsink "
+                            "model=resnet32 device=cpu resume-from=%s",
+      input, checkpoint);
+  run = sink_run (launch);
+  fail_unless (
+      run->error && strstr (run->error, "does not fit"), "%s", run->error);
+  sink_run_free (run);
+  g_free (launch);
+
+  g_free (checkpoint);
+  g_free (input);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+static Suite *
+cudatrainsink_suite (void)
+{
+  Suite *s = suite_create ("cudatrainsink");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 600);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_loss_falls);
+  tcase_add_test (tc, test_resume_is_exact);
+  tcase_add_test (tc, test_fresh_counts_at_every_position);
+  tcase_add_test (tc, test_eval_on_a_known_checkpoint);
+  tcase_add_test (tc, test_errors);
+  return s;
+}
+
+GST_CHECK_MAIN (cudatrainsink);
