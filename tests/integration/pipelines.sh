@@ -1,17 +1,15 @@
 #!/bin/sh
-# Every launch-line file in pipelines/ runs to EOS with gst-launch-1.0 over a
-# Fashion-MNIST slice made by the dataset tool, and pushes the number of
-# batches its echo position implies.
-# Usage: pipelines.sh DATASET-TOOL PIPELINES-DIR
+# Every launch-line file in pipelines/ runs to EOS with gst-train over a
+# Fashion-MNIST slice made by the dataset tool (one epoch, CPU backend), and
+# trains the number of steps its echo position implies; eval.pipeline then
+# evaluates a checkpoint one of them wrote.
+# Usage: pipelines.sh DATASET-TOOL GST-TRAIN PIPELINES-DIR
 set -eu
 tool=$1
-dir=$2
+app=$2
+dir=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-pipelines-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-launch() {
-  LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" gst-launch-1.0 "$@"
-}
 
 if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   echo "SKIP: Debian's dataset-fashion-mnist is not installed"
@@ -20,7 +18,7 @@ fi
 "$tool" fashion-mnist --output "$work/fm" --limit-train 600 --limit-test 10 >/dev/null
 
 # 600 images, batches of 128 with the remainder dropped:
-#   no echo: 4 batches; factor 2 before the batcher: 1200 images, 9 batches;
+#   no echo: 4 steps; factor 2 before the batcher: 1200 images, 9 steps;
 #   factor 2 after it: 4 batches twice; adaptive: at least the 4 fresh ones.
 expect() {
   case $1 in
@@ -32,28 +30,56 @@ expect() {
   esac
 }
 
+# A summary field: "step": 4 -> 4
+field() {
+  sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1
+}
+
 failed=0
-for file in "$dir"/*.pipeline; do
+for file in $(ls "$dir"/*.pipeline | sort); do
   name=$(basename "$file" .pipeline)
-  # The file's launch line, pointed at the test's dataset, with a sink that
-  # reports every buffer.
-  line=$(grep -v '^#' "$file" | tr '\n' ' ' \
-    | sed "s|location=data/fashion-mnist/train|location=$work/fm/train|" \
-    | sed 's|fakesink *$|fakesink silent=false|')
-  # shellcheck disable=SC2086
-  if ! launch -v $line >"$work/$name.log" 2>&1; then
+  [ "$name" = eval ] && continue
+  # The file's launch line, pointed at the test's data and folder, for one
+  # epoch and no step limit.
+  sed -e "s|location=data/fashion-mnist/|location=$work/fm/|" \
+      -e "s|num-epochs=-1|num-epochs=1|" -e "s|max-steps=[0-9]*|max-steps=0|" \
+      -e "s#location=\([a-z-]*\)\.\(safetensors\|jsonl\)#location=$work/\1.\2#g" \
+      "$file" > "$work/$name.pipeline"
+  if ! "$app" -q -f "$work/$name.pipeline" --summary "$work/$name.json" \
+      >"$work/$name.log" 2>&1; then
     tail -20 "$work/$name.log"
     echo "FAIL: $name did not reach EOS"
     failed=1
     continue
   fi
-  batches=$(grep -c 'fakesink0.*chain' "$work/$name.log" || true)
+  steps=$(field "$work/$name.json" step)
   set -- $(expect "$name")
-  if [ "$batches" -lt "$1" ] || [ "$batches" -gt "$2" ]; then
-    echo "FAIL: $name pushed $batches batches, expected $1..$2"
+  if [ -z "$steps" ] || [ "$steps" -lt "$1" ] || [ "$steps" -gt "$2" ]; then
+    echo "FAIL: $name trained ${steps:-no} steps, expected $1..$2"
+    failed=1
+  elif [ ! -s "$work/$name.safetensors" ] || [ ! -s "$work/$name.jsonl" ]; then
+    echo "FAIL: $name wrote no checkpoint or no metrics"
     failed=1
   else
-    echo "ok: $name: $batches batches"
+    echo "ok: $name: $steps steps"
   fi
 done
+
+# eval.pipeline on the checkpoint of echo-adaptive: all 10 test images.
+sed -e "s|location=data/fashion-mnist/|location=$work/fm/|" \
+    -e "s|resume-from=\([a-z-]*\.safetensors\)|resume-from=$work/\1|" \
+    "$dir/eval.pipeline" > "$work/eval.pipeline"
+if ! "$app" -f "$work/eval.pipeline" --summary "$work/eval.json" \
+    >"$work/eval.log" 2>&1; then
+  tail -20 "$work/eval.log"
+  echo "FAIL: eval did not reach EOS"
+  failed=1
+elif [ "$(field "$work/eval.json" images)" != 10 ] \
+    || ! grep -q "^eval: 10 images" "$work/eval.log"; then
+  cat "$work/eval.log" "$work/eval.json"
+  echo "FAIL: eval did not report 10 images"
+  failed=1
+else
+  echo "ok: eval: $(grep '^eval:' "$work/eval.log")"
+fi
 exit $failed
