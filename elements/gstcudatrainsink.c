@@ -1093,6 +1093,14 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
     if (sink->last_saved_step != (guint64)result.step
         && !gst_cuda_train_sink_save (sink))
       return GST_FLOW_ERROR;
+    if (sink->interval.steps)
+      gst_cuda_train_sink_post_stats (sink);
+    /* EOS returned upstream stops the sources, but the EOS event they then
+     * send need not come back: a queue between here and them drops events
+     * once it got EOS from downstream. The sink is where the stream ends, so
+     * it says so itself. */
+    gst_element_post_message (
+        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
     return GST_FLOW_EOS;
   }
   return GST_FLOW_OK;
@@ -1122,6 +1130,11 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       break;
     }
     case GST_EVENT_EOS:
+      if (sink->reached_max) {
+        /* the EOS message went out when max-steps was reached */
+        gst_event_unref (event);
+        return TRUE;
+      }
       if (sink->trainer && sink->mode == GST_TRAIN_MODE_EVAL) {
         gdouble n = MAX (1, sink->eval.num_samples);
         GstStructure *s = gst_structure_new ("eval-result", "loss",

@@ -1,9 +1,14 @@
 #!/bin/sh
 # The demo: installs, builds, turns Debian's Fashion-MNIST into an ImageFolder
-# of JPEGs, streams it through the decoder, then through the whole input
-# stage with echo before augmentation, reporting images per second and echo's
-# statistics. Training on top of it (cudatrainsink) arrives with a later
-# issue; the demo then trains, on the GPU when one is usable.
+# of JPEGs, trains a ResNet on it for a few minutes through a GStreamer
+# pipeline with adaptive echo before augmentation (gst-train), evaluates the
+# result on the test split, and draws the loss curve and the pipeline.
+#
+#   scripts/demo.sh                 # about 4 minutes of training on 2 cores
+#   DEMO_STEPS=200 scripts/demo.sh  # shorter
+#
+# Outputs in build-release/demo/: the checkpoint (safetensors, loads into
+# torchvision), metrics.jsonl, loss.png, pipeline.png, summary.json.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -16,33 +21,50 @@ fi
 ninja -C build-release
 
 data=${GST_TRAIN_DATA:-data/fashion-mnist}
+steps=${DEMO_STEPS:-800}
+out=build-release/demo
 build-release/pipelines/gst-train-dataset fashion-mnist --output "$data"
+rm -rf "$out"
+mkdir -p "$out"
 
 export GST_PLUGIN_PATH_1_0="$PWD/build-release/gst-plugins"
 export GST_REGISTRY_1_0="$PWD/build-release/registry.bin"
 
-if build-release/tests/cuda-device-probe; then
-  echo "demo: a CUDA device is usable (training on it comes with cudatrainsink)"
+# resnet20 at 32x32 on the CPU backend. The CUDA backend (resnet50 at
+# 224x224 in bf16) is not built yet: with a GPU the sink says so and trains
+# on the CPU.
+if build-release/tests/cuda-device-probe >/dev/null 2>&1; then
+  echo "demo: a CUDA device is usable, but the CUDA backend is not built yet: training on the CPU"
 else
-  echo "demo: no usable GPU; the input stage runs on the CPU as it always does"
+  echo "demo: no usable GPU: training on the CPU ($(nproc) cores)"
 fi
 
-echo "demo: decoding $data/train (60,000 JPEGs) on $(nproc) cores ..."
-start=$(date +%s.%N)
-gst-launch-1.0 -q datasetsrc location="$data/train" seed=1 \
-    ! imagedec n-threads=0 ! fakesink
-end=$(date +%s.%N)
-/usr/bin/python3 -c "import sys; s = float(sys.argv[2]) - float(sys.argv[1]); \
-print(f'demo: 60000 images in {s:.2f} s = {60000 / s:,.0f} images/s')" "$start" "$end"
+echo "demo: training resnet20 for $steps steps of 128 images, adaptive echo before augmentation ..."
+build-release/pipelines/gst-train --dot-dir "$out/dots" \
+  --summary "$out/summary.json" \
+  datasetsrc location="$data/train" num-epochs=-1 seed=1 \
+  ! imagedec \
+  ! echo mode=adaptive max-factor=4 shuffle-buffer-size=1024 seed=1 \
+  ! augment width=32 height=32 seed=1 \
+  ! batcher batch-size=128 \
+  ! queue max-size-buffers=2 \
+  ! cudatrainsink model=resnet20 device=cpu lr=0.1 warmup-steps=50 \
+      total-steps="$steps" max-steps="$steps" stats-interval=25 \
+      checkpoint-interval=200 checkpoint-location="$out/resnet20.safetensors" \
+      metrics-location="$out/metrics.jsonl"
 
-echo "demo: the whole input stage with echo before augmentation (position B) ..."
-start=$(date +%s.%N)
-gst-launch-1.0 -m datasetsrc location="$data/train" seed=1 \
-    ! imagedec ! queue max-size-buffers=8 \
-    ! echo factor=2 shuffle-buffer-size=1024 seed=1 \
-    ! augment width=32 height=32 seed=1 ! batcher batch-size=128 \
-    ! fakesink >build-release/demo-echo.log 2>&1
-end=$(date +%s.%N)
-grep -o 'echo-stats, .*' build-release/demo-echo.log | sed 's/^/demo: /'
-/usr/bin/python3 -c "import sys; s = float(sys.argv[2]) - float(sys.argv[1]); \
-print(f'demo: 120000 augmented images (60000 fresh) in {s:.2f} s = {120000 / s:,.0f} images/s')" "$start" "$end"
+echo "demo: evaluating on $data/test (10,000 images) ..."
+build-release/pipelines/gst-train --summary "$out/eval.json" \
+  datasetsrc location="$data/test" num-epochs=1 shuffle=false \
+  ! imagedec \
+  ! augment width=32 height=32 crop=center \
+  ! batcher batch-size=256 drop-remainder=false \
+  ! cudatrainsink mode=eval model=resnet20 device=cpu \
+      resume-from="$out/resnet20.safetensors"
+
+/usr/bin/python3 pipelines/plot-metrics.py "$out/metrics.jsonl" "$out/loss.png" \
+  "resnet20 on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'
+playing=$(ls "$out"/dots/*PAUSED_PLAYING.dot | head -1)
+dot -Tpng "$playing" -o "$out/pipeline.png"
+echo "demo: the pipeline as it ran: $out/pipeline.png (from $playing)"
+echo "demo: loss curve: $out/loss.png; checkpoint: $out/resnet20.safetensors"

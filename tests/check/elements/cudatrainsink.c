@@ -235,6 +235,31 @@ GST_START_TEST (test_resume_is_exact)
 
 GST_END_TEST;
 
+/* max-steps ends an endless stream even through a queue and adaptive
+ * echo, which do not pass an EOS event back down once downstream returned
+ * EOS: the sink posts EOS itself. (If it did not, this test would hang.) */
+GST_START_TEST (test_max_steps_ends_the_pipeline)
+{
+  gchar *dir = make_dataset (2, 4);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s num-epochs=-1 ! imagedec ! echo mode=adaptive "
+      "max-factor=4 ! augment width=12 height=12 ! batcher batch-size=4 ! "
+      "queue max-size-buffers=2 ! " SINK "max-steps=5 stats-interval=2",
+      dir);
+  SinkRun *run = sink_run (launch);
+  const GstStructure *last;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  last = g_ptr_array_index (run->stats, run->stats->len - 1);
+  fail_unless_equals_uint64 (get_uint64 (last, "step"), 5);
+  sink_run_free (run);
+  g_free (launch);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 /* echo factor=2 before decoding (A), before augment (B), after it (C),
  * and on batches (D): the sink trains on twice the images, half of them
  * fresh, wherever the echo sits. */
@@ -457,6 +482,7 @@ cudatrainsink_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_resume_is_exact);
+  tcase_add_test (tc, test_max_steps_ends_the_pipeline);
   tcase_add_test (tc, test_fresh_counts_at_every_position);
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""Draws the training curves of a cudatrainsink metrics file (JSON lines,
+metrics-location=...) to a PNG: the loss against the step, and below it the
+share of time the trainer waited for data and the effective echo factor.
+
+Usage: plot-metrics.py METRICS.jsonl OUTPUT.png [TITLE]
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    path, output = sys.argv[1], sys.argv[2]
+    title = sys.argv[3] if len(sys.argv) == 4 else path
+    stats = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                print(f"{path}:{number}: not JSON: {error}", file=sys.stderr)
+                return 1
+            if record.get("type") == "train-stats":
+                stats.append(record)
+    if not stats:
+        print(f"{path}: no train-stats lines", file=sys.stderr)
+        return 1
+
+    steps = [r["step"] for r in stats]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
+                                      gridspec_kw={"height_ratios": [2, 1]})
+    top.plot(steps, [r["loss"] for r in stats], color="tab:blue")
+    top.set_ylabel("training loss")
+    top.set_title(title)
+    top.grid(alpha=0.3)
+    bottom.plot(steps, [100 * r["data-wait-fraction"] for r in stats],
+                color="tab:red", label="data wait (%)")
+    bottom.set_ylabel("data wait (%)")
+    bottom.set_xlabel("step")
+    bottom.grid(alpha=0.3)
+    echo = bottom.twinx()
+    echo.plot(steps, [r["echo-factor"] for r in stats], color="tab:green",
+              label="echo factor")
+    echo.set_ylabel("echo factor")
+    lines = bottom.get_lines() + echo.get_lines()
+    bottom.legend(lines, [line.get_label() for line in lines], loc="upper right")
+    fig.tight_layout()
+    fig.savefig(output, dpi=100)
+    print(f"{output}: {len(stats)} points, loss {stats[0]['loss']:.3f} -> "
+          f"{stats[-1]['loss']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
