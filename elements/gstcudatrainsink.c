@@ -189,6 +189,12 @@ struct _GstCudaTrainSink
   guint64 fresh_images;
   gint64 run_start;
   gint64 last_render_end; /* 0 before the first batch */
+  /* the step in flight and its batch (mapped until the step ends) */
+  GstBuffer *pending;
+  GstMapInfo pending_images;
+  GstMapInfo pending_labels;
+  gint pending_samples;
+  gint64 pending_start;
   GtEvalTotals eval;
   float last_lr;
 };
@@ -314,6 +320,7 @@ static gboolean gst_cuda_train_sink_set_caps (GstBaseSink *sink, GstCaps *caps);
 static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
+static void gst_cuda_train_sink_release_pending (GstCudaTrainSink *sink);
 
 static void
 gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
@@ -728,6 +735,10 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
+  if (sink->pending) {
+    gt_trainer_step_end (sink->trainer, NULL);
+    gst_cuda_train_sink_release_pending (sink);
+  }
   gt_trainer_free (sink->trainer);
   sink->trainer = NULL;
   if (sink->metrics)
@@ -983,71 +994,35 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
   interval->start = g_get_monotonic_time ();
 }
 
-static GstFlowReturn
-gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
+/* Lets go of the batch of the step in flight. */
+static void
+gst_cuda_train_sink_release_pending (GstCudaTrainSink *sink)
 {
-  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
-  gint64 start = g_get_monotonic_time (), end;
-  GstMapInfo images_map, labels_map;
-  GtBatch batch = { 0 };
+  if (sink->pending == NULL)
+    return;
+  gst_memory_unmap (
+      gst_buffer_peek_memory (sink->pending, 0), &sink->pending_images);
+  gst_memory_unmap (
+      gst_buffer_peek_memory (sink->pending, 1), &sink->pending_labels);
+  gst_buffer_unref (sink->pending);
+  sink->pending = NULL;
+}
+
+/* Ends the step in flight: its statistics, its checkpoint, and max-steps
+ * (EOS). */
+static GstFlowReturn
+gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
+{
   GtStepResult result;
-  gint fresh, status;
-  gsize image_bytes;
+  gint status, fresh;
 
-  if (sink->reached_max)
-    return GST_FLOW_EOS;
-  if (sink->trainer == NULL) {
-    if (!gst_cuda_train_sink_setup (sink))
-      return GST_FLOW_ERROR;
-    sink->interval.start = start;
-  }
-  if (sink->skip_batches > 0) {
-    sink->skip_batches--;
+  if (sink->pending == NULL)
     return GST_FLOW_OK;
-  }
-
-  image_bytes = (gsize)sink->width * sink->height * sink->channels;
-  if (gst_buffer_n_memory (buffer) != 2) {
-    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
-        ("A batch must hold two memories (images, labels); this one has %u.",
-            gst_buffer_n_memory (buffer)),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_memory_map (
-          gst_buffer_peek_memory (buffer, 0), &images_map, GST_MAP_READ))
-    goto map_failed;
-  if (!gst_memory_map (
-          gst_buffer_peek_memory (buffer, 1), &labels_map, GST_MAP_READ)) {
-    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images_map);
-    goto map_failed;
-  }
-  batch.num_samples = (int)(labels_map.size / sizeof (int32_t));
-  if (batch.num_samples < 1 || images_map.size < image_bytes * batch.num_samples
-      || batch.num_samples > sink->batch_size) {
-    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images_map);
-    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels_map);
-    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
-        ("A batch of %" G_GSIZE_FORMAT " bytes of images and %" G_GSIZE_FORMAT
-         " of labels does not match its caps.",
-            images_map.size, labels_map.size),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
-  batch.images = images_map.data;
-  batch.labels = (const int32_t *)labels_map.data;
-  batch.height = sink->height;
-  batch.width = sink->width;
-  batch.channels = sink->channels;
-
-  if (sink->mode == GST_TRAIN_MODE_EVAL) {
-    status = gt_trainer_eval (sink->trainer, &batch, &sink->eval);
-    memset (&result, 0, sizeof (result));
-  } else {
-    status = gt_trainer_step (sink->trainer, &batch, &result);
-  }
-  gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images_map);
-  gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels_map);
+  status = gt_trainer_step_end (sink->trainer, &result);
+  fresh = gst_train_buffer_count_fresh (sink->pending);
+  if (fresh < 0)
+    fresh = sink->pending_samples; /* no metadata: nothing says it repeats */
+  gst_cuda_train_sink_release_pending (sink);
   if (status == GT_ERROR_NONFINITE) {
     GST_ELEMENT_ERROR (sink, STREAM, FAILED,
         ("Training diverged: %s.", gt_trainer_error (sink->trainer)),
@@ -1061,31 +1036,23 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
         ("%s.", gt_trainer_error (sink->trainer)), (NULL));
     return GST_FLOW_ERROR;
   }
-  if (sink->mode == GST_TRAIN_MODE_EVAL)
-    return GST_FLOW_OK;
 
-  end = g_get_monotonic_time ();
-  fresh = gst_train_buffer_count_fresh (buffer);
-  if (fresh < 0)
-    fresh = batch.num_samples; /* no metadata: nothing says it repeats */
-  sink->images += batch.num_samples;
+  sink->images += sink->pending_samples;
   sink->fresh_images += fresh;
   sink->last_lr = result.lr;
   sink->interval.steps++;
   sink->interval.loss_sum += result.loss;
-  sink->interval.images += batch.num_samples;
+  sink->interval.images += sink->pending_samples;
   sink->interval.fresh += fresh;
-  sink->interval.step_seconds += (end - start) / 1e6;
-  if (sink->last_render_end)
-    sink->interval.wait_seconds += (start - sink->last_render_end) / 1e6;
+  sink->interval.step_seconds +=
+      (g_get_monotonic_time () - sink->pending_start) / 1e6;
   if (sink->stats_interval && sink->interval.steps >= sink->stats_interval)
     gst_cuda_train_sink_post_stats (sink);
-
   if (sink->checkpoint_interval
       && (guint64)result.step % sink->checkpoint_interval == 0
       && !gst_cuda_train_sink_save (sink))
     return GST_FLOW_ERROR;
-  sink->last_render_end = g_get_monotonic_time ();
+
   if (sink->max_steps && (guint64)result.step >= sink->max_steps) {
     GST_INFO_OBJECT (
         sink, "reached max-steps %" G_GUINT64_FORMAT, sink->max_steps);
@@ -1104,10 +1071,123 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
     return GST_FLOW_EOS;
   }
   return GST_FLOW_OK;
+}
+
+/* Maps the two memories of @buffer as a batch; FALSE (with an error
+ * posted) when it is not one. */
+static gboolean
+gst_cuda_train_sink_map_batch (GstCudaTrainSink *sink, GstBuffer *buffer,
+    GstMapInfo *images, GstMapInfo *labels, GtBatch *batch)
+{
+  gsize image_bytes = (gsize)sink->width * sink->height * sink->channels;
+  gint n;
+
+  if (gst_buffer_n_memory (buffer) != 2) {
+    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
+        ("A batch must hold two memories (images, labels); this one has %u.",
+            gst_buffer_n_memory (buffer)),
+        (NULL));
+    return FALSE;
+  }
+  if (!gst_memory_map (
+          gst_buffer_peek_memory (buffer, 0), images, GST_MAP_READ))
+    goto map_failed;
+  if (!gst_memory_map (
+          gst_buffer_peek_memory (buffer, 1), labels, GST_MAP_READ)) {
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), images);
+    goto map_failed;
+  }
+  n = (gint)(labels->size / sizeof (int32_t));
+  if (n < 1 || images->size < image_bytes * n || n > sink->batch_size) {
+    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
+        ("A batch of %" G_GSIZE_FORMAT " bytes of images and %" G_GSIZE_FORMAT
+         " of labels does not match its caps.",
+            images->size, labels->size),
+        (NULL));
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), images);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), labels);
+    return FALSE;
+  }
+  memset (batch, 0, sizeof (*batch));
+  batch->num_samples = n;
+  batch->images = images->data;
+  batch->labels = (const int32_t *)labels->data;
+  batch->height = sink->height;
+  batch->width = sink->width;
+  batch->channels = sink->channels;
+  return TRUE;
 
 map_failed:
   GST_ELEMENT_ERROR (sink, STREAM, FAILED, ("Could not read a batch."), (NULL));
-  return GST_FLOW_ERROR;
+  return FALSE;
+}
+
+/* A step is begun here and ended when the next batch arrives (or at EOS):
+ * a device backend computes while upstream prepares the next batch. */
+static GstFlowReturn
+gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
+{
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
+  gint64 start = g_get_monotonic_time ();
+  GstMapInfo images, labels;
+  GtBatch batch;
+  GstFlowReturn ret;
+  gint status;
+
+  if (sink->reached_max)
+    return GST_FLOW_EOS;
+  if (sink->trainer == NULL) {
+    if (!gst_cuda_train_sink_setup (sink))
+      return GST_FLOW_ERROR;
+    sink->interval.start = start;
+  }
+  if (sink->skip_batches > 0) {
+    sink->skip_batches--;
+    return GST_FLOW_OK;
+  }
+  if (!gst_cuda_train_sink_map_batch (sink, buffer, &images, &labels, &batch))
+    return GST_FLOW_ERROR;
+
+  if (sink->mode == GST_TRAIN_MODE_EVAL) {
+    status = gt_trainer_eval (sink->trainer, &batch, &sink->eval);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);
+    if (status != GT_OK) {
+      GST_ELEMENT_ERROR (sink, STREAM, FAILED,
+          ("%s.", gt_trainer_error (sink->trainer)), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    return GST_FLOW_OK;
+  }
+
+  /* The wait for this batch: from handing back the last one to now. */
+  if (sink->last_render_end)
+    sink->interval.wait_seconds += (start - sink->last_render_end) / 1e6;
+  ret = gst_cuda_train_sink_finish_step (sink);
+  if (ret != GST_FLOW_OK) {
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);
+    return ret;
+  }
+  status = gt_trainer_step_begin (sink->trainer, &batch);
+  if (status != GT_OK) {
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);
+    GST_ELEMENT_ERROR (sink, STREAM, FAILED,
+        ("%s.", gt_trainer_error (sink->trainer)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  sink->pending = gst_buffer_ref (buffer);
+  sink->pending_images = images;
+  sink->pending_labels = labels;
+  sink->pending_samples = batch.num_samples;
+  sink->pending_start = start;
+  /* the last step allowed ends now, so that EOS goes out at once */
+  if (sink->max_steps
+      && (guint64)gt_trainer_global_step (sink->trainer) + 1 >= sink->max_steps)
+    ret = gst_cuda_train_sink_finish_step (sink);
+  sink->last_render_end = g_get_monotonic_time ();
+  return ret;
 }
 
 static gboolean
@@ -1147,6 +1227,11 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
         gst_element_post_message (
             GST_ELEMENT (sink), gst_message_new_element (GST_OBJECT (sink), s));
       } else if (sink->trainer) {
+        if (gst_cuda_train_sink_finish_step (sink) == GST_FLOW_EOS) {
+          /* that step was the last one: max-steps posted EOS already */
+          gst_event_unref (event);
+          return TRUE;
+        }
         if (sink->interval.steps)
           gst_cuda_train_sink_post_stats (sink);
         if ((guint64)gt_trainer_global_step (sink->trainer)
