@@ -45,7 +45,7 @@ build-release/pipelines/gst-train --dot-dir "$out/dots" \
   datasetsrc location="$data/train" num-epochs=-1 seed=1 \
   ! imagedec \
   ! echo mode=adaptive max-factor=4 shuffle-buffer-size=1024 seed=1 \
-  ! augment width=32 height=32 seed=1 \
+  ! augment width=32 height=32 scale-min=0.35 seed=1 \
   ! batcher batch-size=128 \
   ! queue max-size-buffers=2 \
   ! cudatrainsink model=resnet20 device=cpu lr=0.1 warmup-steps=50 \
@@ -57,7 +57,7 @@ echo "demo: evaluating on $data/test (10,000 images) ..."
 build-release/pipelines/gst-train --summary "$out/eval.json" \
   datasetsrc location="$data/test" num-epochs=1 shuffle=false \
   ! imagedec \
-  ! augment width=32 height=32 crop=center \
+  ! augment width=32 height=32 crop=resize \
   ! batcher batch-size=256 drop-remainder=false \
   ! cudatrainsink mode=eval model=resnet20 device=cpu \
       resume-from="$out/resnet20.safetensors"

@@ -341,14 +341,16 @@ gt_model_find_entry (const GtModelSpec *spec, const char *name)
   return NULL;
 }
 
-void
-gt_entry_to_torch (
-    const GtTensorEntry *entry, const float *ours, float *torch_layout)
+/* Copies a convolution weight between OHWI (ours) and OIHW (PyTorch's),
+ * in the direction @to_torch says; other tensors are the same either way. */
+static void
+entry_reorder (
+    const GtTensorEntry *entry, const float *from, float *to, int to_torch)
 {
   size_t o, i, k, out_c, in_c, taps;
 
   if (entry->kind != GT_ENTRY_CONV_WEIGHT) {
-    memcpy (torch_layout, ours, entry->numel * sizeof (float));
+    memcpy (to, from, entry->numel * sizeof (float));
     return;
   }
   out_c = entry->shape[0];
@@ -356,27 +358,27 @@ gt_entry_to_torch (
   taps = entry->shape[2] * entry->shape[3];
   for (o = 0; o < out_c; o++)
     for (k = 0; k < taps; k++)
-      for (i = 0; i < in_c; i++)
-        torch_layout[(o * in_c + i) * taps + k] =
-            ours[(o * taps + k) * in_c + i];
+      for (i = 0; i < in_c; i++) {
+        size_t ours = (o * taps + k) * in_c + i;
+        size_t torch_index = (o * in_c + i) * taps + k;
+
+        if (to_torch)
+          to[torch_index] = from[ours];
+        else
+          to[ours] = from[torch_index];
+      }
+}
+
+void
+gt_entry_to_torch (
+    const GtTensorEntry *entry, const float *ours, float *torch_layout)
+{
+  entry_reorder (entry, ours, torch_layout, 1);
 }
 
 void
 gt_entry_from_torch (
     const GtTensorEntry *entry, const float *torch_layout, float *ours)
 {
-  size_t o, i, k, out_c, in_c, taps;
-
-  if (entry->kind != GT_ENTRY_CONV_WEIGHT) {
-    memcpy (ours, torch_layout, entry->numel * sizeof (float));
-    return;
-  }
-  out_c = entry->shape[0];
-  in_c = entry->shape[1];
-  taps = entry->shape[2] * entry->shape[3];
-  for (o = 0; o < out_c; o++)
-    for (k = 0; k < taps; k++)
-      for (i = 0; i < in_c; i++)
-        ours[(o * taps + k) * in_c + i] =
-            torch_layout[(o * in_c + i) * taps + k];
+  entry_reorder (entry, torch_layout, ours, 0);
 }

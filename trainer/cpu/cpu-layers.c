@@ -125,6 +125,20 @@ conv_taps_inside (
     *last = *first;
 }
 
+/* Where output row @row (image, y, x) reads its window: the image, the
+ * output row, and the input column of the window's left edge. */
+static inline void
+conv_locate_row (
+    const ConvTask *task, size_t row, size_t *image, int *oy, int *x0)
+{
+  size_t pixels = (size_t)task->out_h * task->out_w;
+  int ox = (int)(row % pixels) % task->out_w;
+
+  *image = row / pixels;
+  *oy = (int)(row % pixels) / task->out_w;
+  *x0 = ox * task->conv->stride - task->conv->padding;
+}
+
 /* Writes, for output rows [first, first + count), the input patches in the
  * weight's (kernel row, kernel column, channel) order, zeros outside. With
  * stride 1 and NHWC, the taps of one kernel row are neighbouring pixels:
@@ -135,18 +149,14 @@ im2col (const ConvTask *task, size_t first, size_t count, float *columns)
   const GtConvSpec *conv = task->conv;
   size_t channels = conv->in_channels;
   size_t width = conv_column_width (conv);
-  size_t pixels = (size_t)task->out_h * task->out_w;
   size_t r;
 
   for (r = 0; r < count; r++) {
-    size_t row = first + r;
-    size_t image = row / pixels;
-    int oy = (int)(row % pixels) / task->out_w;
-    int ox = (int)(row % pixels) % task->out_w;
-    int x0 = ox * conv->stride - conv->padding;
     float *out = columns + r * width;
-    int ky, tap_first, tap_last;
+    int ky, oy, x0, tap_first, tap_last;
+    size_t image;
 
+    conv_locate_row (task, first + r, &image, &oy, &x0);
     conv_taps_inside (conv, x0, task->w, &tap_first, &tap_last);
     for (ky = 0; ky < conv->kernel; ky++, out += conv->kernel * channels) {
       int iy = oy * conv->stride - conv->padding + ky;
@@ -187,18 +197,14 @@ col2im_add (
   const GtConvSpec *conv = task->conv;
   size_t channels = conv->in_channels;
   size_t width = conv_column_width (conv);
-  size_t pixels = (size_t)task->out_h * task->out_w;
   size_t r;
 
   for (r = 0; r < count; r++) {
-    size_t row = first + r;
-    size_t image = row / pixels;
-    int oy = (int)(row % pixels) / task->out_w;
-    int ox = (int)(row % pixels) % task->out_w;
-    int x0 = ox * conv->stride - conv->padding;
     const float *in = columns + r * width;
-    int ky, kx, tap_first, tap_last;
+    int ky, kx, oy, x0, tap_first, tap_last;
+    size_t image;
 
+    conv_locate_row (task, first + r, &image, &oy, &x0);
     conv_taps_inside (conv, x0, task->w, &tap_first, &tap_last);
     for (ky = 0; ky < conv->kernel; ky++, in += conv->kernel * channels) {
       int iy = oy * conv->stride - conv->padding + ky;
