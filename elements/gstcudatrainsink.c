@@ -174,6 +174,19 @@ struct _GstCudaTrainSink
   gchar *metrics_location;
   gint num_threads;
 
+  /* What the streaming thread uses: copied from the properties at start,
+   * under the object lock, so that a property set meanwhile cannot pull a
+   * string from under a checkpoint being written. */
+  struct
+  {
+    GstTrainMode mode;
+    gchar *checkpoint_location;
+    guint checkpoint_interval;
+    gchar *resume_from;
+    guint64 max_steps;
+    guint stats_interval;
+  } run;
+
   /* Streaming state. */
   gint width, height, channels, batch_size; /* from the caps */
   GstTrainDatasetInfo dataset;
@@ -708,6 +721,14 @@ gst_cuda_train_sink_start (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
+  GST_OBJECT_LOCK (sink);
+  sink->run.mode = sink->mode;
+  sink->run.checkpoint_location = g_strdup (sink->checkpoint_location);
+  sink->run.checkpoint_interval = sink->checkpoint_interval;
+  sink->run.resume_from = g_strdup (sink->resume_from);
+  sink->run.max_steps = sink->max_steps;
+  sink->run.stats_interval = sink->stats_interval;
+  GST_OBJECT_UNLOCK (sink);
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   sink->skip_batches = 0;
   sink->last_saved_step = 0;
@@ -744,6 +765,8 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   if (sink->metrics)
     fclose (sink->metrics);
   sink->metrics = NULL;
+  g_clear_pointer (&sink->run.checkpoint_location, g_free);
+  g_clear_pointer (&sink->run.resume_from, g_free);
   if (sink->have_dataset)
     gst_train_dataset_info_clear (&sink->dataset);
   sink->have_dataset = FALSE;
@@ -874,27 +897,27 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
       gt_model_name (config.model), config.num_classes,
       gt_trainer_num_parameters (sink->trainer), sink->on_cpu ? "CPU" : "GPU");
 
-  if (sink->resume_from) {
-    status = gt_trainer_load (sink->trainer, sink->resume_from, &resumed);
+  if (sink->run.resume_from) {
+    status = gt_trainer_load (sink->trainer, sink->run.resume_from, &resumed);
     if (status != GT_OK) {
       if (status == GT_ERROR_IO)
         GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ,
-            ("Cannot resume from \"%s\": %s.", sink->resume_from,
+            ("Cannot resume from \"%s\": %s.", sink->run.resume_from,
                 gt_trainer_error (sink->trainer)),
             (NULL));
       else
         GST_ELEMENT_ERROR (sink, RESOURCE, SETTINGS,
-            ("Cannot resume from \"%s\": %s.", sink->resume_from,
+            ("Cannot resume from \"%s\": %s.", sink->run.resume_from,
                 gt_trainer_error (sink->trainer)),
             (NULL));
       return FALSE;
     }
-    if (resumed && sink->mode == GST_TRAIN_MODE_TRAIN)
+    if (resumed && sink->run.mode == GST_TRAIN_MODE_TRAIN)
       sink->skip_batches = (guint64)gt_trainer_global_step (sink->trainer);
     sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
     GST_INFO_OBJECT (sink, "%s %s at step %" G_GUINT64_FORMAT,
-        resumed ? "resumed from" : "started from weights of", sink->resume_from,
-        sink->last_saved_step);
+        resumed ? "resumed from" : "started from weights of",
+        sink->run.resume_from, sink->last_saved_step);
   }
   return TRUE;
 }
@@ -904,17 +927,18 @@ gst_cuda_train_sink_save (GstCudaTrainSink *sink)
 {
   gchar epoch[32];
 
-  if (sink->checkpoint_location == NULL || sink->trainer == NULL
-      || sink->mode != GST_TRAIN_MODE_TRAIN)
+  if (sink->run.checkpoint_location == NULL || sink->trainer == NULL
+      || sink->run.mode != GST_TRAIN_MODE_TRAIN)
     return TRUE;
   g_snprintf (epoch, sizeof (epoch), "%.6f",
       sink->have_dataset && sink->dataset.epoch_samples
           ? (double)sink->fresh_images / sink->dataset.epoch_samples
           : 0.0);
   gt_trainer_set_metadata (sink->trainer, "epoch", epoch);
-  if (gt_trainer_save (sink->trainer, sink->checkpoint_location, 0) != GT_OK) {
+  if (gt_trainer_save (sink->trainer, sink->run.checkpoint_location, 0)
+      != GT_OK) {
     GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
-        ("Could not write checkpoint \"%s\".", sink->checkpoint_location),
+        ("Could not write checkpoint \"%s\".", sink->run.checkpoint_location),
         ("%s", gt_trainer_error (sink->trainer)));
     return FALSE;
   }
@@ -1046,16 +1070,17 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   sink->interval.fresh += fresh;
   sink->interval.step_seconds +=
       (g_get_monotonic_time () - sink->pending_start) / 1e6;
-  if (sink->stats_interval && sink->interval.steps >= sink->stats_interval)
+  if (sink->run.stats_interval
+      && sink->interval.steps >= sink->run.stats_interval)
     gst_cuda_train_sink_post_stats (sink);
-  if (sink->checkpoint_interval
-      && (guint64)result.step % sink->checkpoint_interval == 0
+  if (sink->run.checkpoint_interval
+      && (guint64)result.step % sink->run.checkpoint_interval == 0
       && !gst_cuda_train_sink_save (sink))
     return GST_FLOW_ERROR;
 
-  if (sink->max_steps && (guint64)result.step >= sink->max_steps) {
+  if (sink->run.max_steps && (guint64)result.step >= sink->run.max_steps) {
     GST_INFO_OBJECT (
-        sink, "reached max-steps %" G_GUINT64_FORMAT, sink->max_steps);
+        sink, "reached max-steps %" G_GUINT64_FORMAT, sink->run.max_steps);
     sink->reached_max = TRUE;
     if (sink->last_saved_step != (guint64)result.step
         && !gst_cuda_train_sink_save (sink))
@@ -1141,14 +1166,36 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
       return GST_FLOW_ERROR;
     sink->interval.start = start;
   }
+  /* resumed from a checkpoint at or past max-steps: nothing to do */
+  if (sink->run.mode == GST_TRAIN_MODE_TRAIN && sink->run.max_steps
+      && (guint64)gt_trainer_global_step (sink->trainer)
+          >= sink->run.max_steps) {
+    sink->reached_max = TRUE;
+    gst_element_post_message (
+        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
+    return GST_FLOW_EOS;
+  }
   if (sink->skip_batches > 0) {
     sink->skip_batches--;
     return GST_FLOW_OK;
   }
   if (!gst_cuda_train_sink_map_batch (sink, buffer, &images, &labels, &batch))
     return GST_FLOW_ERROR;
+  /* a last, partial batch too small for batch-norm in training (one value
+   * per channel) is dropped, as DataLoader(drop_last=True) would */
+  if (sink->run.mode == GST_TRAIN_MODE_TRAIN
+      && batch.num_samples < gt_trainer_min_train_batch (sink->trainer)) {
+    GST_ELEMENT_WARNING (sink, STREAM, FAILED,
+        ("Dropped a batch of %d images: batch-norm needs at least %d to "
+         "train at this image size.",
+            batch.num_samples, gt_trainer_min_train_batch (sink->trainer)),
+        (NULL));
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
+    gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);
+    return GST_FLOW_OK;
+  }
 
-  if (sink->mode == GST_TRAIN_MODE_EVAL) {
+  if (sink->run.mode == GST_TRAIN_MODE_EVAL) {
     status = gt_trainer_eval (sink->trainer, &batch, &sink->eval);
     gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
     gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);
@@ -1183,8 +1230,9 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
   sink->pending_samples = batch.num_samples;
   sink->pending_start = start;
   /* the last step allowed ends now, so that EOS goes out at once */
-  if (sink->max_steps
-      && (guint64)gt_trainer_global_step (sink->trainer) + 1 >= sink->max_steps)
+  if (sink->run.max_steps
+      && (guint64)gt_trainer_global_step (sink->trainer) + 1
+          >= sink->run.max_steps)
     ret = gst_cuda_train_sink_finish_step (sink);
   sink->last_render_end = g_get_monotonic_time ();
   return ret;
@@ -1215,7 +1263,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
         gst_event_unref (event);
         return TRUE;
       }
-      if (sink->trainer && sink->mode == GST_TRAIN_MODE_EVAL) {
+      if (sink->trainer && sink->run.mode == GST_TRAIN_MODE_EVAL) {
         gdouble n = MAX (1, sink->eval.num_samples);
         GstStructure *s = gst_structure_new ("eval-result", "loss",
             G_TYPE_DOUBLE, sink->eval.loss_sum / n, "top1", G_TYPE_DOUBLE,
@@ -1227,10 +1275,17 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
         gst_element_post_message (
             GST_ELEMENT (sink), gst_message_new_element (GST_OBJECT (sink), s));
       } else if (sink->trainer) {
-        if (gst_cuda_train_sink_finish_step (sink) == GST_FLOW_EOS) {
+        GstFlowReturn ret = gst_cuda_train_sink_finish_step (sink);
+
+        if (ret == GST_FLOW_EOS) {
           /* that step was the last one: max-steps posted EOS already */
           gst_event_unref (event);
           return TRUE;
+        }
+        if (ret != GST_FLOW_OK) {
+          /* the error is posted; the last checkpoint stays as it is */
+          gst_event_unref (event);
+          return FALSE;
         }
         if (sink->interval.steps)
           gst_cuda_train_sink_post_stats (sink);
@@ -1239,6 +1294,15 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
             || sink->last_saved_step == 0)
           gst_cuda_train_sink_save (sink);
       }
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      /* a flushing seek restarts the stream: end the step in flight, and
+       * let max-steps be checked anew */
+      if (sink->pending && sink->trainer) {
+        gt_trainer_step_end (sink->trainer, NULL);
+        gst_cuda_train_sink_release_pending (sink);
+      }
+      sink->reached_max = FALSE;
       break;
     default:
       break;

@@ -198,9 +198,14 @@ on_interrupt (gpointer data)
   App *app = data;
 
   if (++app->interrupts == 1) {
-    g_printerr ("interrupt: finishing the step and writing the checkpoint "
+    /* the sources end the stream: what is already queued is still trained
+     * on, then the sink writes its final checkpoint */
+    g_printerr ("interrupt: ending the stream; the batches already queued "
+                "are trained on, then the final checkpoint is written "
                 "(Ctrl-C again to abort)\n");
-    gst_element_send_event (app->pipeline, gst_event_new_eos ());
+    if (!gst_element_send_event (app->pipeline, gst_event_new_eos ()))
+      g_printerr ("interrupt: the pipeline did not take EOS; Ctrl-C again "
+                  "to abort\n");
     return G_SOURCE_CONTINUE;
   }
   g_printerr ("interrupt: aborting\n");
@@ -234,6 +239,25 @@ append_fields (GString *json, const gchar *key, const GstStructure *s)
   g_string_append (json, "}");
 }
 
+/* Appends @text as a JSON string: quotes, backslashes and control
+ * characters escaped, UTF-8 as it is. */
+static void
+append_json_string (GString *json, const gchar *text)
+{
+  const guchar *c;
+
+  g_string_append_c (json, '"');
+  for (c = (const guchar *)text; *c; c++) {
+    if (*c == '"' || *c == '\\')
+      g_string_append_printf (json, "\\%c", *c);
+    else if (*c < 0x20)
+      g_string_append_printf (json, "\\u%04x", *c);
+    else
+      g_string_append_c (json, *c);
+  }
+  g_string_append_c (json, '"');
+}
+
 static gboolean
 write_summary (App *app, const gchar *path)
 {
@@ -246,10 +270,7 @@ write_summary (App *app, const gchar *path)
       (g_get_monotonic_time () - app->start) / 1e6);
   g_string_append (json, "  \"error\": ");
   if (app->error) {
-    gchar *escaped = g_strescape (app->error, NULL);
-
-    g_string_append_printf (json, "\"%s\"", escaped);
-    g_free (escaped);
+    append_json_string (json, app->error);
   } else {
     g_string_append (json, "null");
   }

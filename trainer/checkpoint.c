@@ -264,8 +264,12 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
     goto done;
   }
   if (full) {
+    char *end = NULL;
+
     text = gt_st_metadata (file, "gst_train.step");
-    if (text == NULL || sscanf (text, "%" SCNd64, &step) != 1 || step < 0
+    if (text != NULL)
+      step = strtoll (text, &end, 10);
+    if (text == NULL || end == text || *end != '\0' || step < 0
         || parse_rng (gt_st_metadata (file, "gst_train.rng"), &rng) < 0) {
       status = gt_trainer_fail (trainer, GT_ERROR_MISMATCH,
           "%s is a checkpoint without a valid step or RNG state", path);

@@ -252,6 +252,37 @@ gt_model_spec_clear (GtModelSpec *spec)
   memset (spec, 0, sizeof (*spec));
 }
 
+static int
+conv_output (const GtConvSpec *conv, int size)
+{
+  return (size + 2 * conv->padding - conv->kernel) / conv->stride + 1;
+}
+
+void
+gt_model_output_size (const GtModelSpec *spec, int height, int width,
+    int *out_height, int *out_width)
+{
+  int i;
+
+  height = conv_output (&spec->stem, height);
+  width = conv_output (&spec->stem, width);
+  if (spec->has_maxpool) {
+    height = (height + 2 - 3) / 2 + 1;
+    width = (width + 2 - 3) / 2 + 1;
+  }
+  /* only the strided convolution of a block changes the size */
+  for (i = 0; i < spec->num_blocks; i++) {
+    const GtConvSpec *strided = spec->blocks[i].bottleneck
+        ? &spec->blocks[i].conv2
+        : &spec->blocks[i].conv1;
+
+    height = conv_output (strided, height);
+    width = conv_output (strided, width);
+  }
+  *out_height = height;
+  *out_width = width;
+}
+
 void
 gt_model_init_weights (const GtModelSpec *spec, float *params, float *stats,
     uint64_t seed, int zero_init_residual)

@@ -95,6 +95,10 @@ int gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
     char *why, size_t why_size);
 void gt_model_spec_clear (GtModelSpec *spec);
 
+/* The spatial size of the last stage for @height x @width inputs. */
+void gt_model_output_size (const GtModelSpec *spec, int height, int width,
+    int *out_height, int *out_width);
+
 /* Draws the initial weights as torchvision does (Kaiming normal fan-out for
  * convolutions, batch-norm 1 and 0, nn.Linear's uniform for the classifier)
  * and sets the running statistics to mean 0, variance 1. */

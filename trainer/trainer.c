@@ -119,7 +119,7 @@ check_config (const GtTrainerConfig *config, char *why, size_t why_size)
     }
   if (!(config->lr >= 0.f) || !isfinite (config->lr)
       || !(config->momentum >= 0.f && config->momentum < 1.f)
-      || !(config->weight_decay >= 0.f)
+      || !(config->weight_decay >= 0.f) || !isfinite (config->weight_decay)
       || !(config->label_smoothing >= 0.f && config->label_smoothing < 1.f)) {
     snprintf (why, why_size,
         "lr %g, momentum %g, weight decay %g or label smoothing %g out of "
@@ -131,6 +131,7 @@ check_config (const GtTrainerConfig *config, char *why, size_t why_size)
   }
   if (config->warmup_steps < 0 || config->total_steps < 0
       || (config->lr_schedule == GT_LR_STEP && config->lr_step_size < 1)
+      || !isfinite (config->lr_gamma) || !isfinite (config->lr_power)
       || config->lr_schedule < GT_LR_CONSTANT
       || config->lr_schedule > GT_LR_POLY) {
     snprintf (why, why_size,
@@ -173,6 +174,21 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
       < 0) {
     free (trainer);
     return NULL;
+  }
+  if (config->batch_size < 2) {
+    int height, width;
+
+    gt_model_output_size (
+        &trainer->spec, config->height, config->width, &height, &width);
+    if (height * width < 2) {
+      snprintf (why, why_size,
+          "batch size 1 with %dx%d images leaves batch-norm one value per "
+          "channel in the last stage: use a batch of 2 or more",
+          config->width, config->height);
+      gt_model_spec_clear (&trainer->spec);
+      free (trainer);
+      return NULL;
+    }
   }
   trainer->ops = &gt_cpu_backend;
   trainer->backend =
@@ -324,6 +340,16 @@ size_t
 gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count)
 {
   return trainer->ops->read_logits (trainer->backend, out, count);
+}
+
+int
+gt_trainer_min_train_batch (const GtTrainer *trainer)
+{
+  int height, width;
+
+  gt_model_output_size (&trainer->spec, trainer->config.height,
+      trainer->config.width, &height, &width);
+  return height * width > 1 ? 1 : 2;
 }
 
 size_t

@@ -204,6 +204,9 @@ int64_t gt_trainer_global_step (const GtTrainer *trainer);
 float gt_lr_schedule (const GtTrainerConfig *config, int64_t step);
 /* The learning rate the next step will use. */
 float gt_trainer_current_lr (const GtTrainer *trainer);
+/* The fewest samples a training step takes: 2 when the last stage is 1x1
+ * (batch-norm needs more than one value per channel), else 1. */
+int gt_trainer_min_train_batch (const GtTrainer *trainer);
 /* Number of trainable parameters (weights and biases). */
 size_t gt_trainer_num_parameters (const GtTrainer *trainer);
 

@@ -127,6 +127,32 @@ test_names_and_config (void)
       "std 0: %s", why);
 }
 
+/* Batch-norm needs two values per channel to train: a batch of one is
+ * refused where the last stage is 1x1 (resnet18 at 32x32), fine elsewhere. */
+static void
+test_min_train_batch (void)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  char why[512];
+
+  gt_trainer_config_init (&config);
+  config.model = GT_MODEL_RESNET18;
+  config.num_classes = 10;
+  config.height = config.width = 32;
+  config.batch_size = 1;
+  CHECK (gt_trainer_new (&config, why, sizeof (why)) == NULL
+          && strstr (why, "batch size 1"),
+      "resnet18, 32x32, batch 1: %s", why);
+  config.batch_size = 4;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  CHECK (trainer && gt_trainer_min_train_batch (trainer) == 2, "%s", why);
+  gt_trainer_free (trainer);
+  trainer = new_trainer (GT_MODEL_RESNET20, 10, 8, 1);
+  CHECK (gt_trainer_min_train_batch (trainer) == 1, "resnet20 at 8x8 is 2x2");
+  gt_trainer_free (trainer);
+}
+
 /* Expected values written out from the definitions in trainer.h. */
 static void
 test_schedule (void)
@@ -431,6 +457,7 @@ main (int argc, char **argv)
   test_parameter_counts ();
   test_names_and_config ();
   test_schedule ();
+  test_min_train_batch ();
   test_bad_input ();
   test_nonfinite_loss ();
   test_checkpoint_errors ();

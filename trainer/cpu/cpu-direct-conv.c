@@ -86,17 +86,25 @@ width_index (int channels)
   return channels == 16 ? 0 : channels == 32 ? 1 : channels == 64 ? 2 : -1;
 }
 
+/* The widest tile (pixels, or channels in the weight-gradient kernel) any
+ * variant reads past a row's end; the slack below covers it. */
+#define MAX_TILE 16
+_Static_assert(256 / 16 <= MAX_TILE, "AVX-512 tiles outgrow the pad slack");
+
 size_t
 gt_cpu_direct_conv_pad_floats (int h, int w, int channels)
 {
   /* the kernels read one tile past a row's end: slack for the last row */
-  return (size_t)(h + 2) * (w + 2) * channels + 16 * (size_t)channels + 64;
+  return (size_t)(h + 2) * (w + 2) * channels + MAX_TILE * (size_t)channels
+      + 64;
 }
 
 int
 gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad)
 {
-  if (conv->kernel != 3 || conv->stride != 1 || conv->padding != 1)
+  /* the reordered weights and gradients hold 3x3 x 64 x 64 at most */
+  if (conv->kernel != 3 || conv->stride != 1 || conv->padding != 1
+      || conv->in_channels > 64)
     return 0;
   return width_index (for_input_grad ? conv->in_channels : conv->out_channels)
       >= 0;

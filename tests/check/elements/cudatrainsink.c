@@ -225,6 +225,26 @@ GST_START_TEST (test_resume_is_exact)
 
   assert_same_checkpoints (straight, resumed);
 
+  /* resuming a finished run trains nothing and rewrites nothing */
+  {
+    gchar *contents;
+    gsize length;
+
+    fail_unless (g_file_get_contents (straight, &contents, &length, NULL));
+    fail_unless (g_file_set_contents (half, contents, length, NULL));
+    g_free (contents);
+  }
+  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
+                            "total-steps=4 max-steps=4 resume-from=%s "
+                            "checkpoint-location=%s",
+      input, half, half);
+  run = sink_run (launch);
+  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless_equals_int (run->stats->len, 0);
+  sink_run_free (run);
+  g_free (launch);
+  assert_same_checkpoints (straight, half);
+
   g_free (straight);
   g_free (half);
   g_free (resumed);
@@ -472,6 +492,35 @@ GST_START_TEST (test_errors)
 
 GST_END_TEST;
 
+/* A last batch of one image at a 1x1 last stage cannot train (batch-norm
+ * sees one value per channel): it is dropped with a warning, and the run
+ * ends normally with its checkpoint. */
+GST_START_TEST (test_too_small_last_batch_is_dropped)
+{
+  gchar *dir = make_dataset (1, 5);
+  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s ! imagedec ! augment width=4 height=4 ! "
+      "batcher batch-size=4 drop-remainder=false ! " SINK
+      "num-classes=2 checkpoint-location=%s",
+      dir, checkpoint);
+  SinkRun *run = sink_run (launch);
+  const GstStructure *last;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  last = g_ptr_array_index (run->stats, run->stats->len - 1);
+  fail_unless_equals_uint64 (get_uint64 (last, "step"), 1);
+  fail_unless_equals_uint64 (get_uint64 (last, "images"), 4);
+  fail_unless (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
+  sink_run_free (run);
+  g_free (launch);
+  g_free (checkpoint);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 cudatrainsink_suite (void)
 {
@@ -486,6 +535,7 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_fresh_counts_at_every_position);
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_too_small_last_batch_is_dropped);
   return s;
 }
 
