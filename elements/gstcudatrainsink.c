@@ -41,6 +41,12 @@
  * so the pipeline ends by itself, at the same step whether or not it was
  * resumed.
  *
+ * For experiments that compare runs at equal amounts of fresh data (echo
+ * makes images and fresh images differ), @snapshot-interval saves the
+ * weights every that many fresh images into @snapshot-location, each noted
+ * as a `snapshot` JSON line (fresh-images, images, step, time) in
+ * @metrics-location; evaluate them afterwards with @mode=eval.
+ *
  * A non-finite loss is an error naming the step; the step is not applied
  * and the last checkpoint written stays as it is.
  *
@@ -130,6 +136,8 @@ enum
   PROP_STATS_INTERVAL,
   PROP_METRICS_LOCATION,
   PROP_NUM_THREADS,
+  PROP_SNAPSHOT_INTERVAL,
+  PROP_SNAPSHOT_LOCATION,
 };
 
 /* What one stats interval adds up. */
@@ -173,6 +181,8 @@ struct _GstCudaTrainSink
   guint stats_interval;
   gchar *metrics_location;
   gint num_threads;
+  guint64 snapshot_interval;
+  gchar *snapshot_location;
 
   /* What the streaming thread uses: copied from the properties at start,
    * under the object lock, so that a property set meanwhile cannot pull a
@@ -185,7 +195,10 @@ struct _GstCudaTrainSink
     gchar *resume_from;
     guint64 max_steps;
     guint stats_interval;
+    guint64 snapshot_interval;
+    gchar *snapshot_location;
   } run;
+  guint64 next_snapshot; /* fresh images at which the next one is due */
 
   /* Streaming state. */
   gint width, height, channels, batch_size; /* from the caps */
@@ -447,6 +460,18 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
           "File the train-stats (and eval-result) fields are appended to as "
           "JSON lines; NULL: none",
           NULL, flags));
+  g_object_class_install_property (gobject_class, PROP_SNAPSHOT_INTERVAL,
+      g_param_spec_uint64 ("snapshot-interval", "Snapshot interval",
+          "Save the weights to snapshot-location every this many fresh "
+          "images (not echo repeats), for evaluating a run at fixed amounts "
+          "of fresh data (0: never)",
+          0, G_MAXUINT64, 0, flags));
+  g_object_class_install_property (gobject_class, PROP_SNAPSHOT_LOCATION,
+      g_param_spec_string ("snapshot-location", "Snapshot location",
+          "Folder the snapshots go to, as fresh-NNNNNNNNNNNN.safetensors "
+          "(weights only); each is also a \"snapshot\" JSON line in "
+          "metrics-location",
+          NULL, flags));
   g_object_class_install_property (gobject_class, PROP_NUM_THREADS,
       g_param_spec_int ("num-threads", "Number of threads",
           "CPU backend threads (0: one per online CPU)", 0, 1024,
@@ -512,6 +537,7 @@ gst_cuda_train_sink_finalize (GObject *object)
   g_free (sink->checkpoint_location);
   g_free (sink->resume_from);
   g_free (sink->metrics_location);
+  g_free (sink->snapshot_location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -600,6 +626,13 @@ gst_cuda_train_sink_set_property (
     case PROP_NUM_THREADS:
       sink->num_threads = g_value_get_int (value);
       break;
+    case PROP_SNAPSHOT_INTERVAL:
+      sink->snapshot_interval = g_value_get_uint64 (value);
+      break;
+    case PROP_SNAPSHOT_LOCATION:
+      g_free (sink->snapshot_location);
+      sink->snapshot_location = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -687,6 +720,12 @@ gst_cuda_train_sink_get_property (
     case PROP_NUM_THREADS:
       g_value_set_int (value, sink->num_threads);
       break;
+    case PROP_SNAPSHOT_INTERVAL:
+      g_value_set_uint64 (value, sink->snapshot_interval);
+      break;
+    case PROP_SNAPSHOT_LOCATION:
+      g_value_set_string (value, sink->snapshot_location);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -728,7 +767,23 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   sink->run.resume_from = g_strdup (sink->resume_from);
   sink->run.max_steps = sink->max_steps;
   sink->run.stats_interval = sink->stats_interval;
+  sink->run.snapshot_interval = sink->snapshot_interval;
+  sink->run.snapshot_location = g_strdup (sink->snapshot_location);
   GST_OBJECT_UNLOCK (sink);
+  sink->next_snapshot = sink->run.snapshot_interval;
+  if (sink->run.snapshot_interval && sink->run.snapshot_location == NULL) {
+    GST_ELEMENT_ERROR (sink, RESOURCE, SETTINGS,
+        ("snapshot-interval is set but snapshot-location is not."), (NULL));
+    return FALSE;
+  }
+  if (sink->run.snapshot_location
+      && g_mkdir_with_parents (sink->run.snapshot_location, 0755) < 0) {
+    GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
+        ("Could not create snapshot folder \"%s\": %s.",
+            sink->run.snapshot_location, g_strerror (errno)),
+        (NULL));
+    return FALSE;
+  }
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   sink->skip_batches = 0;
   sink->last_saved_step = 0;
@@ -767,6 +822,7 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   sink->metrics = NULL;
   g_clear_pointer (&sink->run.checkpoint_location, g_free);
   g_clear_pointer (&sink->run.resume_from, g_free);
+  g_clear_pointer (&sink->run.snapshot_location, g_free);
   if (sink->have_dataset)
     gst_train_dataset_info_clear (&sink->dataset);
   sink->have_dataset = FALSE;
@@ -1032,6 +1088,42 @@ gst_cuda_train_sink_release_pending (GstCudaTrainSink *sink)
   sink->pending = NULL;
 }
 
+/* Saves the weights as fresh-N.safetensors each time the fresh images pass
+ * a multiple of snapshot-interval, and notes it in the metrics. */
+static gboolean
+gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
+{
+  while (sink->run.snapshot_interval
+      && sink->fresh_images >= sink->next_snapshot) {
+    gchar *name = g_strdup_printf (
+        "fresh-%012" G_GUINT64_FORMAT ".safetensors", sink->next_snapshot);
+    gchar *path = g_build_filename (sink->run.snapshot_location, name, NULL);
+    gboolean ok = gt_trainer_save (sink->trainer, path, 1) == GT_OK;
+
+    if (ok) {
+      GstStructure *s = gst_structure_new ("snapshot", "fresh-images",
+          G_TYPE_UINT64, sink->next_snapshot, "images", G_TYPE_UINT64,
+          sink->images, "step", G_TYPE_UINT64,
+          (guint64)gt_trainer_global_step (sink->trainer), "time",
+          G_TYPE_DOUBLE, (g_get_monotonic_time () - sink->run_start) / 1e6,
+          NULL);
+
+      gst_cuda_train_sink_write_json (sink, s);
+      gst_structure_free (s);
+    } else {
+      GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
+          ("Could not write snapshot \"%s\".", path),
+          ("%s", gt_trainer_error (sink->trainer)));
+    }
+    g_free (path);
+    g_free (name);
+    if (!ok)
+      return FALSE;
+    sink->next_snapshot += sink->run.snapshot_interval;
+  }
+  return TRUE;
+}
+
 /* Ends the step in flight: its statistics, its checkpoint, and max-steps
  * (EOS). */
 static GstFlowReturn
@@ -1076,6 +1168,8 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   if (sink->run.checkpoint_interval
       && (guint64)result.step % sink->run.checkpoint_interval == 0
       && !gst_cuda_train_sink_save (sink))
+    return GST_FLOW_ERROR;
+  if (!gst_cuda_train_sink_snapshot (sink))
     return GST_FLOW_ERROR;
 
   if (sink->run.max_steps && (guint64)result.step >= sink->run.max_steps) {

@@ -492,6 +492,58 @@ GST_START_TEST (test_errors)
 
 GST_END_TEST;
 
+/* Snapshots every 8 fresh images with echo factor 2: 32 fresh images give
+ * 4 snapshots, each noted with twice as many images as fresh ones. */
+GST_START_TEST (test_snapshots_count_fresh_images)
+{
+  gchar *dir = make_dataset (2, 8);
+  gchar *snapshots = g_build_filename (dir, "snapshots", NULL);
+  gchar *metrics = g_build_filename (dir, "metrics.jsonl", NULL);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s num-epochs=2 seed=3 ! imagedec ! echo factor=2 "
+      "shuffle-buffer-size=0 ! augment width=12 height=12 ! batcher "
+      "batch-size=4 ! " SINK
+      "snapshot-interval=8 snapshot-location=%s metrics-location=%s",
+      dir, snapshots, metrics);
+  SinkRun *run = sink_run (launch);
+  gchar *contents, **lines;
+  guint64 fresh;
+  gint found = 0, i;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  for (fresh = 8; fresh <= 32; fresh += 8) {
+    gchar *name = g_strdup_printf (
+        "%s/fresh-%012" G_GUINT64_FORMAT ".safetensors", snapshots, fresh);
+
+    fail_unless (g_file_test (name, G_FILE_TEST_EXISTS), "%s missing", name);
+    g_free (name);
+  }
+  fail_unless (g_file_get_contents (metrics, &contents, NULL, NULL));
+  lines = g_strsplit (contents, "\n", -1);
+  for (i = 0; lines[i]; i++)
+    if (strstr (lines[i], "\"snapshot\"")) {
+      guint64 expected = 8 * (found + 1);
+      gchar *want = g_strdup_printf ("\"fresh-images\": %" G_GUINT64_FORMAT
+                                     ", \"images\": %" G_GUINT64_FORMAT,
+          expected, 2 * expected);
+
+      fail_unless (strstr (lines[i], want) != NULL, "%s", lines[i]);
+      g_free (want);
+      found++;
+    }
+  fail_unless_equals_int (found, 4);
+  g_strfreev (lines);
+  g_free (contents);
+  sink_run_free (run);
+  g_free (launch);
+  g_free (metrics);
+  g_free (snapshots);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 /* A last batch of one image at a 1x1 last stage cannot train (batch-norm
  * sees one value per channel): it is dropped with a warning, and the run
  * ends normally with its checkpoint. */
@@ -536,6 +588,7 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_too_small_last_batch_is_dropped);
+  tcase_add_test (tc, test_snapshots_count_fresh_images);
   return s;
 }
 
