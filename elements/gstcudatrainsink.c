@@ -44,7 +44,8 @@
  * For experiments that compare runs at equal amounts of fresh data (echo
  * makes images and fresh images differ), @snapshot-interval saves the
  * weights every that many fresh images into @snapshot-location, each noted
- * as a `snapshot` JSON line (fresh-images, images, step, time) in
+ * as a `snapshot` JSON line (mark: the multiple it passed, which names the
+ * file; fresh-images, images, step, time: where training stood) in
  * @metrics-location; evaluate them afterwards with @mode=eval.
  *
  * A non-finite loss is an error naming the step; the step is not applied
@@ -1101,12 +1102,12 @@ gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
     gboolean ok = gt_trainer_save (sink->trainer, path, 1) == GT_OK;
 
     if (ok) {
-      GstStructure *s = gst_structure_new ("snapshot", "fresh-images",
-          G_TYPE_UINT64, sink->next_snapshot, "images", G_TYPE_UINT64,
-          sink->images, "step", G_TYPE_UINT64,
-          (guint64)gt_trainer_global_step (sink->trainer), "time",
-          G_TYPE_DOUBLE, (g_get_monotonic_time () - sink->run_start) / 1e6,
-          NULL);
+      GstStructure *s = gst_structure_new ("snapshot", "mark", G_TYPE_UINT64,
+          sink->next_snapshot, "fresh-images", G_TYPE_UINT64,
+          sink->fresh_images, "images", G_TYPE_UINT64, sink->images, "step",
+          G_TYPE_UINT64, (guint64)gt_trainer_global_step (sink->trainer),
+          "time", G_TYPE_DOUBLE,
+          (g_get_monotonic_time () - sink->run_start) / 1e6, NULL);
 
       gst_cuda_train_sink_write_json (sink, s);
       gst_structure_free (s);

@@ -523,9 +523,10 @@ GST_START_TEST (test_snapshots_count_fresh_images)
   for (i = 0; lines[i]; i++)
     if (strstr (lines[i], "\"snapshot\"")) {
       guint64 expected = 8 * (found + 1);
-      gchar *want = g_strdup_printf ("\"fresh-images\": %" G_GUINT64_FORMAT
+      gchar *want = g_strdup_printf ("\"mark\": %" G_GUINT64_FORMAT
+                                     ", \"fresh-images\": %" G_GUINT64_FORMAT
                                      ", \"images\": %" G_GUINT64_FORMAT,
-          expected, 2 * expected);
+          expected, expected, 2 * expected);
 
       fail_unless (strstr (lines[i], want) != NULL, "%s", lines[i]);
       g_free (want);
