@@ -348,6 +348,8 @@ static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
 static void gst_cuda_train_sink_release_pending (GstCudaTrainSink *sink);
+static GstStateChangeReturn gst_cuda_train_sink_change_state (
+    GstElement *element, GstStateChange transition);
 
 static void
 gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
@@ -485,6 +487,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "gst-train developers");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
 
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_cuda_train_sink_change_state);
   base_class->start = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_start);
   base_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_stop);
   base_class->set_caps = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_set_caps);
@@ -828,6 +832,31 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
     gst_train_dataset_info_clear (&sink->dataset);
   sink->have_dataset = FALSE;
   return TRUE;
+}
+
+/* After max-steps the sink ended its stream without an EOS event: GstBaseSink
+ * neither re-posts EOS when the pipeline plays again after a pause (a bin
+ * forgets EOS messages when it pauses) nor lets a pause complete without a
+ * buffer to preroll. The sink posts EOS on PAUSED -> PLAYING itself, and
+ * stops prerolling once it reached max-steps (async off). */
+static GstStateChangeReturn
+gst_cuda_train_sink_change_state (
+    GstElement *element, GstStateChange transition)
+{
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
+  GstStateChangeReturn ret;
+
+  /* not from render: the preroll lock is held there */
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    gst_base_sink_set_async_enabled (GST_BASE_SINK (sink), TRUE);
+  else if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED
+      && sink->reached_max)
+    gst_base_sink_set_async_enabled (GST_BASE_SINK (sink), FALSE);
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && sink->reached_max
+      && ret != GST_STATE_CHANGE_FAILURE)
+    gst_element_post_message (element, gst_message_new_eos (GST_OBJECT (sink)));
+  return ret;
 }
 
 /* Takes "other/tensors" with types "uint8,int32" and dimensions

@@ -280,6 +280,47 @@ GST_START_TEST (test_max_steps_ends_the_pipeline)
 
 GST_END_TEST;
 
+/* After max-steps, pausing and playing again ends with EOS again, as
+ * GstBaseSink does after an EOS event. */
+GST_START_TEST (test_max_steps_eos_survives_pause)
+{
+  gchar *dir = make_dataset (2, 4);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
+      "height=12 ! batcher batch-size=4 ! queue ! " SINK "max-steps=2",
+      dir);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *eos_before, *eos_after = NULL;
+  GstStateChangeReturn paused = GST_STATE_CHANGE_FAILURE;
+
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  eos_before = gst_bus_timed_pop_filtered (
+      bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (eos_before && GST_MESSAGE_TYPE (eos_before) == GST_MESSAGE_EOS) {
+    gst_element_set_state (pipeline, GST_STATE_PAUSED);
+    paused = gst_element_get_state (pipeline, NULL, NULL, 10 * GST_SECOND);
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    eos_after = gst_bus_timed_pop_filtered (
+        bus, 10 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  }
+  /* tear down before asserting: a failed check must not leave it running */
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  fail_unless (eos_before && GST_MESSAGE_TYPE (eos_before) == GST_MESSAGE_EOS);
+  fail_unless_equals_int (paused, GST_STATE_CHANGE_SUCCESS);
+  fail_unless (eos_after && GST_MESSAGE_TYPE (eos_after) == GST_MESSAGE_EOS,
+      "no EOS after PAUSED -> PLAYING");
+  gst_message_unref (eos_before);
+  gst_message_unref (eos_after);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 /* echo factor=2 before decoding (A), before augment (B), after it (C),
  * and on batches (D): the sink trains on twice the images, half of them
  * fresh, wherever the echo sits. */
@@ -585,6 +626,7 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_resume_is_exact);
   tcase_add_test (tc, test_max_steps_ends_the_pipeline);
+  tcase_add_test (tc, test_max_steps_eos_survives_pause);
   tcase_add_test (tc, test_fresh_counts_at_every_position);
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);
