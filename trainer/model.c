@@ -267,8 +267,8 @@ gt_model_output_size (const GtModelSpec *spec, int height, int width,
   height = conv_output (&spec->stem, height);
   width = conv_output (&spec->stem, width);
   if (spec->has_maxpool) {
-    height = (height + 2 - 3) / 2 + 1;
-    width = (width + 2 - 3) / 2 + 1;
+    height = gt_maxpool_output_size (height);
+    width = gt_maxpool_output_size (width);
   }
   /* only the strided convolution of a block changes the size */
   for (i = 0; i < spec->num_blocks; i++) {

@@ -95,6 +95,13 @@ int gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
     char *why, size_t why_size);
 void gt_model_spec_clear (GtModelSpec *spec);
 
+/* The output size of the stem's max-pool (3x3, stride 2, padding 1). */
+static inline int
+gt_maxpool_output_size (int size)
+{
+  return (size + 2 - 3) / 2 + 1;
+}
+
 /* The spatial size of the last stage for @height x @width inputs. */
 void gt_model_output_size (const GtModelSpec *spec, int height, int width,
     int *out_height, int *out_width);

@@ -167,8 +167,8 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   if (spec->has_maxpool) {
     size_t floats;
 
-    cpu->pooled_h = (h + 2 - 3) / 2 + 1;
-    cpu->pooled_w = (w + 2 - 3) / 2 + 1;
+    cpu->pooled_h = gt_maxpool_output_size (h);
+    cpu->pooled_w = gt_maxpool_output_size (w);
     floats = (size_t)batch_size * cpu->pooled_h * cpu->pooled_w
         * spec->stem.out_channels;
     if (floats > max_activation)

@@ -782,8 +782,8 @@ gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
   task.h = h;
   task.w = w;
   task.channels = channels;
-  task.out_h = (h + 2 - 3) / 2 + 1;
-  task.out_w = (w + 2 - 3) / 2 + 1;
+  task.out_h = gt_maxpool_output_size (h);
+  task.out_w = gt_maxpool_output_size (w);
   task.y = y;
   task.argmax = argmax;
   gt_cpu_pool_run (pool, maxpool_forward_task, &task);
@@ -818,8 +818,8 @@ gt_cpu_maxpool_backward (GtCpuPool *pool, const float *dy, int n, int h, int w,
   task.h = h;
   task.w = w;
   task.channels = channels;
-  task.out_h = (h + 2 - 3) / 2 + 1;
-  task.out_w = (w + 2 - 3) / 2 + 1;
+  task.out_h = gt_maxpool_output_size (h);
+  task.out_w = gt_maxpool_output_size (w);
   task.argmax = (int *)argmax;
   task.dx = dx;
   gt_cpu_pool_run (pool, maxpool_backward_task, &task);
