@@ -198,6 +198,18 @@ parse_rng (const char *text, GtRandom *rng)
   return 0;
 }
 
+/* Copies parameter @tensor (PyTorch's layout) into @out (ours) at the
+ * entry's offset. The data may sit at any alignment in a foreign file, so
+ * it goes through @staging first. */
+static void
+read_parameter (GtStFile *file, const GtStTensor *tensor,
+    const GtTensorEntry *entry, float *staging, float *out)
+{
+  memcpy (staging + entry->offset, gt_st_data (file, tensor),
+      entry->numel * sizeof (float));
+  gt_entry_from_torch (entry, staging + entry->offset, out + entry->offset);
+}
+
 int
 gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
 {
@@ -206,7 +218,7 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
   GtHostState state;
   char why[512], missing[512] = "", unexpected[512] = "", problem[512] = "";
   int num_missing = 0, num_unexpected = 0, num_problems = 0;
-  float *params = NULL, *momentum = NULL, *stats = NULL;
+  float *params = NULL, *momentum = NULL, *stats = NULL, *staging = NULL;
   int64_t num_batches_tracked = 0, step = 0;
   GtRandom rng = trainer->rng;
   const char *kind, *text;
@@ -280,7 +292,8 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
   params = malloc (spec->num_params * sizeof (float));
   momentum = calloc (spec->num_params, sizeof (float));
   stats = malloc (spec->num_stats * sizeof (float));
-  if (!params || !momentum || !stats) {
+  staging = malloc (spec->num_params * sizeof (float));
+  if (!params || !momentum || !stats || !staging) {
     status = gt_trainer_fail (
         trainer, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
     goto done;
@@ -288,7 +301,6 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
   for (i = 0; i < spec->num_entries; i++) {
     const GtTensorEntry *entry = &spec->entries[i];
     const GtStTensor *tensor = gt_st_find (file, entry->name);
-    float *torch_layout;
 
     if (entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED) {
       /* all norms count the same steps: the last one read stands */
@@ -301,32 +313,12 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
           entry->numel * sizeof (float));
       continue;
     }
-    /* The data may sit at any alignment in a foreign file: copy first. */
-    torch_layout = momentum + entry->offset;
-    memcpy (
-        torch_layout, gt_st_data (file, tensor), entry->numel * sizeof (float));
-    gt_entry_from_torch (entry, torch_layout, params + entry->offset);
+    read_parameter (file, tensor, entry, staging, params);
     if (full) {
       char name[128];
 
       snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
-      memcpy (torch_layout, gt_st_data (file, gt_st_find (file, name)),
-          entry->numel * sizeof (float));
-      /* convolutions need a second buffer to reorder into */
-      if (entry->kind == GT_ENTRY_CONV_WEIGHT) {
-        float *reordered = malloc (entry->numel * sizeof (float));
-
-        if (reordered == NULL) {
-          status = gt_trainer_fail (
-              trainer, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
-          goto done;
-        }
-        gt_entry_from_torch (entry, torch_layout, reordered);
-        memcpy (torch_layout, reordered, entry->numel * sizeof (float));
-        free (reordered);
-      }
-    } else {
-      memset (torch_layout, 0, entry->numel * sizeof (float));
+      read_parameter (file, gt_st_find (file, name), entry, staging, momentum);
     }
   }
 
@@ -354,6 +346,7 @@ done:
   free (params);
   free (momentum);
   free (stats);
+  free (staging);
   gt_st_close (file);
   return status;
 }
