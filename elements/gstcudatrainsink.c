@@ -207,6 +207,7 @@ struct _GstCudaTrainSink
   gboolean have_dataset;
   GtTrainer *trainer;
   gboolean on_cpu;
+  gint min_train_batch; /* fewest images a training step takes */
   guint64 skip_batches; /* left to skip after an exact resume */
   guint64 last_saved_step;
   gboolean reached_max;
@@ -979,6 +980,7 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
         (NULL));
     return FALSE;
   }
+  sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
   GST_INFO_OBJECT (sink, "%s, %d classes, %zu parameters, on the %s",
       gt_model_name (config.model), config.num_classes,
       gt_trainer_num_parameters (sink->trainer), sink->on_cpu ? "CPU" : "GPU");
@@ -1308,11 +1310,11 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
   /* a last, partial batch too small for batch-norm in training (one value
    * per channel) is dropped, as DataLoader(drop_last=True) would */
   if (sink->run.mode == GST_TRAIN_MODE_TRAIN
-      && batch.num_samples < gt_trainer_min_train_batch (sink->trainer)) {
+      && batch.num_samples < sink->min_train_batch) {
     GST_ELEMENT_WARNING (sink, STREAM, FAILED,
         ("Dropped a batch of %d images: batch-norm needs at least %d to "
          "train at this image size.",
-            batch.num_samples, gt_trainer_min_train_batch (sink->trainer)),
+            batch.num_samples, sink->min_train_batch),
         (NULL));
     gst_memory_unmap (gst_buffer_peek_memory (buffer, 0), &images);
     gst_memory_unmap (gst_buffer_peek_memory (buffer, 1), &labels);

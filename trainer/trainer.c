@@ -175,20 +175,14 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
     free (trainer);
     return NULL;
   }
-  if (config->batch_size < 2) {
-    int height, width;
-
-    gt_model_output_size (
-        &trainer->spec, config->height, config->width, &height, &width);
-    if (height * width < 2) {
-      snprintf (why, why_size,
-          "batch size 1 with %dx%d images leaves batch-norm one value per "
-          "channel in the last stage: use a batch of 2 or more",
-          config->width, config->height);
-      gt_model_spec_clear (&trainer->spec);
-      free (trainer);
-      return NULL;
-    }
+  if (config->batch_size < gt_trainer_min_train_batch (trainer)) {
+    snprintf (why, why_size,
+        "batch size 1 with %dx%d images leaves batch-norm one value per "
+        "channel in the last stage: use a batch of 2 or more",
+        config->width, config->height);
+    gt_model_spec_clear (&trainer->spec);
+    free (trainer);
+    return NULL;
   }
   trainer->ops = &gt_cpu_backend;
   trainer->backend =
