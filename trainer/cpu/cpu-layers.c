@@ -413,8 +413,10 @@ typedef struct
   int relu;
   float *y;
   const float *shift; /* the mean while summing squares, else NULL */
-  const float *scale;
-  const float *bias;
+  const float *scale; /* y = x * scale + bias (forward), and */
+  const float *bias;  /* dx = g * scale + x * slope + offset (backward) */
+  const float *slope;
+  const float *offset;
   /* backward */
   const float *mean;
   const float *invstd;
@@ -628,8 +630,8 @@ norm_grad_apply_task (void *data, int thread, int num_threads)
   NormTask *task = data;
   int channels = task->channels;
   const float *restrict scale = task->scale;
-  const float *restrict slope = task->bias;
-  const float *restrict offset = task->shift;
+  const float *restrict slope = task->slope;
+  const float *restrict offset = task->offset;
   size_t begin, end, r;
   int c;
 
@@ -705,8 +707,8 @@ gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     }
   }
   task.scale = scale;
-  task.bias = slope;
-  task.shift = offset;
+  task.slope = slope;
+  task.offset = offset;
   gt_cpu_pool_run (pool, norm_grad_apply_task, &task);
 }
 
