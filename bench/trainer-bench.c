@@ -1,9 +1,18 @@
 /* trainer-bench.c: training images per second of the trainer library on
- * random data, one JSON line, in the shape bench/torch-train-cpu.py prints
- * for PyTorch so that bench/trainer-cpu.sh can set them side by side.
+ * random data, one JSON line, in the shape bench/torch-train-cpu.py and
+ * bench/torch-gpu-step.py print for PyTorch so that bench/trainer-cpu.sh
+ * and bench/gpu-check.sh can set them side by side.
  *
  *   trainer-bench --model resnet50 --size 224 --batch 16 --classes 1000
- *                 --threads 2 --warmup 2 --steps 5 */
+ *                 --threads 2 --warmup 2 --steps 5
+ *                 [--device cuda --precision bf16 --gpu-id 0 --windows 5]
+ *
+ * Each step is timed on its own (the clock read after its loss came back),
+ * and, with --windows W, W windows of --steps steps each are timed whole,
+ * ending with a barrier (reading the logits waits for the device): that is
+ * the steady-state throughput, in which the CUDA backend overlaps a step's
+ * backward pass with the next batch's copy. The batch lives in
+ * gt_trainer_host_alloc memory (pinned on the GPU). */
 #include "gt-random.h"
 #include "trainer.h"
 
@@ -39,7 +48,10 @@ main (int argc, char **argv)
   GtRandom rng;
   const char *model = "resnet50";
   int size = 224, batch_size = 16, classes = 1000, threads = 0;
-  int warmup = 2, steps = 5, i;
+  int warmup = 2, steps = 5, windows = 0, gpu_id = 0, i;
+  const char *device = "cpu", *precision = "fp32";
+  double *window_rates = NULL, window_median = 0;
+  float barrier;
   double *seconds, median;
   uint8_t *images;
   int32_t *labels;
@@ -63,6 +75,14 @@ main (int argc, char **argv)
       warmup = atoi (value);
     else if (!strcmp (argv[i], "--steps"))
       steps = atoi (value);
+    else if (!strcmp (argv[i], "--windows"))
+      windows = atoi (value);
+    else if (!strcmp (argv[i], "--device"))
+      device = value;
+    else if (!strcmp (argv[i], "--precision"))
+      precision = value;
+    else if (!strcmp (argv[i], "--gpu-id"))
+      gpu_id = atoi (value);
     else {
       fprintf (stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -71,7 +91,9 @@ main (int argc, char **argv)
   if (i != argc || steps < 1) {
     fprintf (stderr,
         "usage: %s [--model M] [--size S] [--batch N] "
-        "[--classes C] [--threads T] [--warmup W] [--steps K]\n",
+        "[--classes C] [--threads T] [--warmup W] [--steps K] "
+        "[--device cpu|cuda] [--precision fp32|bf16] [--gpu-id G] "
+        "[--windows N]\n",
         argv[0]);
     return 2;
   }
@@ -87,6 +109,12 @@ main (int argc, char **argv)
   config.num_threads = threads;
   config.lr = 0.01f;
   config.lr_schedule = GT_LR_CONSTANT;
+  config.backend =
+      strcmp (device, "cuda") == 0 ? GT_BACKEND_CUDA : GT_BACKEND_CPU;
+  config.precision = strcmp (precision, "bf16") == 0 ? GT_PRECISION_BF16
+      : strcmp (precision, "fp16") == 0              ? GT_PRECISION_FP16
+                                                     : GT_PRECISION_FP32;
+  config.gpu_id = gpu_id;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL) {
     fprintf (stderr, "%s\n", why);
@@ -94,7 +122,7 @@ main (int argc, char **argv)
   }
 
   bytes = (size_t)batch_size * size * size * 3;
-  images = malloc (bytes);
+  images = gt_trainer_host_alloc (trainer, bytes);
   labels = malloc (batch_size * sizeof (int32_t));
   gt_random_init (&rng, 1, 0);
   for (i = 0; i < (int)bytes; i++)
@@ -119,18 +147,44 @@ main (int argc, char **argv)
       seconds[i - warmup] = now () - start;
   }
 
+  window_rates = calloc (windows > 0 ? windows : 1, sizeof (double));
+  for (i = 0; i < windows; i++) {
+    double start = now ();
+    int k;
+
+    for (k = 0; k < steps; k++)
+      if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
+        fprintf (stderr, "window %d: %s\n", i, gt_trainer_error (trainer));
+        return 1;
+      }
+    gt_trainer_read_logits (trainer, &barrier, 1);
+    window_rates[i] = (double)batch_size * steps / (now () - start);
+  }
+  if (windows > 0) {
+    qsort (window_rates, windows, sizeof (double), compare_doubles);
+    window_median = windows % 2
+        ? window_rates[windows / 2]
+        : 0.5 * (window_rates[windows / 2 - 1] + window_rates[windows / 2]);
+  }
+
   printf ("{\"impl\": \"gst-train\", \"model\": \"%s\", \"size\": %d, "
-          "\"batch\": %d, \"threads\": %d, \"step_seconds\": [",
-      model, size, batch_size, threads);
+          "\"batch\": %d, \"threads\": %d, \"device\": \"%s\", "
+          "\"precision\": \"%s\", \"step_seconds\": [",
+      model, size, batch_size, threads, device, precision);
   for (i = 0; i < steps; i++)
     printf ("%s%.4f", i ? ", " : "", seconds[i]);
   qsort (seconds, steps, sizeof (double), compare_doubles);
   median = steps % 2 ? seconds[steps / 2]
                      : 0.5 * (seconds[steps / 2 - 1] + seconds[steps / 2]);
-  printf ("], \"images_per_second_median\": %.2f}\n", batch_size / median);
+  printf ("], \"images_per_second_median\": %.2f", batch_size / median);
+  if (windows > 0)
+    printf (", \"windows\": %d, \"images_per_second_windows_median\": %.2f",
+        windows, window_median);
+  printf ("}\n");
 
   free (seconds);
-  free (images);
+  free (window_rates);
+  gt_trainer_host_free (trainer, images);
   free (labels);
   gt_trainer_free (trainer);
   return 0;

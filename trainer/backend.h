@@ -37,8 +37,15 @@ typedef struct
   int (*sync_to_host) (void *backend, GtHostState *state);
   /* The caller changed the host state: push it to the device. */
   int (*sync_from_host) (void *backend);
+  /* Host memory the backend copies from fastest (pinned for CUDA); NULL
+   * for plain malloc and free. */
+  void *(*host_alloc) (void *backend, size_t size);
+  void (*host_free) (void *backend, void *memory);
 } GtBackendOps;
 
 extern const GtBackendOps gt_cpu_backend;
+#ifdef GT_HAVE_CUDA_BACKEND
+extern const GtBackendOps gt_cuda_backend;
+#endif
 
 #endif /* GT_BACKEND_H */

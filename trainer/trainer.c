@@ -154,12 +154,14 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
   }
   if (check_config (config, why, why_size) < 0)
     return NULL;
+#ifndef GT_HAVE_CUDA_BACKEND
   if (config->backend == GT_BACKEND_CUDA) {
     snprintf (why, why_size,
         "the CUDA backend is not part of this build yet: use the CPU backend");
     return NULL;
   }
-  if (config->backend != GT_BACKEND_CPU) {
+#endif
+  if (config->backend != GT_BACKEND_CPU && config->backend != GT_BACKEND_CUDA) {
     snprintf (why, why_size, "unknown backend %d", (int)config->backend);
     return NULL;
   }
@@ -185,6 +187,10 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
     return NULL;
   }
   trainer->ops = &gt_cpu_backend;
+#ifdef GT_HAVE_CUDA_BACKEND
+  if (config->backend == GT_BACKEND_CUDA)
+    trainer->ops = &gt_cuda_backend;
+#endif
   trainer->backend =
       trainer->ops->create (&trainer->spec, config, why, why_size);
   if (trainer->backend == NULL) {
@@ -334,6 +340,25 @@ size_t
 gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count)
 {
   return trainer->ops->read_logits (trainer->backend, out, count);
+}
+
+void *
+gt_trainer_host_alloc (GtTrainer *trainer, size_t size)
+{
+  if (trainer->ops->host_alloc != NULL)
+    return trainer->ops->host_alloc (trainer->backend, size);
+  return malloc (size > 0 ? size : 1);
+}
+
+void
+gt_trainer_host_free (GtTrainer *trainer, void *memory)
+{
+  if (memory == NULL)
+    return;
+  if (trainer->ops->host_free != NULL)
+    trainer->ops->host_free (trainer->backend, memory);
+  else
+    free (memory);
 }
 
 int

@@ -198,6 +198,12 @@ int gt_trainer_eval (
  * returns how many were copied (at most @count). */
 size_t gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count);
 
+/* Host memory for batches that @trainer copies from fastest (pinned memory
+ * on the CUDA backend, plain malloc on the CPU), or NULL; free it with
+ * gt_trainer_host_free before freeing the trainer. */
+void *gt_trainer_host_alloc (GtTrainer *trainer, size_t size);
+void gt_trainer_host_free (GtTrainer *trainer, void *memory);
+
 int64_t gt_trainer_global_step (const GtTrainer *trainer);
 /* The learning rate of the step that follows @step steps under @config's
  * schedule. */

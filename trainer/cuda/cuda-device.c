@@ -8,7 +8,11 @@
 int
 gt_cuda_built (void)
 {
+#ifdef GT_HAVE_CUDA_BACKEND
   return 1;
+#else
+  return 0; /* the device probe alone: nvcc, cuDNN or cuBLAS was missing */
+#endif
 }
 
 int

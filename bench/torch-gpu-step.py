@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""PyTorch GPU training-step speed, the peer of the CUDA backend.
+
+    bench/torch-gpu-step.py --model resnet50 --batch 256 [--compile]
+        [--size 224] [--classes 1000] [--warmup 10] [--steps 10] [--windows 5]
+
+One step, as bench/trainer-bench does it with --device cuda --precision bf16:
+a random uint8 NHWC batch in pinned host memory goes to the GPU
+(non_blocking), is normalised there, runs through torchvision's model in
+channels_last under autocast(bfloat16), cross-entropy with label smoothing
+0.1, backward, SGD (momentum 0.9, weight decay 1e-4 on weights with ndim > 1,
+fused/foreach as PyTorch picks). cudnn.benchmark is on, as any tuned run
+has it. After --warmup untimed steps, --windows windows of --steps steps
+are timed with CUDA events; the median window's images/s is reported.
+With --compile the model goes through torch.compile first (its warm-up
+includes the compilation).
+
+Prints one JSON line.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "trainer"))
+from torch_reference import MEAN, STD, MODELS, build_model, make_optimizer  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="resnet50", choices=MODELS)
+    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--classes", type=int, default=1000)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--windows", type=int, default=5)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--compile", action="store_true")
+    a = p.parse_args()
+
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(1)
+    device = torch.device("cuda")
+    model = build_model(a.model, a.classes).to(device).to(memory_format=torch.channels_last)
+    optimizer = make_optimizer(model, a.lr, 0.9, 1e-4, False)
+    step_model = torch.compile(model) if a.compile else model
+    images = torch.randint(0, 256, (a.batch, a.size, a.size, 3), dtype=torch.uint8).pin_memory()
+    labels = torch.randint(0, a.classes, (a.batch,), dtype=torch.int64).pin_memory()
+    mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+
+    def step():
+        x = images.to(device, non_blocking=True)
+        y = labels.to(device, non_blocking=True)
+        # NHWC uint8 -> NCHW view in channels_last memory, normalised on the GPU
+        x = x.permute(0, 3, 1, 2).float().div_(255.0)
+        x = ((x - mean) / std).contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(step_model(x), y, label_smoothing=0.1)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    start = time.perf_counter()
+    for _ in range(a.warmup):
+        loss = step()
+    torch.cuda.synchronize()
+    warmup_seconds = time.perf_counter() - start
+
+    rates = []
+    for _ in range(a.windows):
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(a.steps):
+            loss = step()
+        end.record()
+        end.synchronize()
+        rates.append(a.batch * a.steps / (begin.elapsed_time(end) / 1000.0))
+    print(json.dumps({
+        "impl": "torch-compile" if a.compile else "torch-eager",
+        "model": a.model, "size": a.size, "batch": a.batch,
+        "precision": "bf16-autocast", "memory_format": "channels_last",
+        "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+        "warmup_seconds": round(warmup_seconds, 2),
+        "last_loss": float(loss.item()),
+        "images_per_second_windows": [round(r, 1) for r in rates],
+        "images_per_second_windows_median": round(statistics.median(rates), 2),
+    }))
+
+
+if __name__ == "__main__":
+    main()
