@@ -798,8 +798,18 @@ step_begin (CudaBackend *cuda, const GtBatch *batch, float lr)
       sizeof (GtCudaStepParams), cudaMemcpyHostToDevice, cuda->compute));
   if (cuda->use_graph && full && cuda->full_steps_run > 0
       && (cuda->graph_exec == NULL || cuda->graph_channels != channels)) {
-    if (capture_step (cuda, n, channels) < 0)
+    if (capture_step (cuda, n, channels) < 0) {
+      const char *require = getenv ("GT_CUDA_REQUIRE_GRAPH");
+
+      if (require != NULL && strcmp (require, "0") != 0)
+        return fail (cuda, GT_ERROR_DEVICE,
+            "CUDA: the step could not be captured as a graph "
+            "(GT_CUDA_REQUIRE_GRAPH is set)");
+      fprintf (stderr,
+          "gst-train: the CUDA step could not be captured as a graph; "
+          "running it without graphs from now on\n");
       cuda->use_graph = 0;
+    }
   }
   if (cuda->use_graph && full && cuda->graph_exec
       && cuda->graph_channels == channels)
@@ -934,16 +944,19 @@ upload_state (CudaBackend *cuda)
   const GtModelSpec *spec = cuda->spec;
   size_t param_bytes = spec->num_params * sizeof (float);
 
+  /* until the upload has landed, the host copy is not the device's */
+  cuda->host_valid = 0;
   CUDA_TRY (cudaSetDevice (cuda->device));
-  CUDA_TRY (cudaStreamSynchronize (cuda->compute));
-  CUDA_TRY (cudaMemcpy (
-      cuda->params, cuda->host_params, param_bytes, cudaMemcpyHostToDevice));
-  CUDA_TRY (cudaMemcpy (
-      cuda->grads, cuda->host_grads, param_bytes, cudaMemcpyHostToDevice));
-  CUDA_TRY (cudaMemcpy (cuda->momentum, cuda->host_momentum, param_bytes,
-      cudaMemcpyHostToDevice));
-  CUDA_TRY (cudaMemcpy (cuda->stats, cuda->host_stats,
-      spec->num_stats * sizeof (float), cudaMemcpyHostToDevice));
+  /* on the compute stream, which is non-blocking: a plain cudaMemcpy runs
+   * on the legacy stream and nothing would order the two */
+  CUDA_TRY (cudaMemcpyAsync (cuda->params, cuda->host_params, param_bytes,
+      cudaMemcpyHostToDevice, cuda->compute));
+  CUDA_TRY (cudaMemcpyAsync (cuda->grads, cuda->host_grads, param_bytes,
+      cudaMemcpyHostToDevice, cuda->compute));
+  CUDA_TRY (cudaMemcpyAsync (cuda->momentum, cuda->host_momentum, param_bytes,
+      cudaMemcpyHostToDevice, cuda->compute));
+  CUDA_TRY (cudaMemcpyAsync (cuda->stats, cuda->host_stats,
+      spec->num_stats * sizeof (float), cudaMemcpyHostToDevice, cuda->compute));
   if (cuda->dtype != GT_CUDA_F32)
     CUDA_TRY (gt_cuda_convert (cuda->params, cuda->params_work, cuda->dtype,
         spec->num_params, cuda->compute));
@@ -956,7 +969,8 @@ static int
 cuda_sync_to_host (void *data, GtHostState *state)
 {
   CudaBackend *cuda = (CudaBackend *)data;
-  int status = download_state (cuda);
+  /* the host copy stays good until the next step changes the device's */
+  int status = cuda->host_valid ? GT_OK : download_state (cuda);
 
   state->params = cuda->host_params;
   state->grads = cuda->host_grads;
