@@ -44,8 +44,6 @@ typedef struct
 } GtBackendOps;
 
 extern const GtBackendOps gt_cpu_backend;
-#ifdef GT_HAVE_CUDA_BACKEND
-extern const GtBackendOps gt_cuda_backend;
-#endif
+/* The CUDA backend lives in a module opened at run time: cuda-module.h. */
 
 #endif /* GT_BACKEND_H */

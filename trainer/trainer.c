@@ -1,6 +1,7 @@
 /* trainer.c: backend-independent entry points of the training library:
  * configuration, the learning-rate schedule, steps and tensor access. */
 #include "trainer-private.h"
+#include "cuda-module.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -154,13 +155,6 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
   }
   if (check_config (config, why, why_size) < 0)
     return NULL;
-#ifndef GT_HAVE_CUDA_BACKEND
-  if (config->backend == GT_BACKEND_CUDA) {
-    snprintf (why, why_size,
-        "the CUDA backend is not part of this build yet: use the CPU backend");
-    return NULL;
-  }
-#endif
   if (config->backend != GT_BACKEND_CPU && config->backend != GT_BACKEND_CUDA) {
     snprintf (why, why_size, "unknown backend %d", (int)config->backend);
     return NULL;
@@ -187,10 +181,12 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
     return NULL;
   }
   trainer->ops = &gt_cpu_backend;
-#ifdef GT_HAVE_CUDA_BACKEND
-  if (config->backend == GT_BACKEND_CUDA)
-    trainer->ops = &gt_cuda_backend;
-#endif
+  if (config->backend == GT_BACKEND_CUDA
+      && (trainer->ops = gt_cuda_backend_ops (why, why_size)) == NULL) {
+    gt_model_spec_clear (&trainer->spec);
+    free (trainer);
+    return NULL;
+  }
   trainer->backend =
       trainer->ops->create (&trainer->spec, config, why, why_size);
   if (trainer->backend == NULL) {
@@ -483,30 +479,3 @@ gt_trainer_get_metadata (const GtTrainer *trainer, const char *key)
       return trainer->metadata[i].value;
   return NULL;
 }
-
-#ifndef GT_HAVE_CUDA
-int
-gt_cuda_built (void)
-{
-  return 0;
-}
-
-int
-gt_cuda_device_count (char *why, size_t why_size)
-{
-  if (why != NULL && why_size > 0)
-    snprintf (why, why_size, "gst-train was built without CUDA");
-  return 0;
-}
-
-int
-gt_cuda_device_info (
-    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
-{
-  (void)device_id;
-  (void)info;
-  if (why != NULL && why_size > 0)
-    snprintf (why, why_size, "gst-train was built without CUDA");
-  return -1;
-}
-#endif

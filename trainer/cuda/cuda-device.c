@@ -1,48 +1,49 @@
-/* cuda-device.c: finds out whether a CUDA device is usable, and which. */
-#include "trainer.h"
+/* cuda-device.c: the entry point of the CUDA backend module
+ * (libgsttrain-cuda.so, see cuda-module.h): whether a CUDA device is usable
+ * and which, and the backend's operations. */
+#include "cuda-module.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
-int
-gt_cuda_built (void)
+static int
+device_count (char *why, size_t why_size)
 {
-#ifdef GT_HAVE_CUDA_BACKEND
-  return 1;
-#else
-  return 0; /* the device probe alone: nvcc, cuDNN or cuBLAS was missing */
-#endif
-}
-
-int
-gt_cuda_device_count (char *why, size_t why_size)
-{
+  cudaError_t err;
+  void *driver;
   int count = 0;
-  cudaError_t err = cudaGetDeviceCount (&count);
 
-  if (err != cudaSuccess) {
-    if (why != NULL && why_size > 0)
-      snprintf (
-          why, why_size, "no usable CUDA device: %s", cudaGetErrorString (err));
+  /* Without a driver the runtime's own answer ("CUDA driver version is
+   * insufficient for CUDA runtime version") misleads: say what is missing. */
+  driver = dlopen ("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == NULL) {
+    snprintf (why, why_size,
+        "no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)");
     return 0;
   }
-  if (count == 0 && why != NULL && why_size > 0)
+  dlclose (driver);
+  err = cudaGetDeviceCount (&count);
+  if (err != cudaSuccess) {
+    snprintf (
+        why, why_size, "no usable CUDA device: %s", cudaGetErrorString (err));
+    return 0;
+  }
+  if (count == 0)
     snprintf (why, why_size, "no CUDA device found");
   return count;
 }
 
-int
-gt_cuda_device_info (
-    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
+static int
+device_info (int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
 {
   struct cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties (&prop, device_id);
 
   if (err != cudaSuccess) {
-    if (why != NULL && why_size > 0)
-      snprintf (why, why_size, "CUDA device %d: %s", device_id,
-          cudaGetErrorString (err));
+    snprintf (why, why_size, "CUDA device %d: %s", device_id,
+        cudaGetErrorString (err));
     return -1;
   }
   memset (info, 0, sizeof (*info));
@@ -52,3 +53,15 @@ gt_cuda_device_info (
   info->total_memory = prop.totalGlobalMem;
   return 0;
 }
+
+extern const GtBackendOps gt_cuda_backend;
+
+__attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
+  .abi = GT_CUDA_MODULE_ABI,
+  .ops_size = sizeof (GtBackendOps),
+  .config_size = sizeof (GtTrainerConfig),
+  .spec_size = sizeof (GtModelSpec),
+  .backend = &gt_cuda_backend,
+  .device_count = device_count,
+  .device_info = device_info,
+};

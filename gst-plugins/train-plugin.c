@@ -1,4 +1,6 @@
-/* plugin.c: the gst-train plugin, libgsttrain.so; registers every element. */
+/* train-plugin.c: the data plugin, libgsttrain.so: the elements that carry
+ * samples from files to batches. It needs GStreamer, GLib and libjpeg-turbo
+ * only; the training sink is the trainsink plugin (trainsink-plugin.c). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -10,7 +12,6 @@
 #include "gstaugment.h"
 #include "gstecho.h"
 #include "gstbatcher.h"
-#include "gstcudatrainsink.h"
 #include "train-meta.h"
 
 static gboolean
@@ -24,12 +25,11 @@ plugin_init (GstPlugin *plugin)
   ok |= GST_ELEMENT_REGISTER (augment, plugin);
   ok |= GST_ELEMENT_REGISTER (echo, plugin);
   ok |= GST_ELEMENT_REGISTER (batcher, plugin);
-  ok |= GST_ELEMENT_REGISTER (cudatrainsink, plugin);
   return ok;
 }
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, train,
-    "Training data pipelines with data echoing: from JPEG files to "
-    "ResNet training steps",
+    "Training data pipelines with data echoing: datasets, JPEG decoding, "
+    "augmentation, echoing and batching",
     plugin_init, PACKAGE_VERSION, "LGPL", "gst-train",
     "https://github.com/gst-train/gst-train")

@@ -1,0 +1,67 @@
+#!/bin/sh
+# The plugins on a machine without the CUDA libraries: in a private mount
+# namespace the CUDA toolkit folder is covered by an empty one, then all six
+# elements must register (from a fresh registry), and a training pipeline
+# with device=auto must train on the CPU and warn, naming the library that
+# is missing. Also: the data plugin's ELF needs no cuDNN, cuBLAS or
+# OpenBLAS, and the training plugin no cuDNN or cuBLAS (only the CUDA
+# backend module does).
+# Usage: no-cuda.sh DATASET-TOOL PLUGIN-DIR CUDA-ROOT
+set -eu
+tool=$1
+plugins=$2
+cuda_root=$(readlink -f "$3")
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+for lib in cudnn cublas openblas; do
+  if readelf -d "$plugins/libgsttrain.so" | grep NEEDED | grep -q "lib$lib"; then
+    fail "the data plugin libgsttrain.so needs lib$lib"
+  fi
+done
+for lib in cudnn cublas cudart; do
+  if readelf -d "$plugins/libgsttrainsink.so" | grep NEEDED | grep -q "lib$lib"; then
+    fail "the training plugin libgsttrainsink.so needs lib$lib"
+  fi
+done
+
+if [ "${GT_NO_CUDA_INSIDE:-}" != 1 ]; then
+  # Hiding the toolkit needs a mount namespace: root (CI runs as root) or
+  # unprivileged user namespaces. Without one this test cannot do its job.
+  empty=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-empty-XXXXXX")
+  trap 'rmdir "$empty"' EXIT
+  GT_NO_CUDA_INSIDE=1 unshare --mount sh -c \
+      'mount --bind "$1" "$2" && exec sh "$0" "$3" "$4" "$5"' \
+      "$0" "$empty" "$cuda_root" "$tool" "$plugins" "$3" \
+    || fail "could not run the test in a mount namespace with $cuda_root hidden (exit $?)"
+  exit 0
+fi
+
+[ -z "$(ls -A "$cuda_root")" ] || fail "$cuda_root is still visible"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-no-cuda-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# A registry of its own, scanned with CUDA hidden.
+export GST_REGISTRY_1_0="$work/registry.bin"
+launch() {
+  LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"
+}
+
+for element in datasetsrc imagedec augment echo batcher cudatrainsink; do
+  launch gst-inspect-1.0 "$element" >"$work/inspect.txt" 2>&1 || {
+    cat "$work/inspect.txt"; fail "$element does not register without CUDA"; }
+done
+
+[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] \
+  || fail "Debian's dataset-fashion-mnist is not installed"
+"$tool" fashion-mnist --output "$work/fm" --limit-train 64 --limit-test 8 >/dev/null
+
+launch gst-launch-1.0 -e datasetsrc location="$work/fm/train" \
+    ! imagedec ! augment width=16 height=16 ! batcher batch-size=8 \
+    ! cudatrainsink device=auto model=resnet20 max-steps=3 num-threads=1 \
+      checkpoint-location="$work/run.safetensors" >"$work/out.txt" 2>&1 || {
+  cat "$work/out.txt"; fail "the CPU training pipeline failed without CUDA"; }
+grep -q "Training on the CPU: .*CUDA.*lib[a-zA-Z]*\.so" "$work/out.txt" || {
+  cat "$work/out.txt"; fail "no warning naming the missing CUDA library"; }
+[ -s "$work/run.safetensors" ] || fail "no checkpoint written"
+echo "ok: six elements registered, trained on the CPU with the warning:"
+grep "Training on the CPU" "$work/out.txt"

@@ -1,0 +1,122 @@
+/* cuda-loader.c: opens the CUDA backend module when it is first needed and
+ * answers gt_cuda_* through it.
+ *
+ * Where the module is looked for, in order: the file named by the
+ * environment variable GT_CUDA_MODULE (then only there), the build tree
+ * this library was built in, the install location (libdir/gst-train). A
+ * module that is found but does not load (libcudnn.so.9 or another of its
+ * libraries missing) is reported with the dynamic linker's message, which
+ * names the missing library. */
+#include "cuda-module.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const GtCudaModule *loaded_module;
+static char load_error[768];
+
+#ifdef GT_CUDA_MODULE_BUILD_PATH
+/* 1 when the module at @path loaded (or failed in a way worth reporting),
+ * 0 when there is no file at @path. */
+static int
+try_load (const char *path)
+{
+  const GtCudaModule *module;
+  void *handle;
+
+  if (access (path, F_OK) != 0) {
+    snprintf (load_error, sizeof (load_error),
+        "the CUDA backend module is not installed (no %s)", path);
+    return 0;
+  }
+  handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    snprintf (load_error, sizeof (load_error),
+        "the CUDA backend cannot be loaded: %s", dlerror ());
+    return 1;
+  }
+  module = dlsym (handle, GT_CUDA_MODULE_SYMBOL);
+  if (module == NULL || module->abi != GT_CUDA_MODULE_ABI
+      || module->ops_size != sizeof (GtBackendOps)
+      || module->config_size != sizeof (GtTrainerConfig)
+      || module->spec_size != sizeof (GtModelSpec)) {
+    snprintf (load_error, sizeof (load_error),
+        "%s is a CUDA backend module from another build of gst-train: "
+        "rebuild or reinstall it",
+        path);
+    dlclose (handle);
+    return 1;
+  }
+  loaded_module = module; /* kept open for the life of the process */
+  return 1;
+}
+#endif
+
+static void
+load_module (void)
+{
+#ifdef GT_CUDA_MODULE_BUILD_PATH
+  const char *path = getenv ("GT_CUDA_MODULE");
+
+  if (path != NULL && *path != '\0') {
+    try_load (path);
+    return;
+  }
+  if (try_load (GT_CUDA_MODULE_BUILD_PATH))
+    return;
+  try_load (GT_CUDA_MODULE_INSTALL_PATH);
+#else
+  snprintf (load_error, sizeof (load_error),
+      "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "
+      "or cuBLAS at build time)");
+#endif
+}
+
+static const GtCudaModule *
+cuda_module (char *why, size_t why_size)
+{
+  pthread_once (&load_once, load_module);
+  if (loaded_module == NULL && why != NULL && why_size > 0)
+    snprintf (why, why_size, "%s", load_error);
+  return loaded_module;
+}
+
+const GtBackendOps *
+gt_cuda_backend_ops (char *why, size_t why_size)
+{
+  const GtCudaModule *module = cuda_module (why, why_size);
+
+  return module ? module->backend : NULL;
+}
+
+int
+gt_cuda_built (void)
+{
+#ifdef GT_CUDA_MODULE_BUILD_PATH
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int
+gt_cuda_device_count (char *why, size_t why_size)
+{
+  const GtCudaModule *module = cuda_module (why, why_size);
+
+  return module ? module->device_count (why, why_size) : 0;
+}
+
+int
+gt_cuda_device_info (
+    int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
+{
+  const GtCudaModule *module = cuda_module (why, why_size);
+
+  return module ? module->device_info (device_id, info, why, why_size) : -1;
+}

@@ -1,0 +1,35 @@
+/* cuda-module.h: the contract between the training library and its CUDA
+ * backend, which is a separate module (libgsttrain-cuda.so) opened at run
+ * time, as gst-plugins-bad's nvcodec opens CUDA. A build made with the CUDA
+ * toolkit thus still trains on the CPU on a machine without the CUDA
+ * libraries: only the module needs cuDNN, cuBLAS and the CUDA runtime.
+ *
+ * The module exports one symbol, gt_cuda_module; cuda-loader.c finds the
+ * module, opens it and checks that it was built from the same headers. */
+#ifndef GT_CUDA_MODULE_H
+#define GT_CUDA_MODULE_H
+
+#include "backend.h"
+
+/* Raise when GtCudaModule or what it points to changes meaning. */
+#define GT_CUDA_MODULE_ABI 1
+#define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
+
+typedef struct
+{
+  int abi;            /* GT_CUDA_MODULE_ABI */
+  size_t ops_size;    /* sizeof (GtBackendOps) */
+  size_t config_size; /* sizeof (GtTrainerConfig) */
+  size_t spec_size;   /* sizeof (GtModelSpec) */
+  const GtBackendOps *backend;
+  int (*device_count) (char *why, size_t why_size);
+  int (*device_info) (
+      int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
+} GtCudaModule;
+
+/* The CUDA backend's operations, opening the module on first use; NULL
+ * with the reason in @why (the module or one of its libraries missing,
+ * a module from another build). */
+const GtBackendOps *gt_cuda_backend_ops (char *why, size_t why_size);
+
+#endif /* GT_CUDA_MODULE_H */
