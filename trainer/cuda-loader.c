@@ -2,11 +2,14 @@
  * answers gt_cuda_* through it.
  *
  * Where the module is looked for, in order: the file named by the
- * environment variable GT_CUDA_MODULE (then only there), the build tree
- * this library was built in, the install location (libdir/gst-train). A
- * module that is found but does not load (libcudnn.so.9 or another of its
- * libraries missing) is reported with the dynamic linker's message, which
- * names the missing library. */
+ * environment variable GT_CUDA_MODULE (then only there); beside this
+ * library (the build tree: both in build/trainer/); in gst-train/ beside
+ * this library (installed: libdir/gst-train/). Both are relative to where
+ * the library is, so a build tree or an installation can move. A module that
+ * is found but does not load (libcudnn.so.9 or another of its libraries
+ * missing) is reported with the dynamic linker's message, which names the
+ * missing library. */
+#define _GNU_SOURCE /* dladdr */
 #include "cuda-module.h"
 
 #include <dlfcn.h>
@@ -18,9 +21,9 @@
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const GtCudaModule *loaded_module;
-static char load_error[768];
+static char load_error[2560];
 
-#ifdef GT_CUDA_MODULE_BUILD_PATH
+#ifdef GT_HAVE_CUDA_MODULE
 /* 1 when the module at @path loaded (or failed in a way worth reporting),
  * 0 when there is no file at @path. */
 static int
@@ -31,7 +34,7 @@ try_load (const char *path)
 
   if (access (path, F_OK) != 0) {
     snprintf (load_error, sizeof (load_error),
-        "the CUDA backend module is not installed (no %s)", path);
+        "the CUDA backend module is missing (no %s)", path);
     return 0;
   }
   handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
@@ -60,16 +63,39 @@ try_load (const char *path)
 static void
 load_module (void)
 {
-#ifdef GT_CUDA_MODULE_BUILD_PATH
+#ifdef GT_HAVE_CUDA_MODULE
   const char *path = getenv ("GT_CUDA_MODULE");
+  char here[1024], candidate[1024 + 64];
+  const char *slash;
+  Dl_info info;
 
   if (path != NULL && *path != '\0') {
     try_load (path);
     return;
   }
-  if (try_load (GT_CUDA_MODULE_BUILD_PATH))
+  if (dladdr ((void *)gt_cuda_backend_ops, &info) == 0
+      || info.dli_fname == NULL) {
+    snprintf (load_error, sizeof (load_error),
+        "cannot tell where the training library is, to find its CUDA module: "
+        "set GT_CUDA_MODULE");
     return;
-  try_load (GT_CUDA_MODULE_INSTALL_PATH);
+  }
+  snprintf (here, sizeof (here), "%s", info.dli_fname);
+  slash = strrchr (here, '/');
+  if (slash != NULL)
+    here[slash - here] = '\0';
+  else
+    snprintf (here, sizeof (here), ".");
+  snprintf (candidate, sizeof (candidate), "%s/" GT_CUDA_MODULE_FILE, here);
+  if (try_load (candidate))
+    return;
+  snprintf (
+      candidate, sizeof (candidate), "%s/gst-train/" GT_CUDA_MODULE_FILE, here);
+  if (!try_load (candidate))
+    snprintf (load_error, sizeof (load_error),
+        "the CUDA backend module " GT_CUDA_MODULE_FILE
+        " is neither in %s nor in %s/gst-train",
+        here, here);
 #else
   snprintf (load_error, sizeof (load_error),
       "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "
@@ -97,7 +123,7 @@ gt_cuda_backend_ops (char *why, size_t why_size)
 int
 gt_cuda_built (void)
 {
-#ifdef GT_CUDA_MODULE_BUILD_PATH
+#ifdef GT_HAVE_CUDA_MODULE
   return 1;
 #else
   return 0;
