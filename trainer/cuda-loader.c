@@ -47,7 +47,8 @@ try_load (const char *path)
   if (module == NULL || module->abi != GT_CUDA_MODULE_ABI
       || module->ops_size != sizeof (GtBackendOps)
       || module->config_size != sizeof (GtTrainerConfig)
-      || module->spec_size != sizeof (GtModelSpec)) {
+      || module->spec_size != sizeof (GtModelSpec)
+      || module->device_info_size != sizeof (GtCudaDeviceInfo)) {
     snprintf (load_error, sizeof (load_error),
         "%s is a CUDA backend module from another build of gst-train: "
         "rebuild or reinstall it",

@@ -17,10 +17,11 @@
 
 typedef struct
 {
-  int abi;            /* GT_CUDA_MODULE_ABI */
-  size_t ops_size;    /* sizeof (GtBackendOps) */
-  size_t config_size; /* sizeof (GtTrainerConfig) */
-  size_t spec_size;   /* sizeof (GtModelSpec) */
+  int abi;                 /* GT_CUDA_MODULE_ABI */
+  size_t ops_size;         /* sizeof (GtBackendOps) */
+  size_t config_size;      /* sizeof (GtTrainerConfig) */
+  size_t spec_size;        /* sizeof (GtModelSpec) */
+  size_t device_info_size; /* sizeof (GtCudaDeviceInfo) */
   const GtBackendOps *backend;
   int (*device_count) (char *why, size_t why_size);
   int (*device_info) (

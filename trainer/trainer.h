@@ -250,6 +250,12 @@ typedef struct
   int major;
   int minor;
   size_t total_memory;
+  /* Versions as the libraries encode them (12080 is CUDA 12.8; cuDNN's
+   * 91000 is 9.10.0): the CUDA version the driver supports, the runtime's,
+   * and the cuDNN the backend loaded. */
+  int driver_version;
+  int runtime_version;
+  int cudnn_version;
 } GtCudaDeviceInfo;
 
 /* 1 when this build contains the CUDA backend, else 0. */

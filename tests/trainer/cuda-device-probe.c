@@ -29,8 +29,12 @@ main (void)
           info.name, info.major, info.minor);
       return 1;
     }
-    printf ("device %d: %s, sm_%d%d, %zu MiB\n", i, info.name, info.major,
-        info.minor, info.total_memory >> 20);
+    printf ("device %d: %s, sm_%d%d, %zu MiB; driver supports CUDA %d.%d, "
+            "runtime %d.%d, cuDNN %d\n",
+        i, info.name, info.major, info.minor, info.total_memory >> 20,
+        info.driver_version / 1000, info.driver_version % 1000 / 10,
+        info.runtime_version / 1000, info.runtime_version % 1000 / 10,
+        info.cudnn_version);
   }
   return 0;
 }

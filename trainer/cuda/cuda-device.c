@@ -4,6 +4,7 @@
 #include "cuda-module.h"
 
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,18 @@ device_count (char *why, size_t why_size)
   }
   dlclose (driver);
   err = cudaGetDeviceCount (&count);
+  if (err == cudaErrorInsufficientDriver) {
+    int supported = 0, runtime = 0;
+
+    cudaDriverGetVersion (&supported);
+    cudaRuntimeGetVersion (&runtime);
+    snprintf (why, why_size,
+        "the NVIDIA driver is too old for this build: it supports CUDA "
+        "%d.%d, gst-train's CUDA runtime is %d.%d",
+        supported / 1000, supported % 1000 / 10, runtime / 1000,
+        runtime % 1000 / 10);
+    return 0;
+  }
   if (err != cudaSuccess) {
     snprintf (
         why, why_size, "no usable CUDA device: %s", cudaGetErrorString (err));
@@ -51,6 +64,9 @@ device_info (int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
   info->major = prop.major;
   info->minor = prop.minor;
   info->total_memory = prop.totalGlobalMem;
+  cudaDriverGetVersion (&info->driver_version);
+  cudaRuntimeGetVersion (&info->runtime_version);
+  info->cudnn_version = (int)cudnnGetVersion ();
   return 0;
 }
 
@@ -61,6 +77,7 @@ __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
   .ops_size = sizeof (GtBackendOps),
   .config_size = sizeof (GtTrainerConfig),
   .spec_size = sizeof (GtModelSpec),
+  .device_info_size = sizeof (GtCudaDeviceInfo),
   .backend = &gt_cuda_backend,
   .device_count = device_count,
   .device_info = device_info,
