@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # The GPU checks of the CUDA backend, in one call of at most eight minutes,
-# on the H200 machine (see ../shared/device/README.md):
+# on the H200 machine (see docs/gpu-runs.md and ../shared/device/README.md):
 #
 #   bash .device/run.sh bash bench/gpu-check.sh [BUILD_DIR]
 #
 # BUILD_DIR (default build-gpu) is a build made elsewhere with the CUDA
 # backend for sm_90 and carried along; nothing is rebuilt here.
 #
-# Stage 1 (about a minute; a broken environment stops here): the device,
-#   the device probe, the quick parity case (resnet20 fp32 against the CPU
-#   backend), one timed resnet50 bf16 step at batch 256.
-# Stage 2: the whole cuda-parity test (fp32 parity, bf16 bounds,
-#   determinism and graphs, checkpoints, non-finite loss, memory over 200
-#   steps).
-# Stage 3: resnet50 training images/s in bf16 at batch 256 and 128, ours
-#   (bench/trainer-bench, graphs on) against PyTorch eager (channels_last,
-#   autocast bf16, same batch; bench/torch-gpu-step.py) and torch.compile if
-#   it compiles in the time left; medians of windows timed after a warm-up;
-#   then our time split per step (GT_CUDA_PROFILE=1: convolutions, BN/ReLU/
-#   pooling, classifier+loss, optimiser, input conversion, H2D copy).
+# The order puts what matters first, so that a call cut short still tells:
+#   1. the environment (about a minute; a broken one stops here, non-zero,
+#      with the reason): the build, the device probe (GPU, driver, runtime
+#      and cuDNN versions), the quick parity case (resnet20 fp32 against the
+#      CPU backend), one resnet50 bf16 step at batch 256;
+#   2. the headline: resnet50 bf16 training images/s at batch 256, ours
+#      (bench/trainer-bench, graphs on) against PyTorch eager (channels_last,
+#      autocast bf16; bench/torch-gpu-step.py), as a ratio;
+#   3. parity: the whole cuda-parity test (fp32 parity, bf16 bounds,
+#      determinism and graphs, checkpoints, non-finite loss, memory over 200
+#      steps);
+#   4. the rest: batch 128, our time split per step (profile mode), the
+#      whole pipeline on the GPU (datasetsrc ! imagedec ! augment ! batcher
+#      ! cudatrainsink device=cuda, on synthetic JPEGs made there; with and
+#      without adaptive echo), torch.compile when time is left.
+# Each run has its own limit (about 120 s at most) inside the call's budget.
 #
-# Logs go to $OUT (default /tmp/gpu-check), the table to $OUT/gpu-check.md
-# and to stdout last. Copy the table into docs/benchmarks/gpu.md.
+# What comes back is at most three files under $OUT (the device tool returns
+# at most eight): gpu-check.md (the table), gpu-check-logs.tar.gz (every log,
+# written by an EXIT trap, so also after an early stop) and the kit's
+# device-env.txt. The tail of every failing log goes to stdout, the table
+# last. Where there is no usable GPU the script stops within a minute with
+# exit status 1 and the reason (tests/integration/gpu-check-dry.sh holds
+# that). PyTorch runs with the kit's LD_LIBRARY_PATH removed, so that it
+# loads its own CUDA libraries, not the toolkit's.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,112 +39,145 @@ cd "$ROOT"
 BUILD=${1:-build-gpu}
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-logs-XXXXXX")
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-scratch-XXXXXX")
 START=$(date +%s)
-BUDGET=470 # seconds: the call's eight minutes, less a margin
+BUDGET=${GPU_CHECK_BUDGET:-470} # seconds: the call's eight minutes, less a margin
 PY=${PYTHON:-python3}
 BENCH="$BUILD/bench/trainer-bench"
 TABLE="$OUT/gpu-check.md"
+FAILED=""
 export PYTHONUNBUFFERED=1
 
+finish() {
+  local status=$?
+  tar -czf "$OUT/gpu-check-logs.tar.gz" -C "$LOGS" . 2>/dev/null
+  for name in $FAILED; do
+    echo "---- last lines of $name.log"
+    tail -n 30 "$LOGS/$name.log" 2>/dev/null
+  done
+  echo
+  cat "$TABLE"
+  rm -rf "$LOGS" "$SCRATCH"
+  exit "$status"
+}
+trap finish EXIT
+
 left() { echo $((BUDGET - ($(date +%s) - START))); }
-log() { echo "== $* ($(($(date +%s) - START)) s)" | tee -a "$OUT/gpu-check.log"; }
-# run NAME SECONDS COMMAND...: output to $OUT/NAME.log, at most SECONDS
+log() { echo "== $* ($(($(date +%s) - START)) s)" | tee -a "$LOGS/gpu-check.log"; }
+row() { echo "| $1 | $2 |" >>"$TABLE"; }
+# run NAME SECONDS COMMAND...: output to NAME.log, at most SECONDS
 run() {
-  local name=$1 limit=$2
+  local name=$1 limit=$2 status
   shift 2
-  if [ "$(left)" -lt 5 ]; then
+  if [ "$(left)" -lt 10 ]; then
     log "$name: skipped, no time left"
+    echo "skipped: no time left" >"$LOGS/$name.log"
     return 124
   fi
   [ "$limit" -gt "$(left)" ] && limit=$(left)
   log "$name (limit ${limit} s): $*"
-  timeout --kill-after=5 "$limit" "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  log "$name: exit $rc"
-  return $rc
+  timeout --kill-after=5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  status=$?
+  log "$name: exit $status"
+  [ "$status" -eq 0 ] || FAILED="$FAILED $name"
+  return $status
 }
-rate() { # the median field of the last JSON line of a log
-  grep -o '"images_per_second_windows_median": [0-9.]*' "$OUT/$1.log" 2>/dev/null |
-    tail -n 1 | awk '{print $2}'
+# PyTorch with its own libraries, not the toolkit's the kit put first.
+torch_run() { local name=$1 limit=$2; shift 2; run "$name" "$limit" env -u LD_LIBRARY_PATH "$@"; }
+json_field() { # json_field LOG FIELD: the last value of FIELD in LOG
+  grep -o "\"$2\": [0-9.]*" "$LOGS/$1.log" 2>/dev/null | tail -n 1 | awk '{print $2}'
+}
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
+stop() { # stop REASON: the environment cannot do the rest
+  row "stopped" "$1"
+  echo "gpu-check: $1" >&2
+  exit 1
 }
 
 {
   echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
-  echo "- torch: $($PY -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
   echo "- command: bash .device/run.sh bash bench/gpu-check.sh $BUILD"
+  echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n 1)"
+  echo "- torch: $(env -u LD_LIBRARY_PATH timeout 60 "$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1 | tail -n 1)"
   echo
+  echo "| check | result |"
+  echo "| --- | --- |"
 } >"$TABLE"
 
-# ---- stage 1 ----
-if [ ! -x "$BENCH" ]; then
-  echo "gpu-check: no $BENCH: carry a build made with the CUDA backend" >&2
-  exit 2
+# ---- 1. the environment ----
+[ -x "$BENCH" ] || stop "no $BENCH: carry a build made with the CUDA backend"
+[ -e "$BUILD/trainer/libgsttrain-cuda.so" ] ||
+  stop "no $BUILD/trainer/libgsttrain-cuda.so: the build has no CUDA backend module"
+nvidia-smi >"$LOGS/nvidia-smi.log" 2>&1
+if ! run probe 30 "$BUILD/tests/cuda-device-probe"; then
+  stop "no usable GPU: $(tail -n 1 "$LOGS/probe.log" | sed "s/^SKIP: //")"
 fi
-nvidia-smi >"$OUT/nvidia-smi.log" 2>&1
-run probe 30 "$BUILD/tests/cuda-device-probe" || {
-  cat "$OUT/probe.log"
-  exit 1
-}
-mkdir -p /tmp/gpu-check-scratch
+row "device (ours)" "$(grep '^device 0' "$LOGS/probe.log")"
 GT_CUDA_PARITY_ONLY=quick run parity-quick 90 \
-  "$BUILD/tests/cuda-parity" /tmp/gpu-check-scratch
-QUICK=$?
+  "$BUILD/tests/cuda-parity" "$SCRATCH/parity"
+row "quick parity (resnet20 fp32 vs CPU)" "exit $?"
 run step-once 90 "$BENCH" --device cuda --precision bf16 --model resnet50 \
   --size 224 --batch 256 --classes 1000 --warmup 1 --steps 1
 ONCE=$?
-echo "| check | result |" >>"$TABLE"
-echo "| --- | --- |" >>"$TABLE"
-echo "| quick parity (resnet20 fp32 vs CPU) | exit $QUICK |" >>"$TABLE"
-echo "| one resnet50 bf16 step, batch 256 | exit $ONCE: $(grep -o '"step_seconds": \[[0-9., ]*\]' "$OUT/step-once.log") |" >>"$TABLE"
-if [ "$ONCE" != 0 ]; then
-  cat "$OUT/parity-quick.log" "$OUT/step-once.log"
-  cat "$TABLE"
-  exit 1
-fi
+row "one resnet50 bf16 step, batch 256" "exit $ONCE: $(grep -o '"step_seconds": \[[0-9., ]*\]' "$LOGS/step-once.log")"
+[ "$ONCE" -eq 0 ] || stop "a resnet50 bf16 step failed: see step-once.log"
 
-# ---- stage 2 ----
-run parity 200 "$BUILD/tests/cuda-parity" /tmp/gpu-check-scratch
-echo "| cuda-parity (all cases) | exit $? (log: parity.log) |" >>"$TABLE"
+# ---- 2. the headline ----
+bench_ours() { # NAME BATCH
+  run "$1" 120 "$BENCH" --device cuda --precision bf16 --model resnet50 \
+    --size 224 --batch "$2" --classes 1000 --warmup 10 --steps 10 --windows 5
+}
+bench_torch() { # NAME BATCH [--compile]
+  local name=$1 batch=$2 limit=120
+  shift 2
+  [ $# -gt 0 ] && limit=$(($(left) - 10))
+  torch_run "$name" "$limit" "$PY" bench/torch-gpu-step.py --batch "$batch" \
+    --warmup 10 --steps 10 --windows 5 "$@"
+}
+bench_ours ours-256 256
+bench_torch torch-eager-256 256
+O256=$(json_field ours-256 images_per_second_windows_median)
+T256=$(json_field torch-eager-256 images_per_second_windows_median)
+row "resnet50 bf16 batch 256 img/s: ours / PyTorch eager" "${O256:-?} / ${T256:-?} = $(ratio "$O256" "$T256")"
 
-# ---- stage 3 ----
-for batch in 256 128; do
-  run "ours-$batch" 60 "$BENCH" --device cuda --precision bf16 \
-    --model resnet50 --size 224 --batch $batch --classes 1000 \
-    --warmup 10 --steps 10 --windows 5
-  run "torch-eager-$batch" 60 "$PY" bench/torch-gpu-step.py --batch $batch \
-    --warmup 10 --steps 10 --windows 5
-done
-GT_CUDA_PROFILE=1 run split-256 45 "$BENCH" --device cuda --precision bf16 \
-  --model resnet50 --size 224 --batch 256 --classes 1000 --warmup 3 \
-  --steps 5
-if [ "$(left)" -gt 100 ]; then
-  run torch-compile-256 $(($(left) - 10)) "$PY" bench/torch-gpu-step.py \
-    --batch 256 --compile --warmup 10 --steps 10 --windows 5
-fi
+# ---- 3. parity ----
+run parity 150 "$BUILD/tests/cuda-parity" "$SCRATCH/parity"
+row "cuda-parity (all cases)" "exit $? (parity.log in the archive)"
 
-{
-  echo
-  echo "| resnet50 bf16, 224x224 | batch 256 img/s | batch 128 img/s |"
-  echo "| --- | --- | --- |"
-  echo "| gst-train CUDA backend | $(rate ours-256) | $(rate ours-128) |"
-  echo "| PyTorch eager (channels_last, autocast bf16) | $(rate torch-eager-256) | $(rate torch-eager-128) |"
-  echo "| torch.compile | $(rate torch-compile-256) | - |"
-  for batch in 256 128; do
-    o=$(rate "ours-$batch")
-    t=$(rate "torch-eager-$batch")
-    if [ -n "$o" ] && [ -n "$t" ]; then
-      echo
-      echo "batch $batch: ours / PyTorch eager = $(awk -v o="$o" -v t="$t" 'BEGIN {printf "%.2fx", o / t}')"
-    fi
+# ---- 4. the rest ----
+bench_ours ours-128 128
+bench_torch torch-eager-128 128
+O128=$(json_field ours-128 images_per_second_windows_median)
+T128=$(json_field torch-eager-128 images_per_second_windows_median)
+row "resnet50 bf16 batch 128 img/s: ours / PyTorch eager" "${O128:-?} / ${T128:-?} = $(ratio "$O128" "$T128")"
+GT_CUDA_PROFILE=1 run split-256 60 "$BENCH" --device cuda --precision bf16 \
+  --model resnet50 --size 224 --batch 256 --classes 1000 --warmup 3 --steps 5
+row "our split per step (ms, batch 256, eager with events)" "$(grep -h gst_train_cuda_split "$LOGS/split-256.log" | tr '\n' ' ')"
+
+# The whole pipeline on the GPU, over synthetic JPEGs made here (the machine
+# has no datasets and no network).
+if torch_run corpus 60 "$PY" bench/synthetic-corpus.py --count 1024 \
+    --out "$SCRATCH/corpus"; then
+  for echo in none adaptive; do
+    stage=""
+    [ "$echo" = adaptive ] && stage="echo mode=adaptive max-factor=4 !"
+    export GST_PLUGIN_PATH="$ROOT/$BUILD/gst-plugins"
+    # shellcheck disable=SC2086
+    run "pipeline-$echo" 120 gst-launch-1.0 -e datasetsrc \
+      location="$SCRATCH/corpus" num-epochs=-1 ! imagedec ! $stage \
+      augment width=224 height=224 ! batcher batch-size=256 ! queue \
+      ! cudatrainsink device=cuda model=resnet50 precision=bf16 \
+      max-steps=60 metrics-location="$LOGS/pipeline-$echo.jsonl"
+    row "pipeline, echo $echo: exit $?, last train-stats" \
+      "$(tail -n 1 "$LOGS/pipeline-$echo.jsonl" 2>/dev/null)"
   done
-  echo
-  echo "Our split per step (ms, batch 256, eager with events):"
-  echo
-  echo '```'
-  grep -h gst_train_cuda_split "$OUT/split-256.log" || echo "(none)"
-  echo '```'
-} >>"$TABLE"
+fi
+
+if [ "$(left)" -gt 100 ]; then
+  bench_torch torch-compile-256 256 --compile
+  C256=$(json_field torch-compile-256 images_per_second_windows_median)
+  row "torch.compile batch 256 img/s: ours / compiled" "${O256:-?} / ${C256:-?} = $(ratio "$O256" "$C256")"
+fi
 log "done"
-cat "$TABLE"

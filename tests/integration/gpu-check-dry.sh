@@ -1,0 +1,34 @@
+#!/bin/sh
+# The GPU check where there is no GPU: bench/gpu-check.sh must stop within
+# a minute, with a non-zero exit status and the reason, leaving at most
+# three files in $OUT (the device tool brings back at most eight), one of
+# them the archive of its logs.
+# Usage: gpu-check-dry.sh SOURCE-DIR BUILD-DIR
+set -eu
+source_dir=$1
+build=$2
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ -e /dev/nvidia0 ]; then
+  echo "SKIP: this machine has a GPU; the dry run is for machines without"
+  exit 77
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-dry-XXXXXX")
+trap 'rm -rf "$out"' EXIT
+start=$(date +%s)
+status=0
+OUT=$out timeout 90 bash "$source_dir/bench/gpu-check.sh" "$build" \
+  >"$out.txt" 2>&1 || status=$?
+took=$(( $(date +%s) - start ))
+cat "$out.txt"
+[ "$status" -ne 0 ] || fail "gpu-check.sh succeeded without a GPU"
+[ "$status" -ne 124 ] || fail "gpu-check.sh ran past 90 s without a GPU"
+[ "$took" -le 60 ] || fail "gpu-check.sh took $took s to stop (at most 60)"
+grep -q "gpu-check: no usable GPU: \|gpu-check: no .*libgsttrain-cuda.so" "$out.txt" \
+  || fail "no reason given"
+files=$(find "$out" -type f | wc -l)
+[ "$files" -le 3 ] || { find "$out" -type f; fail "$files files in OUT (at most 3)"; }
+[ -s "$out/gpu-check-logs.tar.gz" ] || fail "no log archive"
+tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q probe.log || fail "the archive lacks probe.log"
+rm -f "$out.txt"
+echo "ok: stopped after $took s with status $status, $files files"
