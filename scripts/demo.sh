@@ -7,8 +7,10 @@
 #   scripts/demo.sh                 # about 4 minutes of training on 2 cores
 #   DEMO_STEPS=200 scripts/demo.sh  # shorter
 #
-# Outputs in build-release/demo/: the checkpoint (safetensors, loads into
-# torchvision), metrics.jsonl, loss.png, pipeline.png, summary.json.
+# On the GPU when one is usable (resnet50, 224x224, bf16), else on the CPU
+# (resnet20, 32x32). Outputs in build-release/demo/: the checkpoint
+# (MODEL.safetensors, loads into torchvision), metrics.jsonl, loss.png,
+# pipeline.png, summary.json.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -30,41 +32,43 @@ mkdir -p "$out"
 export GST_PLUGIN_PATH_1_0="$PWD/build-release/gst-plugins"
 export GST_REGISTRY_1_0="$PWD/build-release/registry.bin"
 
-# resnet20 at 32x32 on the CPU backend. The CUDA backend (resnet50 at
-# 224x224 in bf16) is not built yet: with a GPU the sink says so and trains
-# on the CPU.
-if build-release/tests/cuda-device-probe >/dev/null 2>&1; then
-  echo "demo: a CUDA device is usable, but the CUDA backend is not built yet: training on the CPU"
+# With a usable GPU: resnet50 at 224x224 in bf16 on the CUDA backend (the
+# 28x28 images upscaled); without: resnet20 at 32x32 on the CPU backend.
+if why=$(build-release/tests/cuda-device-probe 2>&1); then
+  model=resnet50 size=224 device=cuda precision=bf16 batch=256
+  echo "demo: training on the GPU: $(echo "$why" | head -n 1)"
 else
-  echo "demo: no usable GPU: training on the CPU ($(nproc) cores)"
+  model=resnet20 size=32 device=cpu precision=fp32 batch=128
+  echo "demo: training on the CPU ($(nproc) cores): $(echo "$why" | sed 's/^SKIP: //')"
 fi
+checkpoint="$out/$model.safetensors"
 
-echo "demo: training resnet20 for $steps steps of 128 images, adaptive echo before augmentation ..."
+echo "demo: training $model for $steps steps of $batch images, adaptive echo before augmentation ..."
 build-release/pipelines/gst-train --dot-dir "$out/dots" \
   --summary "$out/summary.json" \
   datasetsrc location="$data/train" num-epochs=-1 seed=1 \
   ! imagedec \
   ! echo mode=adaptive max-factor=4 shuffle-buffer-size=1024 seed=1 \
-  ! augment width=32 height=32 scale-min=0.35 seed=1 \
-  ! batcher batch-size=128 \
+  ! augment width=$size height=$size scale-min=0.35 seed=1 \
+  ! batcher batch-size=$batch \
   ! queue max-size-buffers=2 \
-  ! cudatrainsink model=resnet20 device=cpu lr=0.1 warmup-steps=50 \
-      total-steps="$steps" max-steps="$steps" stats-interval=25 \
-      checkpoint-interval=200 checkpoint-location="$out/resnet20.safetensors" \
+  ! cudatrainsink model=$model device=$device precision=$precision lr=0.1 \
+      warmup-steps=50 total-steps="$steps" max-steps="$steps" stats-interval=25 \
+      checkpoint-interval=200 checkpoint-location="$checkpoint" \
       metrics-location="$out/metrics.jsonl"
 
 echo "demo: evaluating on $data/test (10,000 images) ..."
 build-release/pipelines/gst-train --summary "$out/eval.json" \
   datasetsrc location="$data/test" num-epochs=1 shuffle=false \
   ! imagedec \
-  ! augment width=32 height=32 crop=resize \
+  ! augment width=$size height=$size crop=resize \
   ! batcher batch-size=256 drop-remainder=false \
-  ! cudatrainsink mode=eval model=resnet20 device=cpu \
-      resume-from="$out/resnet20.safetensors"
+  ! cudatrainsink mode=eval model=$model device=$device precision=$precision \
+      resume-from="$checkpoint"
 
 /usr/bin/python3 pipelines/plot-metrics.py "$out/metrics.jsonl" "$out/loss.png" \
-  "resnet20 on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'
+  "$model on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'
 playing=$(ls "$out"/dots/*PAUSED_PLAYING.dot | head -1)
 dot -Tpng "$playing" -o "$out/pipeline.png"
 echo "demo: the pipeline as it ran: $out/pipeline.png (from $playing)"
-echo "demo: loss curve: $out/loss.png; checkpoint: $out/resnet20.safetensors"
+echo "demo: loss curve: $out/loss.png; checkpoint: $checkpoint"
