@@ -11,7 +11,7 @@ packages="
   libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev
   dataset-fashion-mnist graphviz mate-backgrounds
   python3 python3-pil python3-torch python3-torchvision python3-venv
-  python3-matplotlib
+  python3-matplotlib python3-gi gir1.2-gstreamer-1.0
 "
 
 missing=""

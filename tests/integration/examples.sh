@@ -1,0 +1,45 @@
+#!/bin/sh
+# The example applications train and stop cleanly: examples/train-app (C,
+# from a launch description and from element factories) and
+# examples/train-app.py (PyGObject) each run until their step count, send
+# EOS, and leave a checkpoint; a missing dataset fails with its name.
+# Usage: examples.sh DATASET-TOOL TRAIN-APP SOURCE-DIR
+set -eu
+tool=$1
+app=$2
+source_dir=$3
+fail() { echo "FAIL: $*"; exit 1; }
+launch() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-examples-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] \
+  || fail "Debian's dataset-fashion-mnist is not installed"
+"$tool" fashion-mnist --output "$work/fm" --limit-train 400 --limit-test 8 >/dev/null
+
+check_run() { # NAME: the run's output is $work/NAME.txt
+  out="$work/$1.txt"
+  grep -q "^step 10 | loss " "$out" || { cat "$out"; fail "$1: no progress line for step 10"; }
+  grep -q "enough steps: sending end-of-stream" "$out" || { cat "$out"; fail "$1: did not send EOS"; }
+  grep -q "end of stream: stopped cleanly" "$out" || { cat "$out"; fail "$1: did not reach EOS"; }
+  [ -s "$work/$1.safetensors" ] || fail "$1: no checkpoint"
+  echo "ok: $1"
+}
+
+launch "$app" --steps 10 --checkpoint "$work/c-launch.safetensors" "$work/fm/train" \
+  >"$work/c-launch.txt" 2>&1 || { cat "$work/c-launch.txt"; fail "c-launch exited $?"; }
+check_run c-launch
+launch "$app" --factories --steps 10 --checkpoint "$work/c-factories.safetensors" \
+  "$work/fm/train" >"$work/c-factories.txt" 2>&1 \
+  || { cat "$work/c-factories.txt"; fail "c-factories exited $?"; }
+check_run c-factories
+launch /usr/bin/python3 "$source_dir/examples/train-app.py" --steps 10 \
+  --checkpoint "$work/python.safetensors" "$work/fm/train" >"$work/python.txt" 2>&1 \
+  || { cat "$work/python.txt"; fail "python exited $?"; }
+check_run python
+
+if launch "$app" "$work/nowhere" >"$work/missing.txt" 2>&1; then
+  fail "a missing dataset did not fail"
+fi
+grep -q "$work/nowhere" "$work/missing.txt" || { cat "$work/missing.txt"; fail "the error does not name the folder"; }
+echo "ok: missing dataset reported"
