@@ -390,14 +390,10 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
         root);
     GstElement *pipeline = gst_parse_launch (launch, NULL);
     GstElement *named = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-    GstMessage *msg;
+    gchar *error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
     guint64 skipped = 0;
 
-    gst_element_set_state (pipeline, GST_STATE_PLAYING);
-    msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (pipeline),
-        60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
-    gst_message_unref (msg);
+    fail_unless (error == NULL, "%s", error);
     g_object_get (named, "files-skipped", &skipped, NULL);
     fail_unless_equals_uint64 (skipped, 1);
     gst_element_set_state (pipeline, GST_STATE_NULL);
@@ -420,17 +416,9 @@ GST_START_TEST (test_stop_mid_stream)
                                    "n-threads=3 ! fakesink",
       root);
   GstElement *pipeline = gst_parse_launch (launch, NULL);
-  GstMessage *msg;
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  /* PLAYING reached means the sink prerolled: data is flowing. */
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-      == GST_STATE_CHANGE_SUCCESS);
-  msg = gst_bus_pop_filtered (
-      GST_ELEMENT_BUS (pipeline), GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
-  fail_unless (msg == NULL);
+  fixture_play_until_flowing (pipeline);
   fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
       == GST_STATE_CHANGE_SUCCESS);
   gst_object_unref (pipeline);

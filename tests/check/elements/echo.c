@@ -705,10 +705,7 @@ check_state_changes (const gchar *launch)
 
   fail_unless (pipeline != NULL);
   for (round = 0; round < 2; round++) {
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-        != GST_STATE_CHANGE_FAILURE);
-    fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-        == GST_STATE_CHANGE_SUCCESS);
+    fixture_play_until_flowing (pipeline);
     /* Stopped while data flows (and, with a slow sink, while upstream
      * waits for room). */
     fail_unless (gst_element_set_state (pipeline, GST_STATE_READY)
@@ -983,44 +980,34 @@ GST_START_TEST (test_adaptive_restarts_after_ready)
 
 GST_END_TEST;
 
+/* Keeps a copy of the echo-stats message; there must be one only. */
+static void
+record_stats (GstMessage *msg, gpointer user_data)
+{
+  GstStructure **stats = user_data;
+
+  if (gst_message_has_name (msg, "echo-stats")) {
+    fail_unless (*stats == NULL, "two echo-stats messages");
+    *stats = gst_structure_copy (gst_message_get_structure (msg));
+  }
+}
+
 /* Runs @launch to EOS and returns a copy of the echo-stats message, which
  * must come before EOS. */
 static GstStructure *
 run_for_stats (const gchar *launch)
 {
   GstElement *pipeline = gst_parse_launch (launch, NULL);
-  GstBus *bus = gst_element_get_bus (pipeline);
   GstStructure *stats = NULL;
-  gboolean done = FALSE;
+  gchar *error;
 
   fail_unless (pipeline != NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  while (!done) {
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-
-    fail_unless (msg != NULL, "\"%s\" did not finish", launch);
-    switch (GST_MESSAGE_TYPE (msg)) {
-      case GST_MESSAGE_EOS:
-        done = TRUE;
-        break;
-      case GST_MESSAGE_ERROR:
-        fail ("\"%s\" failed", launch);
-        break;
-      default:
-        if (gst_message_has_name (msg, "echo-stats")) {
-          fail_unless (stats == NULL, "two echo-stats messages");
-          stats = gst_structure_copy (gst_message_get_structure (msg));
-        }
-        break;
-    }
-    gst_message_unref (msg);
-  }
+  error =
+      fixture_play_to_eos (pipeline, GST_MESSAGE_ELEMENT, record_stats, &stats);
+  fail_unless (error == NULL, "\"%s\" failed: %s", launch, error);
   fail_unless (stats != NULL, "no echo-stats message before EOS");
   fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
       == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (bus);
   gst_object_unref (pipeline);
   return stats;
 }
