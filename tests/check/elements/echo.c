@@ -52,6 +52,18 @@ sample_meta (GstBuffer *buffer)
   return meta;
 }
 
+/* Pulls the next buffer and checks that it is emission @emissions (0 for
+ * the fresh one) of sample @index. */
+static void
+pull_emission (GstHarness *h, guint64 index, guint emissions)
+{
+  GstBuffer *out = gst_harness_pull (h);
+
+  fail_unless_equals_int (sample_meta (out)->index, index);
+  fail_unless_equals_int (sample_meta (out)->emissions, emissions);
+  gst_buffer_unref (out);
+}
+
 static guint64
 get_uint64 (GstElement *element, const gchar *name)
 {
@@ -591,7 +603,6 @@ push_segment (GstHarness *h)
 GST_START_TEST (test_flush_empties_the_buffer)
 {
   GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 16, NULL);
-  GstBuffer *out;
   guint i;
 
   for (i = 0; i < 10; i++)
@@ -608,12 +619,8 @@ GST_START_TEST (test_flush_empties_the_buffer)
   fail_unless_equals_int (gst_harness_buffers_in_queue (h), 6);
   for (i = 0; i < 4; i++)
     gst_buffer_unref (gst_harness_pull (h));
-  for (i = 0; i < 2; i++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, 100);
-    fail_unless_equals_int (sample_meta (out)->emissions, i);
-    gst_buffer_unref (out);
-  }
+  for (i = 0; i < 2; i++)
+    pull_emission (h, 100, i);
   gst_harness_teardown (h);
 }
 
@@ -743,20 +750,13 @@ GST_START_TEST (test_adaptive_repeats_up_to_max_factor_then_waits)
    * times, fresh first. */
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
-  for (e = 0; e < 3; e++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, 1);
-    fail_unless_equals_int (sample_meta (out)->emissions, e);
-    gst_buffer_unref (out);
-  }
+  for (e = 0; e < 3; e++)
+    pull_emission (h, 1, e);
   /* Then it waits: the next buffer out is the next fresh one, not a fourth
    * copy of the first. */
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (2, 16)), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  fail_unless_equals_int (sample_meta (out)->index, 2);
-  fail_unless_equals_int (sample_meta (out)->emissions, 0);
-  gst_buffer_unref (out);
+  pull_emission (h, 2, 0);
 
   /* At EOS the pending repeats are optional: what comes out before EOS are
    * repeats of item 2, in order. */
@@ -844,12 +844,8 @@ GST_START_TEST (test_adaptive_fresh_items_go_first)
 
   /* Once it is free again, the waiting fresh items go before any repeat,
    * in arrival order. */
-  for (i = 0; i < 4; i++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, i);
-    fail_unless_equals_int (sample_meta (out)->emissions, 0);
-    gst_buffer_unref (out);
-  }
+  for (i = 0; i < 4; i++)
+    pull_emission (h, i, 0);
   /* Then repeats, each item at most 3 times in all. */
   push_eos (h);
   wait_for_eos (h);
@@ -970,10 +966,7 @@ GST_START_TEST (test_adaptive_restarts_after_ready)
     gst_buffer_unref (out);
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  fail_unless_equals_int (sample_meta (out)->index, 1);
-  fail_unless_equals_int (sample_meta (out)->emissions, 0);
-  gst_buffer_unref (out);
+  pull_emission (h, 1, 0);
   fail_unless_equals_int (get_uint64 (h->element, "items-in"), 1);
   gst_harness_teardown (h);
 }
