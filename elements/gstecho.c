@@ -843,61 +843,49 @@ gst_echo_fixed_event (GstEcho *echo, GstEvent *event)
       GST_DEBUG_PAD_NAME (pad), (echo)->line_items, (echo)->line_bytes,        \
       (echo)->n_slots)
 
-/* The task waits for something to push; jumps to @label when it wakes to
- * a flow that stopped (a flush, the pad going inactive). */
+/* Waits on @cond (item_add or item_del), saying so in @waiting; jumps to
+ * @label when it wakes to a flow that stopped (a flush, a pad going
+ * inactive, a downstream error). @pad is the side that waits. */
+#define ECHO_WAIT(echo, cond, waiting, pad, what, label)                       \
+  G_STMT_START                                                                 \
+  {                                                                            \
+    ECHO_STATUS (echo, pad, "wait for " what);                                 \
+    (echo)->waiting = TRUE;                                                    \
+    g_cond_wait (&(echo)->cond, &(echo)->lock);                                \
+    (echo)->waiting = FALSE;                                                   \
+    if ((echo)->srcresult != GST_FLOW_OK) {                                    \
+      ECHO_STATUS (echo, pad, "received " what " wakeup");                     \
+      goto label;                                                              \
+    }                                                                          \
+    ECHO_STATUS (echo, pad, "received " what);                                 \
+  }                                                                            \
+  G_STMT_END
+
+/* Signals @cond only when someone waits on it: g_cond_signal() is a system
+ * call even when nobody does. @pad is the side that signals. */
+#define ECHO_SIGNAL(echo, cond, waiting, pad, what)                            \
+  G_STMT_START                                                                 \
+  {                                                                            \
+    if ((echo)->waiting) {                                                     \
+      ECHO_STATUS (echo, pad, "signal " what);                                 \
+      g_cond_signal (&(echo)->cond);                                           \
+    }                                                                          \
+  }                                                                            \
+  G_STMT_END
+
+/* The task waits for something to push; the chain function for room in
+ * the line. */
 #define ECHO_WAIT_ITEM_ADDED(echo, label)                                      \
-  G_STMT_START                                                                 \
-  {                                                                            \
-    ECHO_STATUS (echo, (echo)->srcpad, "wait for ADD");                        \
-    (echo)->waiting_add = TRUE;                                                \
-    g_cond_wait (&(echo)->item_add, &(echo)->lock);                            \
-    (echo)->waiting_add = FALSE;                                               \
-    if ((echo)->srcresult != GST_FLOW_OK) {                                    \
-      ECHO_STATUS (echo, (echo)->srcpad, "received ADD wakeup");               \
-      goto label;                                                              \
-    }                                                                          \
-    ECHO_STATUS (echo, (echo)->srcpad, "received ADD");                        \
-  }                                                                            \
-  G_STMT_END
-
-/* The chain function waits for room in the line; jumps to @label when it
- * wakes to a flow that stopped (a flush, a downstream error). */
+  ECHO_WAIT (echo, item_add, waiting_add, (echo)->srcpad, "ADD", label)
 #define ECHO_WAIT_ITEM_DELETED(echo, label)                                    \
-  G_STMT_START                                                                 \
-  {                                                                            \
-    ECHO_STATUS (echo, (echo)->sinkpad, "wait for DEL");                       \
-    (echo)->waiting_del = TRUE;                                                \
-    g_cond_wait (&(echo)->item_del, &(echo)->lock);                            \
-    (echo)->waiting_del = FALSE;                                               \
-    if ((echo)->srcresult != GST_FLOW_OK) {                                    \
-      ECHO_STATUS (echo, (echo)->sinkpad, "received DEL wakeup");              \
-      goto label;                                                              \
-    }                                                                          \
-    ECHO_STATUS (echo, (echo)->sinkpad, "received DEL");                       \
-  }                                                                            \
-  G_STMT_END
+  ECHO_WAIT (echo, item_del, waiting_del, (echo)->sinkpad, "DEL", label)
 
-/* Signals only when someone waits: g_cond_signal() is a system call even
- * when nobody does. */
+/* The chain function (and serialized events) added to the line; the task
+ * took from it. */
 #define ECHO_SIGNAL_ITEM_ADDED(echo)                                           \
-  G_STMT_START                                                                 \
-  {                                                                            \
-    if ((echo)->waiting_add) {                                                 \
-      ECHO_STATUS (echo, (echo)->sinkpad, "signal ADD");                       \
-      g_cond_signal (&(echo)->item_add);                                       \
-    }                                                                          \
-  }                                                                            \
-  G_STMT_END
-
+  ECHO_SIGNAL (echo, item_add, waiting_add, (echo)->sinkpad, "ADD")
 #define ECHO_SIGNAL_ITEM_DELETED(echo)                                         \
-  G_STMT_START                                                                 \
-  {                                                                            \
-    if ((echo)->waiting_del) {                                                 \
-      ECHO_STATUS (echo, (echo)->srcpad, "signal DEL");                        \
-      g_cond_signal (&(echo)->item_del);                                       \
-    }                                                                          \
-  }                                                                            \
-  G_STMT_END
+  ECHO_SIGNAL (echo, item_del, waiting_del, (echo)->srcpad, "DEL")
 
 /* Wakes both sides, whoever waits, after srcresult stopped the flow. */
 #define ECHO_WAKE_ALL(echo)                                                    \
