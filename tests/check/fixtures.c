@@ -313,6 +313,23 @@ fixture_play_until_flowing (GstElement *pipeline)
       msg ? GST_MESSAGE_TYPE_NAME (msg) : "no");
 }
 
+void
+fixture_stop_mid_stream (const gchar *launch, GstState stop_state, guint rounds)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  guint i;
+
+  fail_unless (pipeline != NULL, "could not parse \"%s\"", launch);
+  for (i = 0; i < rounds; i++) {
+    fixture_play_until_flowing (pipeline);
+    fail_unless (gst_element_set_state (pipeline, stop_state)
+        == GST_STATE_CHANGE_SUCCESS);
+  }
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+}
+
 /* Keeps the warnings and the merged tags of a fixture_run(). */
 static void
 record_message (GstMessage *msg, gpointer user_data)

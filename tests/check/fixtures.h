@@ -87,6 +87,12 @@ gchar *fixture_play_to_eos (GstElement *pipeline, GstMessageType types,
  * stop a pipeline mid-stream. */
 void fixture_play_until_flowing (GstElement *pipeline);
 
+/* Parses @launch, then @rounds times plays it until data flows and sets it
+ * to @stop_state (READY or NULL), each change a success; then to NULL.
+ * Stopping mid-stream, threads busy, must be clean. */
+void fixture_stop_mid_stream (
+    const gchar *launch, GstState stop_state, guint rounds);
+
 /* Runs @launch (whose last element must be "fakesink name=sink") to EOS or
  * error, recording every buffer that reaches the sink. */
 RunResult *fixture_run (const gchar *launch);

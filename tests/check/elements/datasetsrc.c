@@ -415,13 +415,9 @@ GST_START_TEST (test_stop_mid_stream)
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
                                    "n-threads=3 ! fakesink",
       root);
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
-  fixture_play_until_flowing (pipeline);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 1);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);

@@ -514,32 +514,31 @@ check_each_image_twice (RunResult *r, guint n)
   g_free (copies);
 }
 
+/* Runs the @n images of @root in dataset order through @middle and checks
+ * that each came out twice. */
+static void
+check_position (const gchar *root, guint n, const gchar *middle)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
+                                   "! %s ! fakesink name=sink",
+      root, middle);
+  RunResult *r = fixture_run (launch);
+
+  check_each_image_twice (r, n);
+  run_result_free (r);
+  g_free (launch);
+}
+
 GST_START_TEST (test_positions_a_and_b)
 {
   const guint n = 30;
   gchar *root = write_mixed_dataset (n);
-  gchar *launch;
-  RunResult *r;
 
   /* B: decoded images of changing size through the shuffle buffer. */
-  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
-                            "imagedec n-threads=2 ! echo shuffle-buffer-size=8 "
-                            "! fakesink name=sink",
-      root);
-  r = fixture_run (launch);
-  check_each_image_twice (r, n);
-  run_result_free (r);
-  g_free (launch);
-
+  check_position (root, n, "imagedec n-threads=2 ! echo shuffle-buffer-size=8");
   /* A: encoded samples, decoded after the echo. */
-  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
-                            "echo factor=2 shuffle-buffer-size=4 ! "
-                            "imagedec n-threads=2 ! fakesink name=sink",
-      root);
-  r = fixture_run (launch);
-  check_each_image_twice (r, n);
-  run_result_free (r);
-  g_free (launch);
+  check_position (
+      root, n, "echo factor=2 shuffle-buffer-size=4 ! imagedec n-threads=2");
 
   fixture_remove_tree (root);
   g_free (root);
@@ -704,35 +703,23 @@ GST_START_TEST (test_flow_errors)
 
 GST_END_TEST;
 
-static void
-check_state_changes (const gchar *launch)
-{
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
-  guint round;
-
-  fail_unless (pipeline != NULL);
-  for (round = 0; round < 2; round++) {
-    fixture_play_until_flowing (pipeline);
-    /* Stopped while data flows (and, with a slow sink, while upstream
-     * waits for room). */
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_READY)
-        == GST_STATE_CHANGE_SUCCESS);
-  }
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-}
-
 GST_START_TEST (test_state_changes)
 {
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo shuffle-buffer-size=32 ! fakesink sync=false");
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo mode=adaptive shuffle-buffer-size=32 ! "
-                       "fakesink sync=false");
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo mode=adaptive shuffle-buffer-size=4 ! "
-                       "identity sleep-time=1000 ! fakesink sync=false");
+  /* Twice PLAYING and back to READY while data flows (and, with a slow
+   * sink, while upstream waits for room). */
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo shuffle-buffer-size=32 ! "
+                           "fakesink sync=false",
+      GST_STATE_READY, 2);
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo mode=adaptive "
+                           "shuffle-buffer-size=32 ! fakesink sync=false",
+      GST_STATE_READY, 2);
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo mode=adaptive "
+                           "shuffle-buffer-size=4 ! identity sleep-time=1000 ! "
+                           "fakesink sync=false",
+      GST_STATE_READY, 2);
 }
 
 GST_END_TEST;

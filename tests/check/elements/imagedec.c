@@ -476,7 +476,6 @@ GST_START_TEST (test_stop_while_decoding)
 {
   gchar *root = fixture_make_temp_dir ();
   gchar *launch;
-  GstElement *pipeline;
   guint i;
 
   for (i = 0; i < 8; i++) {
@@ -492,13 +491,7 @@ GST_START_TEST (test_stop_while_decoding)
   launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 ! "
                             "imagedec n-threads=4 ! fakesink",
       root);
-  pipeline = gst_parse_launch (launch, NULL);
-  for (i = 0; i < 2; i++) {
-    fixture_play_until_flowing (pipeline);
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-        == GST_STATE_CHANGE_SUCCESS);
-  }
-  gst_object_unref (pipeline);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
