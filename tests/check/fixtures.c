@@ -405,6 +405,12 @@ run_result_free (RunResult *result)
   g_free (result);
 }
 
+RunSample *
+run_result_sample (RunResult *result, guint i)
+{
+  return &g_array_index (result->samples, RunSample, i);
+}
+
 gboolean
 run_result_has_warning (
     RunResult *result, const gchar *part1, const gchar *part2)

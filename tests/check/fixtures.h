@@ -98,6 +98,9 @@ void fixture_stop_mid_stream (
 RunResult *fixture_run (const gchar *launch);
 void run_result_free (RunResult *result);
 
+/* The @i-th buffer that reached the sink. */
+RunSample *run_result_sample (RunResult *result, guint i);
+
 /* TRUE when some warning contains all of the given substrings. */
 gboolean run_result_has_warning (
     RunResult *result, const gchar *part1, const gchar *part2);

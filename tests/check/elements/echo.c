@@ -456,12 +456,6 @@ GST_START_TEST (test_mixed_sizes_keep_their_caps)
 
 GST_END_TEST;
 
-static RunSample *
-sample_at (RunResult *r, guint i)
-{
-  return &g_array_index (r->samples, RunSample, i);
-}
-
 /* A dataset of @n JPEGs whose size depends on their index. */
 static gchar *
 write_mixed_dataset (guint n)
@@ -492,7 +486,7 @@ check_each_image_twice (RunResult *r, guint n)
   fail_unless_equals_int (r->warnings->len, 0);
   fail_unless_equals_int (r->samples->len, 2 * n);
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     GstVideoInfo info;
 
     fail_unless (s->has_meta);
