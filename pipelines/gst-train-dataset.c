@@ -958,6 +958,18 @@ effective_jobs (int jobs)
   return CLAMP (g_get_num_processors (), 1, 16);
 }
 
+/* The options both commands take, in the same words. */
+#define QUALITY_OPTION(variable)                                               \
+  {                                                                            \
+    "quality", 'q', 0, G_OPTION_ARG_INT, &(variable),                          \
+        "JPEG quality 1..100 (default 95)", "Q"                                \
+  }
+#define JOBS_OPTION(variable)                                                  \
+  {                                                                            \
+    "jobs", 'j', 0, G_OPTION_ARG_INT, &(variable),                             \
+        "Encoder threads (default 0: one per CPU)", "N"                        \
+  }
+
 static gboolean
 parse_options (GOptionContext *ctx, int *argc, char ***argv, GError **error)
 {
@@ -989,12 +1001,10 @@ cmd_idx (int argc, char **argv, GError **error)
         "Comma-separated class names in label order (default: the label "
         "numbers)",
         "a,b,c" },
-    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q" },
+    QUALITY_OPTION (quality),
     { "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
         "Write only the first N images (default 0: all)", "N" },
-    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N" },
+    JOBS_OPTION (jobs),
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new ("- IDX pair to ImageFolder");
@@ -1082,14 +1092,12 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
         "Output folder; gets train/ and test/", "DIR" },
     { "source", 's', 0, G_OPTION_ARG_FILENAME, &source,
         "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")", "DIR" },
-    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q" },
+    QUALITY_OPTION (quality),
     { "limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
         "Write only the first N training images (default 0: all)", "N" },
     { "limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
         "Write only the first N test images (default 0: all)", "N" },
-    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N" },
+    JOBS_OPTION (jobs),
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new ("- Fashion-MNIST to ImageFolder");
