@@ -39,7 +39,9 @@
  * paces it, so the effective factor follows the ratio of downstream to
  * upstream speed by itself: about 1 when upstream keeps up, up to
  * @max-factor when upstream is the bottleneck. @factor is not used; the
- * output order depends on timing.
+ * output order depends on timing. As with queue's `queue_dataflow`, the
+ * `echo_dataflow` debug category logs every wait and wake-up of the two
+ * threads (GST_DEBUG=echo_dataflow:6).
  *
  * ## Memory
  *
