@@ -413,7 +413,8 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     GstVideoFormat format, guint min_short_side, GstImageDecScales scales)
 {
   GstMapInfo map;
-  int width, height, subsamp, colorspace, out_width, out_height;
+  /* A tables-only stream passes tjDecompressHeader3() without a size. */
+  int width = 0, height = 0, subsamp, colorspace, out_width, out_height;
   tjscalingfactor scale;
   GstVideoInfo info;
   GstBuffer *output;
