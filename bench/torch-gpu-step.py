@@ -17,31 +17,20 @@ includes the compilation).
 
 Prints one JSON line.
 """
-import argparse
 import json
-import os
 import statistics
-import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tests", "trainer"))
-from torch_reference import MEAN, STD, MODELS, build_model, make_optimizer  # noqa: E402
+from torch_step_bench import step_arguments  # puts tests/trainer on the path
+from torch_reference import MEAN, STD, build_model, make_optimizer
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="resnet50", choices=MODELS)
-    p.add_argument("--size", type=int, default=224)
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--classes", type=int, default=1000)
-    p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--steps", type=int, default=10)
+    p = step_arguments(__doc__, batch=256, warmup=10, steps=10, lr=0.01)
     p.add_argument("--windows", type=int, default=5)
-    p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--compile", action="store_true")
     a = p.parse_args()
 

@@ -15,9 +15,7 @@ Prints one JSON line. With --channels-last both memory formats are timed
 (runs interleaved); the top-level figures are the faster one's, named in
 "memory_format", and "by_format" has both medians.
 """
-import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -25,22 +23,14 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tests", "trainer"))
-from torch_reference import MODELS, build_model, make_optimizer, normalize  # noqa: E402
+from torch_step_bench import step_arguments  # puts tests/trainer on the path
+from torch_reference import build_model, make_optimizer, normalize
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="resnet50", choices=MODELS)
-    p.add_argument("--size", type=int, default=224)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--classes", type=int, default=1000)
+    p = step_arguments(__doc__, batch=16, warmup=2, steps=5, lr=0.1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
     p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--channels-last", action="store_true",
                    help="also time torch.channels_last and report the faster format")

@@ -57,6 +57,14 @@ enum
   PROP_BATCHES_OUT,
 };
 
+/* The properties as they were when the element started; drop-remainder,
+ * which may change while it plays, is read from the properties at EOS. */
+typedef struct
+{
+  guint batch_size;
+  gboolean drop_remainder;
+} GstBatcherSettings;
+
 struct _GstBatcher
 {
   GstElement parent;
@@ -64,12 +72,12 @@ struct _GstBatcher
   GstPad *sinkpad;
   GstPad *srcpad;
 
-  /* Properties, under the object lock. */
-  guint batch_size;
-  gboolean drop_remainder;
+  /* Properties and the batch counter, under the object lock. */
+  GstBatcherSettings props;
   guint64 batches_out;
 
-  /* Streaming state (streaming thread). */
+  /* Streaming state (streaming thread): @settings is set at start. */
+  GstBatcherSettings settings;
   GstVideoInfo in_info; /* the images' format, from the sink caps */
   gboolean have_in_info;
   gint width; /* size of the images in the batch */
@@ -165,8 +173,8 @@ gst_batcher_init (GstBatcher *batcher)
   gst_pad_use_fixed_caps (batcher->srcpad);
   gst_element_add_pad (GST_ELEMENT (batcher), batcher->srcpad);
 
-  batcher->batch_size = DEFAULT_BATCH_SIZE;
-  batcher->drop_remainder = DEFAULT_DROP_REMAINDER;
+  batcher->props.batch_size = DEFAULT_BATCH_SIZE;
+  batcher->props.drop_remainder = DEFAULT_DROP_REMAINDER;
 }
 
 static void
@@ -178,10 +186,10 @@ gst_batcher_set_property (
   GST_OBJECT_LOCK (batcher);
   switch (prop_id) {
     case PROP_BATCH_SIZE:
-      batcher->batch_size = g_value_get_uint (value);
+      batcher->props.batch_size = g_value_get_uint (value);
       break;
     case PROP_DROP_REMAINDER:
-      batcher->drop_remainder = g_value_get_boolean (value);
+      batcher->props.drop_remainder = g_value_get_boolean (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -199,10 +207,10 @@ gst_batcher_get_property (
   GST_OBJECT_LOCK (batcher);
   switch (prop_id) {
     case PROP_BATCH_SIZE:
-      g_value_set_uint (value, batcher->batch_size);
+      g_value_set_uint (value, batcher->props.batch_size);
       break;
     case PROP_DROP_REMAINDER:
-      g_value_set_boolean (value, batcher->drop_remainder);
+      g_value_set_boolean (value, batcher->props.drop_remainder);
       break;
     case PROP_BATCHES_OUT:
       g_value_set_uint64 (value, batcher->batches_out);
@@ -393,15 +401,13 @@ gst_batcher_negotiate (GstBatcher *batcher, guint n)
 }
 
 /* Fixes the image size of every batch from the current input caps and the
- * batch size from the property, and sends the caps for full batches. */
+ * batch size from the settings, and sends the caps for full batches. */
 static gboolean
 gst_batcher_fix_size (GstBatcher *batcher)
 {
   batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
   batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
-  GST_OBJECT_LOCK (batcher);
-  batcher->effective_size = batcher->batch_size;
-  GST_OBJECT_UNLOCK (batcher);
+  batcher->effective_size = batcher->settings.batch_size;
   return gst_batcher_negotiate (batcher, batcher->effective_size);
 }
 
@@ -548,7 +554,7 @@ gst_batcher_finish (GstBatcher *batcher)
     return GST_FLOW_OK;
   }
   GST_OBJECT_LOCK (batcher);
-  drop = batcher->drop_remainder;
+  drop = batcher->props.drop_remainder;
   GST_OBJECT_UNLOCK (batcher);
   if (drop) {
     GST_INFO_OBJECT (batcher, "dropping the last %u images (drop-remainder)",
@@ -622,6 +628,7 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     gst_batcher_reset (batcher);
     GST_OBJECT_LOCK (batcher);
+    batcher->settings = batcher->props;
     batcher->batches_out = 0;
     GST_OBJECT_UNLOCK (batcher);
   }

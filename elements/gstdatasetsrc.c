@@ -86,11 +86,10 @@ typedef struct
   gchar *error;
 } GstDatasetSrcSlot;
 
-struct _GstDatasetSrc
+/* The properties as they were when the element started; on-error, which
+ * may change while it plays, lives in GstTrainBadSamples. */
+typedef struct
 {
-  GstPushSrc parent;
-
-  /* Properties, under the object lock. */
   gchar *location;
   gboolean shuffle;
   guint64 seed;
@@ -101,12 +100,21 @@ struct _GstDatasetSrc
   guint n_threads;
   guint read_ahead;
   gchar *extensions;
-  GstTrainOnError on_error;
+} GstDatasetSrcSettings;
+
+struct _GstDatasetSrc
+{
+  GstPushSrc parent;
+
+  /* Properties, the skip policy and count, and what start() found, under
+   * the object lock. */
+  GstDatasetSrcSettings props;
+  GstTrainBadSamples bad;
   guint num_classes;
   guint64 dataset_size;
-  guint64 files_skipped;
 
   /* Set in start(), read-only while streaming. */
+  GstDatasetSrcSettings settings;
   GstTrainDatasetIndex *index;
   guint64 epoch_samples;
 
@@ -266,20 +274,30 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 static void
 gst_dataset_src_init (GstDatasetSrc *src)
 {
-  src->location = g_strdup (DEFAULT_LOCATION);
-  src->shuffle = DEFAULT_SHUFFLE;
-  src->seed = DEFAULT_SEED;
-  src->num_epochs = DEFAULT_NUM_EPOCHS;
-  src->shard_index = DEFAULT_SHARD_INDEX;
-  src->num_shards = DEFAULT_NUM_SHARDS;
-  src->num_samples = DEFAULT_NUM_SAMPLES;
-  src->n_threads = DEFAULT_N_THREADS;
-  src->read_ahead = DEFAULT_READ_AHEAD;
-  src->extensions = g_strdup (DEFAULT_EXTENSIONS);
-  src->on_error = DEFAULT_ON_ERROR;
+  src->props.location = g_strdup (DEFAULT_LOCATION);
+  src->props.shuffle = DEFAULT_SHUFFLE;
+  src->props.seed = DEFAULT_SEED;
+  src->props.num_epochs = DEFAULT_NUM_EPOCHS;
+  src->props.shard_index = DEFAULT_SHARD_INDEX;
+  src->props.num_shards = DEFAULT_NUM_SHARDS;
+  src->props.num_samples = DEFAULT_NUM_SAMPLES;
+  src->props.n_threads = DEFAULT_N_THREADS;
+  src->props.read_ahead = DEFAULT_READ_AHEAD;
+  src->props.extensions = g_strdup (DEFAULT_EXTENSIONS);
+  /* No max-errors: every unreadable file is skipped, and counted. */
+  src->bad.on_error = DEFAULT_ON_ERROR;
+  src->bad.bounded = FALSE;
+  src->bad.max_errors = -1;
   g_mutex_init (&src->lock);
   g_cond_init (&src->cond);
   gst_base_src_set_format (GST_BASE_SRC (src), GST_FORMAT_TIME);
+}
+
+static void
+gst_dataset_src_settings_clear (GstDatasetSrcSettings *settings)
+{
+  g_clear_pointer (&settings->location, g_free);
+  g_clear_pointer (&settings->extensions, g_free);
 }
 
 static void
@@ -287,8 +305,8 @@ gst_dataset_src_finalize (GObject *object)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
 
-  g_free (src->location);
-  g_free (src->extensions);
+  gst_dataset_src_settings_clear (&src->props);
+  gst_dataset_src_settings_clear (&src->settings);
   g_mutex_clear (&src->lock);
   g_cond_clear (&src->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -299,43 +317,44 @@ gst_dataset_src_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
+  GstDatasetSrcSettings *props = &src->props;
 
   GST_OBJECT_LOCK (src);
   switch (prop_id) {
     case PROP_LOCATION:
-      g_free (src->location);
-      src->location = g_value_dup_string (value);
+      g_free (props->location);
+      props->location = g_value_dup_string (value);
       break;
     case PROP_SHUFFLE:
-      src->shuffle = g_value_get_boolean (value);
+      props->shuffle = g_value_get_boolean (value);
       break;
     case PROP_SEED:
-      src->seed = g_value_get_uint64 (value);
+      props->seed = g_value_get_uint64 (value);
       break;
     case PROP_NUM_EPOCHS:
-      src->num_epochs = g_value_get_int (value);
+      props->num_epochs = g_value_get_int (value);
       break;
     case PROP_SHARD_INDEX:
-      src->shard_index = g_value_get_uint (value);
+      props->shard_index = g_value_get_uint (value);
       break;
     case PROP_NUM_SHARDS:
-      src->num_shards = g_value_get_uint (value);
+      props->num_shards = g_value_get_uint (value);
       break;
     case PROP_NUM_SAMPLES:
-      src->num_samples = g_value_get_uint64 (value);
+      props->num_samples = g_value_get_uint64 (value);
       break;
     case PROP_N_THREADS:
-      src->n_threads = g_value_get_uint (value);
+      props->n_threads = g_value_get_uint (value);
       break;
     case PROP_READ_AHEAD:
-      src->read_ahead = g_value_get_uint (value);
+      props->read_ahead = g_value_get_uint (value);
       break;
     case PROP_EXTENSIONS:
-      g_free (src->extensions);
-      src->extensions = g_value_dup_string (value);
+      g_free (props->extensions);
+      props->extensions = g_value_dup_string (value);
       break;
     case PROP_ON_ERROR:
-      src->on_error = g_value_get_enum (value);
+      src->bad.on_error = g_value_get_enum (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -349,41 +368,42 @@ gst_dataset_src_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (object);
+  GstDatasetSrcSettings *props = &src->props;
 
   GST_OBJECT_LOCK (src);
   switch (prop_id) {
     case PROP_LOCATION:
-      g_value_set_string (value, src->location);
+      g_value_set_string (value, props->location);
       break;
     case PROP_SHUFFLE:
-      g_value_set_boolean (value, src->shuffle);
+      g_value_set_boolean (value, props->shuffle);
       break;
     case PROP_SEED:
-      g_value_set_uint64 (value, src->seed);
+      g_value_set_uint64 (value, props->seed);
       break;
     case PROP_NUM_EPOCHS:
-      g_value_set_int (value, src->num_epochs);
+      g_value_set_int (value, props->num_epochs);
       break;
     case PROP_SHARD_INDEX:
-      g_value_set_uint (value, src->shard_index);
+      g_value_set_uint (value, props->shard_index);
       break;
     case PROP_NUM_SHARDS:
-      g_value_set_uint (value, src->num_shards);
+      g_value_set_uint (value, props->num_shards);
       break;
     case PROP_NUM_SAMPLES:
-      g_value_set_uint64 (value, src->num_samples);
+      g_value_set_uint64 (value, props->num_samples);
       break;
     case PROP_N_THREADS:
-      g_value_set_uint (value, src->n_threads);
+      g_value_set_uint (value, props->n_threads);
       break;
     case PROP_READ_AHEAD:
-      g_value_set_uint (value, src->read_ahead);
+      g_value_set_uint (value, props->read_ahead);
       break;
     case PROP_EXTENSIONS:
-      g_value_set_string (value, src->extensions);
+      g_value_set_string (value, props->extensions);
       break;
     case PROP_ON_ERROR:
-      g_value_set_enum (value, src->on_error);
+      g_value_set_enum (value, src->bad.on_error);
       break;
     case PROP_NUM_CLASSES:
       g_value_set_uint (value, src->num_classes);
@@ -392,7 +412,7 @@ gst_dataset_src_get_property (
       g_value_set_uint64 (value, src->dataset_size);
       break;
     case PROP_FILES_SKIPPED:
-      g_value_set_uint64 (value, src->files_skipped);
+      g_value_set_uint64 (value, src->bad.skipped);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -441,25 +461,29 @@ static gboolean
 gst_dataset_src_start (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
+  GstDatasetSrcSettings *s = &src->settings;
   GstTrainDatasetIndex *index;
   GError *error = NULL;
-  gchar *location, **extensions;
+  gchar **extensions;
+  guint64 epoch_samples;
   guint i;
 
   GST_OBJECT_LOCK (src);
-  location = g_strdup (src->location);
-  extensions = gst_train_dataset_parse_extensions (src->extensions);
+  gst_dataset_src_settings_clear (s);
+  *s = src->props;
+  s->location = g_strdup (src->props.location);
+  s->extensions = g_strdup (src->props.extensions);
   GST_OBJECT_UNLOCK (src);
 
-  if (location == NULL) {
+  if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));
-    g_strfreev (extensions);
     return FALSE;
   }
 
+  extensions = gst_train_dataset_parse_extensions (s->extensions);
   index = gst_train_dataset_index_load (
-      location, (const gchar *const *)extensions, &error);
+      s->location, (const gchar *const *)extensions, &error);
   g_strfreev (extensions);
   if (index == NULL) {
     if (g_error_matches (
@@ -473,7 +497,6 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     else
       GST_ELEMENT_ERROR (src, RESOURCE, FAILED, ("%s", error->message), (NULL));
     g_error_free (error);
-    g_free (location);
     return FALSE;
   }
 
@@ -481,61 +504,57 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     GST_ELEMENT_WARNING (src, RESOURCE, NOT_FOUND,
         ("Class folder \"%s\" in \"%s\" holds no image; its label stays "
          "reserved.",
-            (gchar *)g_ptr_array_index (index->empty_classes, i), location),
+            (gchar *)g_ptr_array_index (index->empty_classes, i), s->location),
         (NULL));
+
+  if (s->shard_index >= s->num_shards) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
+            s->num_shards),
+        (NULL));
+    gst_train_dataset_index_free (index);
+    return FALSE;
+  }
+  epoch_samples = gst_dataset_src_count_epoch_samples (
+      index->entries->len, s->shard_index, s->num_shards, s->num_samples);
+  if (epoch_samples == 0) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("Shard %u of %u gets no sample of the %u in \"%s\".", s->shard_index,
+            s->num_shards, index->entries->len, s->location),
+        (NULL));
+    gst_train_dataset_index_free (index);
+    return FALSE;
+  }
 
   GST_OBJECT_LOCK (src);
-  if (src->shard_index >= src->num_shards) {
-    GST_OBJECT_UNLOCK (src);
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.", src->shard_index,
-            src->num_shards),
-        (NULL));
-    goto fail;
-  }
-  src->epoch_samples = gst_dataset_src_count_epoch_samples (
-      index->entries->len, src->shard_index, src->num_shards, src->num_samples);
-  if (src->epoch_samples == 0) {
-    GST_OBJECT_UNLOCK (src);
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("Shard %u of %u gets no sample of the %u in \"%s\".", src->shard_index,
-            src->num_shards, index->entries->len, location),
-        (NULL));
-    goto fail;
-  }
-  src->index = index;
   src->num_classes = index->class_names->len;
   src->dataset_size = index->entries->len;
-  src->files_skipped = 0;
-  src->n_slots = src->n_threads > 0 ? src->read_ahead : 1;
+  src->bad.skipped = 0;
   GST_OBJECT_UNLOCK (src);
 
+  src->index = index;
+  src->epoch_samples = epoch_samples;
   GST_INFO_OBJECT (src,
       "%u samples in %u classes from %s, %" G_GUINT64_FORMAT " per epoch",
-      index->entries->len, index->class_names->len, location,
+      index->entries->len, index->class_names->len, s->location,
       src->epoch_samples);
 
   src->cursor_epoch = -1;
   src->cursor_pos = 0;
   src->cursor_order = NULL;
   src->cursor_done = FALSE;
+  src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
   src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
   src->submitted = 0;
   src->emitted = 0;
   src->flushing = FALSE;
-  src->pool = src->n_threads == 0
+  src->pool = s->n_threads == 0
       ? NULL
       : g_thread_pool_new (
-          gst_dataset_src_read_sample, src, (gint)src->n_threads, FALSE, NULL);
+          gst_dataset_src_read_sample, src, (gint)s->n_threads, FALSE, NULL);
 
   gst_dataset_src_send_dataset_info (src);
-  g_free (location);
   return TRUE;
-
-fail:
-  gst_train_dataset_index_free (index);
-  g_free (location);
-  return FALSE;
 }
 
 static gboolean
@@ -557,29 +576,32 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
   src->n_slots = 0;
   g_clear_pointer (&src->cursor_order, g_free);
   g_clear_pointer (&src->index, gst_train_dataset_index_free);
+  gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
+}
+
+/* Wakes create() out of its wait for a read (@flushing) or lets it wait
+ * again. */
+static void
+gst_dataset_src_set_flushing (GstDatasetSrc *src, gboolean flushing)
+{
+  g_mutex_lock (&src->lock);
+  src->flushing = flushing;
+  g_cond_broadcast (&src->cond);
+  g_mutex_unlock (&src->lock);
 }
 
 static gboolean
 gst_dataset_src_unlock (GstBaseSrc *bsrc)
 {
-  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
-
-  g_mutex_lock (&src->lock);
-  src->flushing = TRUE;
-  g_cond_broadcast (&src->cond);
-  g_mutex_unlock (&src->lock);
+  gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
   return TRUE;
 }
 
 static gboolean
 gst_dataset_src_unlock_stop (GstBaseSrc *bsrc)
 {
-  GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
-
-  g_mutex_lock (&src->lock);
-  src->flushing = FALSE;
-  g_mutex_unlock (&src->lock);
+  gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
   return TRUE;
 }
 
@@ -594,29 +616,21 @@ gst_dataset_src_is_seekable (GstBaseSrc *bsrc)
 static void
 gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
 {
+  const GstDatasetSrcSettings *s = &src->settings;
   guint64 n = src->index->entries->len, i, pos;
   guint64 *order = g_new (guint64, n);
-  gboolean shuffle;
-  guint64 seed;
-  guint shard_index, num_shards;
-
-  GST_OBJECT_LOCK (src);
-  shuffle = src->shuffle;
-  seed = src->seed;
-  shard_index = src->shard_index;
-  num_shards = src->num_shards;
-  GST_OBJECT_UNLOCK (src);
 
   for (i = 0; i < n; i++)
     order[i] = i;
-  if (shuffle) {
+  if (s->shuffle) {
     GtRandom rng;
 
-    gt_random_init (&rng, seed, (guint64)epoch);
+    gt_random_init (&rng, s->seed, (guint64)epoch);
     gt_random_shuffle (&rng, order, n);
   }
   /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
-  for (i = 0, pos = shard_index; i < src->epoch_samples; i++, pos += num_shards)
+  for (i = 0, pos = s->shard_index; i < src->epoch_samples;
+       i++, pos += s->num_shards)
     order[i] = order[pos];
 
   g_free (src->cursor_order);
@@ -630,11 +644,7 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
 static void
 gst_dataset_src_refill (GstDatasetSrc *src)
 {
-  gint num_epochs;
-
-  GST_OBJECT_LOCK (src);
-  num_epochs = src->num_epochs;
-  GST_OBJECT_UNLOCK (src);
+  gint num_epochs = src->settings.num_epochs;
 
   while (!src->cursor_done && src->submitted - src->emitted < src->n_slots) {
     GstDatasetSrcSlot *slot;
@@ -749,8 +759,8 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     GstBuffer *buffer;
     gchar *error;
     guint64 sample;
-    GstTrainOnError on_error;
     const gchar *path;
+    GstFlowReturn ret;
 
     gst_dataset_src_refill (src);
     if (src->emitted == src->submitted) {
@@ -785,25 +795,17 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     g_mutex_unlock (&src->lock);
     path =
         g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
-    GST_OBJECT_LOCK (src);
-    on_error = src->on_error;
-    if (on_error == GST_TRAIN_ON_ERROR_SKIP)
-      src->files_skipped++;
-    GST_OBJECT_UNLOCK (src);
-
-    if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
-      GST_ELEMENT_ERROR (src, RESOURCE, READ,
-          ("Could not read sample %" G_GUINT64_FORMAT " from \"%s\": %s.",
-              sample, path, error),
-          ("on-error=fail"));
-      g_free (error);
-      return GST_FLOW_ERROR;
-    }
-    GST_ELEMENT_WARNING (src, RESOURCE, READ,
-        ("Skipping sample %" G_GUINT64_FORMAT ": could not read \"%s\": %s.",
+    ret = gst_train_report_bad_sample (src, &src->bad, GST_RESOURCE_ERROR,
+        GST_RESOURCE_ERROR_READ, "read",
+        g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT
+                         " from \"%s\": %s.",
             sample, path, error),
-        ("on-error=skip"));
+        g_strdup_printf ("Skipping sample %" G_GUINT64_FORMAT
+                         ": could not read \"%s\": %s.",
+            sample, path, error));
     g_free (error);
+    if (ret != GST_FLOW_OK)
+      return ret;
     g_mutex_lock (&src->lock);
   }
 }

@@ -39,7 +39,9 @@
  * paces it, so the effective factor follows the ratio of downstream to
  * upstream speed by itself: about 1 when upstream keeps up, up to
  * @max-factor when upstream is the bottleneck. @factor is not used; the
- * output order depends on timing.
+ * output order depends on timing. As with queue's `queue_dataflow`, the
+ * `echo_dataflow` debug category logs every wait and wake-up of the two
+ * threads (GST_DEBUG=echo_dataflow:6).
  *
  * ## Memory
  *
@@ -111,6 +113,8 @@
 
 GST_DEBUG_CATEGORY_STATIC (gst_echo_debug);
 #define GST_CAT_DEFAULT gst_echo_debug
+/* Every wait and wake-up of adaptive mode's line, as queue_dataflow. */
+GST_DEBUG_CATEGORY_STATIC (echo_dataflow);
 
 typedef enum
 {
@@ -148,6 +152,19 @@ enum
   PROP_EFFECTIVE_FACTOR,
 };
 
+/* The properties as they were when the element started. factor and
+ * max-factor may change while it plays: the streaming thread reads them
+ * from the properties, per item. */
+typedef struct
+{
+  GstEchoMode mode;
+  gdouble factor;
+  gdouble max_factor;
+  guint shuffle_buffer_size;
+  guint64 max_size_bytes;
+  guint64 seed;
+} GstEchoSettings;
+
 /* One fresh buffer and what its emissions need. */
 typedef struct
 {
@@ -175,19 +192,14 @@ struct _GstEcho
   GstPad *srcpad;
 
   /* Properties and counters, under the object lock. */
-  GstEchoMode mode;
-  gdouble factor;
-  gdouble max_factor;
-  guint shuffle_buffer_size;
-  guint64 max_size_bytes;
-  guint64 seed;
+  GstEchoSettings props;
   guint64 items_in;
   guint64 items_out;
 
-  /* Chosen at READY to PAUSED. */
+  /* Chosen at READY to PAUSED from @settings, the copy of @props then. */
+  GstEchoSettings settings;
   gboolean adaptive;
   guint capacity; /* items (fixed: copies) held at most */
-  guint64 max_bytes;
 
   /* Held items: the streaming thread's own in fixed mode, under @lock in
    * adaptive mode. @slots holds, in fixed mode, one entry per copy waiting
@@ -203,7 +215,8 @@ struct _GstEcho
   GtRandom rng;
   GstCaps *sink_caps; /* the caps of the items that arrive next */
 
-  /* Adaptive mode, as queue: one lock and two conditions. */
+  /* Adaptive mode, as queue: one lock and two conditions, waited on and
+   * signalled through the ECHO_WAIT_* and ECHO_SIGNAL_* macros. */
   GMutex lock;
   GCond item_add; /* something to push, or flushing */
   GCond item_del; /* room for a fresh item, or flushing */
@@ -353,6 +366,8 @@ gst_echo_class_init (GstEchoClass *klass)
 
   gst_type_mark_as_plugin_api (gst_echo_mode_get_type (), 0);
   GST_DEBUG_CATEGORY_INIT (gst_echo_debug, "echo", 0, "data echoing");
+  GST_DEBUG_CATEGORY_INIT (
+      echo_dataflow, "echo_dataflow", 0, "dataflow inside the echo element");
 }
 
 static void
@@ -378,12 +393,12 @@ gst_echo_init (GstEcho *echo)
   GST_PAD_SET_PROXY_CAPS (echo->srcpad);
   gst_element_add_pad (GST_ELEMENT (echo), echo->srcpad);
 
-  echo->mode = DEFAULT_MODE;
-  echo->factor = DEFAULT_FACTOR;
-  echo->max_factor = DEFAULT_MAX_FACTOR;
-  echo->shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
-  echo->max_size_bytes = DEFAULT_MAX_SIZE_BYTES;
-  echo->seed = DEFAULT_SEED;
+  echo->props.mode = DEFAULT_MODE;
+  echo->props.factor = DEFAULT_FACTOR;
+  echo->props.max_factor = DEFAULT_MAX_FACTOR;
+  echo->props.shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
+  echo->props.max_size_bytes = DEFAULT_MAX_SIZE_BYTES;
+  echo->props.seed = DEFAULT_SEED;
   echo->srcresult = GST_FLOW_FLUSHING;
   g_mutex_init (&echo->lock);
   g_cond_init (&echo->item_add);
@@ -417,22 +432,22 @@ gst_echo_set_property (
   GST_OBJECT_LOCK (echo);
   switch (prop_id) {
     case PROP_MODE:
-      echo->mode = g_value_get_enum (value);
+      echo->props.mode = g_value_get_enum (value);
       break;
     case PROP_FACTOR:
-      echo->factor = g_value_get_double (value);
+      echo->props.factor = g_value_get_double (value);
       break;
     case PROP_MAX_FACTOR:
-      echo->max_factor = g_value_get_double (value);
+      echo->props.max_factor = g_value_get_double (value);
       break;
     case PROP_SHUFFLE_BUFFER_SIZE:
-      echo->shuffle_buffer_size = g_value_get_uint (value);
+      echo->props.shuffle_buffer_size = g_value_get_uint (value);
       break;
     case PROP_MAX_SIZE_BYTES:
-      echo->max_size_bytes = g_value_get_uint64 (value);
+      echo->props.max_size_bytes = g_value_get_uint64 (value);
       break;
     case PROP_SEED:
-      echo->seed = g_value_get_uint64 (value);
+      echo->props.seed = g_value_get_uint64 (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -450,22 +465,22 @@ gst_echo_get_property (
   GST_OBJECT_LOCK (echo);
   switch (prop_id) {
     case PROP_MODE:
-      g_value_set_enum (value, echo->mode);
+      g_value_set_enum (value, echo->props.mode);
       break;
     case PROP_FACTOR:
-      g_value_set_double (value, echo->factor);
+      g_value_set_double (value, echo->props.factor);
       break;
     case PROP_MAX_FACTOR:
-      g_value_set_double (value, echo->max_factor);
+      g_value_set_double (value, echo->props.max_factor);
       break;
     case PROP_SHUFFLE_BUFFER_SIZE:
-      g_value_set_uint (value, echo->shuffle_buffer_size);
+      g_value_set_uint (value, echo->props.shuffle_buffer_size);
       break;
     case PROP_MAX_SIZE_BYTES:
-      g_value_set_uint64 (value, echo->max_size_bytes);
+      g_value_set_uint64 (value, echo->props.max_size_bytes);
       break;
     case PROP_SEED:
-      g_value_set_uint64 (value, echo->seed);
+      g_value_set_uint64 (value, echo->props.seed);
       break;
     case PROP_ITEMS_IN:
       g_value_set_uint64 (value, echo->items_in);
@@ -702,8 +717,8 @@ static gboolean
 gst_echo_fixed_is_full (GstEcho *echo)
 {
   return echo->n_slots >= echo->capacity
-      || (echo->max_bytes > 0 && echo->n_slots > 0
-          && echo->held_bytes > echo->max_bytes);
+      || (echo->settings.max_size_bytes > 0 && echo->n_slots > 0
+          && echo->held_bytes > echo->settings.max_size_bytes);
 }
 
 /* Sends out every copy in the shuffle buffer, in random order; on a flow
@@ -744,7 +759,7 @@ gst_echo_fixed_chain (GstEcho *echo, GstBuffer *buffer)
   guint copies, index, i;
 
   GST_OBJECT_LOCK (echo);
-  factor = echo->factor;
+  factor = echo->props.factor;
   echo->items_in++;
   GST_OBJECT_UNLOCK (echo);
 
@@ -820,19 +835,85 @@ gst_echo_fixed_event (GstEcho *echo, GstEvent *event)
 
 /* ---- mode=adaptive: chain and sink events feed the source pad's task ---- */
 
+/* Adaptive mode's waits and wake-ups, named as queue's are
+ * (GST_QUEUE_WAIT_DEL_CHECK, GST_QUEUE_SIGNAL_ADD), each logged to
+ * echo_dataflow with the state of the line. All with @lock held. */
+#define ECHO_STATUS(echo, pad, msg)                                            \
+  GST_CAT_LOG_OBJECT (echo_dataflow, echo,                                     \
+      "(%s:%s) " msg ": %u fresh items (%" G_GUINT64_FORMAT                    \
+      " bytes) in line, %u kept for repeats",                                  \
+      GST_DEBUG_PAD_NAME (pad), (echo)->line_items, (echo)->line_bytes,        \
+      (echo)->n_slots)
+
+/* Waits on @cond (item_add or item_del), saying so in @waiting; jumps to
+ * @label when it wakes to a flow that stopped (a flush, a pad going
+ * inactive, a downstream error). @pad is the side that waits. */
+#define ECHO_WAIT(echo, cond, waiting, pad, what, label)                       \
+  G_STMT_START                                                                 \
+  {                                                                            \
+    ECHO_STATUS (echo, pad, "wait for " what);                                 \
+    (echo)->waiting = TRUE;                                                    \
+    g_cond_wait (&(echo)->cond, &(echo)->lock);                                \
+    (echo)->waiting = FALSE;                                                   \
+    if ((echo)->srcresult != GST_FLOW_OK) {                                    \
+      ECHO_STATUS (echo, pad, "received " what " wakeup");                     \
+      goto label;                                                              \
+    }                                                                          \
+    ECHO_STATUS (echo, pad, "received " what);                                 \
+  }                                                                            \
+  G_STMT_END
+
+/* Signals @cond only when someone waits on it: g_cond_signal() is a system
+ * call even when nobody does. @pad is the side that signals. */
+#define ECHO_SIGNAL(echo, cond, waiting, pad, what)                            \
+  G_STMT_START                                                                 \
+  {                                                                            \
+    if ((echo)->waiting) {                                                     \
+      ECHO_STATUS (echo, pad, "signal " what);                                 \
+      g_cond_signal (&(echo)->cond);                                           \
+    }                                                                          \
+  }                                                                            \
+  G_STMT_END
+
+/* The task waits for something to push; the chain function for room in
+ * the line. */
+#define ECHO_WAIT_ITEM_ADDED(echo, label)                                      \
+  ECHO_WAIT (echo, item_add, waiting_add, (echo)->srcpad, "ADD", label)
+#define ECHO_WAIT_ITEM_DELETED(echo, label)                                    \
+  ECHO_WAIT (echo, item_del, waiting_del, (echo)->sinkpad, "DEL", label)
+
+/* The chain function (and serialized events) added to the line; the task
+ * took from it. */
+#define ECHO_SIGNAL_ITEM_ADDED(echo)                                           \
+  ECHO_SIGNAL (echo, item_add, waiting_add, (echo)->sinkpad, "ADD")
+#define ECHO_SIGNAL_ITEM_DELETED(echo)                                         \
+  ECHO_SIGNAL (echo, item_del, waiting_del, (echo)->srcpad, "DEL")
+
+/* Wakes both sides, whoever waits, after srcresult stopped the flow. */
+#define ECHO_WAKE_ALL(echo)                                                    \
+  G_STMT_START                                                                 \
+  {                                                                            \
+    GST_CAT_LOG_OBJECT (echo_dataflow, echo, "waking all waiters: %s",         \
+        gst_flow_get_name ((echo)->srcresult));                                \
+    g_cond_broadcast (&(echo)->item_add);                                      \
+    g_cond_broadcast (&(echo)->item_del);                                      \
+  }                                                                            \
+  G_STMT_END
+
 static gboolean
 gst_echo_line_is_full (GstEcho *echo, gsize size)
 {
   return echo->line_items >= echo->capacity
-      || (echo->max_bytes > 0 && echo->line_items > 0
-          && echo->line_bytes + size > echo->max_bytes);
+      || (echo->settings.max_size_bytes > 0 && echo->line_items > 0
+          && echo->line_bytes + size > echo->settings.max_size_bytes);
 }
 
 static gboolean
 gst_echo_needs_room (GstEcho *echo, gsize size)
 {
   return echo->line_items + echo->n_slots >= echo->capacity
-      || (echo->max_bytes > 0 && echo->held_bytes + size > echo->max_bytes);
+      || (echo->settings.max_size_bytes > 0
+          && echo->held_bytes + size > echo->settings.max_size_bytes);
 }
 
 /* Forgets the items kept for repeats. */
@@ -852,17 +933,14 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   gdouble max_factor;
 
   GST_OBJECT_LOCK (echo);
-  max_factor = echo->max_factor;
+  max_factor = echo->props.max_factor;
   GST_OBJECT_UNLOCK (echo);
 
   g_mutex_lock (&echo->lock);
-  while (echo->srcresult == GST_FLOW_OK && gst_echo_line_is_full (echo, size)) {
-    echo->waiting_del = TRUE;
-    g_cond_wait (&echo->item_del, &echo->lock);
-    echo->waiting_del = FALSE;
-  }
   if (echo->srcresult != GST_FLOW_OK)
     goto out_flushing;
+  while (gst_echo_line_is_full (echo, size))
+    ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
 
   /* Fresh data comes first: it displaces repeat candidates. */
   while (echo->n_slots > 0 && gst_echo_needs_room (echo, size)) {
@@ -882,8 +960,7 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   GST_OBJECT_LOCK (echo);
   echo->items_in++;
   GST_OBJECT_UNLOCK (echo);
-  if (echo->waiting_add)
-    g_cond_signal (&echo->item_add);
+  ECHO_SIGNAL_ITEM_ADDED (echo);
   g_mutex_unlock (&echo->lock);
   return GST_FLOW_OK;
 
@@ -935,8 +1012,7 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
   if (type == GST_EVENT_EOS)
     echo->eos = TRUE;
   gst_queue_array_push_tail_struct (echo->line, &entry);
-  if (echo->waiting_add)
-    g_cond_signal (&echo->item_add);
+  ECHO_SIGNAL_ITEM_ADDED (echo);
   g_mutex_unlock (&echo->lock);
   return TRUE;
 }
@@ -986,8 +1062,7 @@ gst_echo_adaptive_next (
     if (item->left > 1)
       echo->slots[echo->n_slots++] = index;
     *out = gst_echo_item_emit (echo, index, caps);
-    if (echo->waiting_del)
-      g_cond_signal (&echo->item_del);
+    ECHO_SIGNAL_ITEM_DELETED (echo);
     return TRUE;
   }
 
@@ -1036,16 +1111,11 @@ gst_echo_loop (GstPad *pad)
   gboolean eos;
 
   g_mutex_lock (&echo->lock);
-  while (echo->srcresult == GST_FLOW_OK
-      && !gst_echo_adaptive_next (echo, &out, &caps, &event)) {
-    echo->waiting_add = TRUE;
-    g_cond_wait (&echo->item_add, &echo->lock);
-    echo->waiting_add = FALSE;
-  }
-  ret = echo->srcresult;
+  if (echo->srcresult != GST_FLOW_OK)
+    goto out_flushing;
+  while (!gst_echo_adaptive_next (echo, &out, &caps, &event))
+    ECHO_WAIT_ITEM_ADDED (echo, out_flushing);
   g_mutex_unlock (&echo->lock);
-  if (ret != GST_FLOW_OK)
-    goto paused;
 
   if (event != NULL)
     ret = gst_echo_adaptive_push_event (echo, event, caps);
@@ -1060,7 +1130,12 @@ gst_echo_loop (GstPad *pad)
     echo->srcresult = ret;
   ret = echo->srcresult;
   gst_echo_clear (echo);
-  g_cond_broadcast (&echo->item_del);
+  ECHO_WAKE_ALL (echo);
+  g_mutex_unlock (&echo->lock);
+  goto paused;
+
+out_flushing:
+  ret = echo->srcresult;
   g_mutex_unlock (&echo->lock);
 
 paused:
@@ -1077,14 +1152,21 @@ paused:
   }
 }
 
+/* Stops the line and wakes the chain function waiting for room and the
+ * task waiting for data. */
 static void
-gst_echo_adaptive_flush_start (GstEcho *echo)
+gst_echo_adaptive_set_flushing (GstEcho *echo)
 {
   g_mutex_lock (&echo->lock);
   echo->srcresult = GST_FLOW_FLUSHING;
-  g_cond_broadcast (&echo->item_add);
-  g_cond_broadcast (&echo->item_del);
+  ECHO_WAKE_ALL (echo);
   g_mutex_unlock (&echo->lock);
+}
+
+static void
+gst_echo_adaptive_flush_start (GstEcho *echo)
+{
+  gst_echo_adaptive_set_flushing (echo);
   /* Returns once the loop is out of its push (the flush went downstream
    * first, so the push returns). */
   gst_pad_pause_task (echo->srcpad);
@@ -1193,13 +1275,9 @@ gst_echo_sink_activate_mode (
 
   if (mode != GST_PAD_MODE_PUSH)
     return FALSE;
-  if (echo->adaptive && !active) {
-    /* Unblocks a chain function that waits for room. */
-    g_mutex_lock (&echo->lock);
-    echo->srcresult = GST_FLOW_FLUSHING;
-    g_cond_broadcast (&echo->item_del);
-    g_mutex_unlock (&echo->lock);
-  }
+  /* Unblocks a chain function that waits for room. */
+  if (echo->adaptive && !active)
+    gst_echo_adaptive_set_flushing (echo);
   return TRUE;
 }
 
@@ -1221,11 +1299,7 @@ gst_echo_src_activate_mode (
     ok = gst_pad_start_task (pad, (GstTaskFunction)gst_echo_loop, pad, NULL);
     g_mutex_unlock (&echo->lock);
   } else {
-    g_mutex_lock (&echo->lock);
-    echo->srcresult = GST_FLOW_FLUSHING;
-    g_cond_broadcast (&echo->item_add);
-    g_cond_broadcast (&echo->item_del);
-    g_mutex_unlock (&echo->lock);
+    gst_echo_adaptive_set_flushing (echo);
     ok = gst_pad_stop_task (pad);
   }
   return ok;
@@ -1236,20 +1310,17 @@ gst_echo_src_activate_mode (
 static void
 gst_echo_start (GstEcho *echo)
 {
-  guint shuffle_buffer_size;
-  guint64 seed;
+  const GstEchoSettings *s = &echo->settings;
 
   GST_OBJECT_LOCK (echo);
-  echo->adaptive = echo->mode == GST_ECHO_MODE_ADAPTIVE;
-  shuffle_buffer_size = echo->shuffle_buffer_size;
-  echo->max_bytes = echo->max_size_bytes;
-  seed = echo->seed;
+  echo->settings = echo->props;
   echo->items_in = 0;
   echo->items_out = 0;
   GST_OBJECT_UNLOCK (echo);
 
+  echo->adaptive = s->mode == GST_ECHO_MODE_ADAPTIVE;
   echo->capacity =
-      echo->adaptive ? MAX (shuffle_buffer_size, 1) : shuffle_buffer_size;
+      echo->adaptive ? MAX (s->shuffle_buffer_size, 1) : s->shuffle_buffer_size;
   /* Fixed mode holds one item more than it has slots: the one entering. */
   echo->n_items = echo->capacity + 1;
   echo->items = g_new0 (GstEchoItem, echo->n_items);
@@ -1258,9 +1329,10 @@ gst_echo_start (GstEcho *echo)
   if (echo->adaptive)
     echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
   gst_echo_clear (echo);
-  gt_random_init (&echo->rng, seed, RANDOM_STREAM);
+  gt_random_init (&echo->rng, s->seed, RANDOM_STREAM);
   GST_DEBUG_OBJECT (echo, "%s mode, %u items, %" G_GUINT64_FORMAT " bytes",
-      echo->adaptive ? "adaptive" : "fixed", echo->capacity, echo->max_bytes);
+      echo->adaptive ? "adaptive" : "fixed", echo->capacity,
+      echo->settings.max_size_bytes);
 }
 
 static void

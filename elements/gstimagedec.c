@@ -68,6 +68,15 @@ typedef enum
   GST_IMAGE_DEC_SCALES_ALL,
 } GstImageDecScales;
 
+/* The properties as they were when the element started; on-error and
+ * max-errors, which may change while it plays, live in GstTrainBadSamples. */
+typedef struct
+{
+  guint n_threads;
+  guint min_short_side;
+  GstImageDecScales scales;
+} GstImageDecSettings;
+
 /* One input buffer on its way through a decoder thread. */
 typedef struct
 {
@@ -86,15 +95,13 @@ struct _GstImageDec
   GstPad *sinkpad;
   GstPad *srcpad;
 
-  /* Properties, under the object lock. */
-  guint n_threads;
-  guint min_short_side;
-  GstImageDecScales scales;
-  GstTrainOnError on_error;
-  gint max_errors;
-  guint64 samples_skipped;
+  /* Properties and the skip policy and count, under the object lock. */
+  GstImageDecSettings props;
+  GstTrainBadSamples bad;
 
-  /* Streaming state. */
+  /* Streaming state: @settings is set at start, then read-only (decoder
+   * threads read it too). */
+  GstImageDecSettings settings;
   GstVideoFormat format; /* chosen with downstream at the first buffer */
   gint out_width;
   gint out_height;
@@ -241,11 +248,12 @@ gst_image_dec_init (GstImageDec *dec)
   gst_pad_use_fixed_caps (dec->srcpad);
   gst_element_add_pad (GST_ELEMENT (dec), dec->srcpad);
 
-  dec->n_threads = DEFAULT_N_THREADS;
-  dec->min_short_side = DEFAULT_MIN_SHORT_SIDE;
-  dec->scales = DEFAULT_SCALES;
-  dec->on_error = DEFAULT_ON_ERROR;
-  dec->max_errors = DEFAULT_MAX_ERRORS;
+  dec->props.n_threads = DEFAULT_N_THREADS;
+  dec->props.min_short_side = DEFAULT_MIN_SHORT_SIDE;
+  dec->props.scales = DEFAULT_SCALES;
+  dec->bad.on_error = DEFAULT_ON_ERROR;
+  dec->bad.bounded = TRUE;
+  dec->bad.max_errors = DEFAULT_MAX_ERRORS;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   g_mutex_init (&dec->lock);
   g_cond_init (&dec->cond);
@@ -273,19 +281,19 @@ gst_image_dec_set_property (
   GST_OBJECT_LOCK (dec);
   switch (prop_id) {
     case PROP_N_THREADS:
-      dec->n_threads = g_value_get_uint (value);
+      dec->props.n_threads = g_value_get_uint (value);
       break;
     case PROP_MIN_SHORT_SIDE:
-      dec->min_short_side = g_value_get_uint (value);
+      dec->props.min_short_side = g_value_get_uint (value);
       break;
     case PROP_SCALES:
-      dec->scales = g_value_get_enum (value);
+      dec->props.scales = g_value_get_enum (value);
       break;
     case PROP_ON_ERROR:
-      dec->on_error = g_value_get_enum (value);
+      dec->bad.on_error = g_value_get_enum (value);
       break;
     case PROP_MAX_ERRORS:
-      dec->max_errors = g_value_get_int (value);
+      dec->bad.max_errors = g_value_get_int (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -303,22 +311,22 @@ gst_image_dec_get_property (
   GST_OBJECT_LOCK (dec);
   switch (prop_id) {
     case PROP_N_THREADS:
-      g_value_set_uint (value, dec->n_threads);
+      g_value_set_uint (value, dec->props.n_threads);
       break;
     case PROP_MIN_SHORT_SIDE:
-      g_value_set_uint (value, dec->min_short_side);
+      g_value_set_uint (value, dec->props.min_short_side);
       break;
     case PROP_SCALES:
-      g_value_set_enum (value, dec->scales);
+      g_value_set_enum (value, dec->props.scales);
       break;
     case PROP_ON_ERROR:
-      g_value_set_enum (value, dec->on_error);
+      g_value_set_enum (value, dec->bad.on_error);
       break;
     case PROP_MAX_ERRORS:
-      g_value_set_int (value, dec->max_errors);
+      g_value_set_int (value, dec->bad.max_errors);
       break;
     case PROP_SAMPLES_SKIPPED:
-      g_value_set_uint64 (value, dec->samples_skipped);
+      g_value_set_uint64 (value, dec->bad.skipped);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -405,7 +413,8 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     GstVideoFormat format, guint min_short_side, GstImageDecScales scales)
 {
   GstMapInfo map;
-  int width, height, subsamp, colorspace, out_width, out_height;
+  /* A tables-only stream passes tjDecompressHeader3() without a size. */
+  int width = 0, height = 0, subsamp, colorspace, out_width, out_height;
   tjscalingfactor scale;
   GstVideoInfo info;
   GstBuffer *output;
@@ -523,20 +532,14 @@ static void
 gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
 {
   tjhandle handle = gst_image_dec_take_handle (dec);
-  guint min_short_side;
-  GstImageDecScales scales;
-
-  GST_OBJECT_LOCK (dec);
-  min_short_side = dec->min_short_side;
-  scales = dec->scales;
-  GST_OBJECT_UNLOCK (dec);
 
   if (handle == NULL) {
     job->error = g_strdup_printf (
         "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
     return;
   }
-  gst_image_dec_decode (dec, job, handle, dec->format, min_short_side, scales);
+  gst_image_dec_decode (dec, job, handle, dec->format,
+      dec->settings.min_short_side, dec->settings.scales);
   /* A TurboJPEG handle that failed keeps stale error state and rejects the
    * next good image: bad samples are rare, so replace it. */
   if (job->error != NULL)
@@ -646,10 +649,8 @@ static GstFlowReturn
 gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
 {
   GstBuffer *output;
-  GstTrainOnError on_error;
-  gint max_errors;
-  guint64 skipped;
-  gchar *name = NULL;
+  GstFlowReturn ret;
+  gchar *name;
 
   if (job->output != NULL) {
     if (!gst_image_dec_negotiate (dec, job->width, job->height)) {
@@ -670,33 +671,13 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
     return gst_pad_push (dec->srcpad, output);
   }
 
-  GST_OBJECT_LOCK (dec);
-  on_error = dec->on_error;
-  max_errors = dec->max_errors;
-  skipped = on_error == GST_TRAIN_ON_ERROR_SKIP ? ++dec->samples_skipped : 0;
-  GST_OBJECT_UNLOCK (dec);
-
   name = gst_train_describe_sample (job->input);
-  if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
-    GST_ELEMENT_ERROR (dec, STREAM, DECODE,
-        ("Could not decode sample %s: %s.", name, job->error),
-        ("on-error=fail"));
-    g_free (name);
-    return GST_FLOW_ERROR;
-  }
-  GST_ELEMENT_WARNING (dec, STREAM, DECODE,
-      ("Skipping sample %s: %s.", name, job->error),
-      ("on-error=skip, %" G_GUINT64_FORMAT " skipped so far", skipped));
+  ret = gst_train_report_bad_sample (dec, &dec->bad, GST_STREAM_ERROR,
+      GST_STREAM_ERROR_DECODE, "decode",
+      g_strdup_printf ("Could not decode sample %s: %s.", name, job->error),
+      g_strdup_printf ("Skipping sample %s: %s.", name, job->error));
   g_free (name);
-  if (max_errors >= 0 && skipped > (guint64)max_errors) {
-    GST_ELEMENT_ERROR (dec, STREAM, DECODE,
-        ("Too many samples did not decode: %" G_GUINT64_FORMAT
-         " skipped, max-errors is %d.",
-            skipped, max_errors),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
+  return ret;
 }
 
 /* Pushes finished jobs from the head of the queue, waiting for unfinished
@@ -841,14 +822,13 @@ gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 static gboolean
 gst_image_dec_start (GstImageDec *dec)
 {
-  guint n_threads;
-
   GST_OBJECT_LOCK (dec);
-  n_threads = dec->n_threads;
-  dec->samples_skipped = 0;
+  dec->settings = dec->props;
+  dec->bad.skipped = 0;
   GST_OBJECT_UNLOCK (dec);
 
-  dec->n_workers = n_threads > 0 ? n_threads : g_get_num_processors ();
+  dec->n_workers = dec->settings.n_threads > 0 ? dec->settings.n_threads
+                                               : g_get_num_processors ();
   /* Enough decodes in flight to keep every thread busy while the head of
    * the queue waits for the slowest. */
   dec->window = 2 * dec->n_workers;

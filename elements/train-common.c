@@ -20,6 +20,48 @@ gst_train_on_error_get_type (void)
   return type;
 }
 
+GstFlowReturn
+gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
+    GQuark domain, gint code, const gchar *verb, gchar *fail_text,
+    gchar *skip_text, const gchar *file, const gchar *function, gint line)
+{
+  GstTrainOnError on_error;
+  gboolean bounded;
+  gint max_errors;
+  guint64 skipped = 0;
+  gchar *debug;
+
+  GST_OBJECT_LOCK (element);
+  on_error = bad->on_error;
+  bounded = bad->bounded;
+  max_errors = bad->max_errors;
+  if (on_error == GST_TRAIN_ON_ERROR_SKIP)
+    skipped = ++bad->skipped;
+  GST_OBJECT_UNLOCK (element);
+
+  if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
+    g_free (skip_text);
+    gst_element_message_full (element, GST_MESSAGE_ERROR, domain, code,
+        fail_text, g_strdup ("on-error=fail"), file, function, line);
+    return GST_FLOW_ERROR;
+  }
+  g_free (fail_text);
+  debug = bounded ? g_strdup_printf (
+              "on-error=skip, %" G_GUINT64_FORMAT " skipped so far", skipped)
+                  : g_strdup ("on-error=skip");
+  gst_element_message_full (element, GST_MESSAGE_WARNING, domain, code,
+      skip_text, debug, file, function, line);
+  if (bounded && max_errors >= 0 && skipped > (guint64)max_errors) {
+    gst_element_message_full (element, GST_MESSAGE_ERROR, domain, code,
+        g_strdup_printf ("Too many samples did not %s: %" G_GUINT64_FORMAT
+                         " skipped, max-errors is %d.",
+            verb, skipped, max_errors),
+        NULL, file, function, line);
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
 static gboolean
 gst_train_copy_untagged_meta (GstBuffer *input, GstMeta **meta, gpointer data)
 {

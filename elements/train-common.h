@@ -17,6 +17,38 @@ typedef enum
 GType gst_train_on_error_get_type (void);
 #define GST_TYPE_TRAIN_ON_ERROR (gst_train_on_error_get_type ())
 
+/* An element's on-error policy and its count of the samples it dropped.
+ * Kept under the element's object lock: on-error and max-errors may change
+ * while the element plays. */
+typedef struct
+{
+  GstTrainOnError on_error;
+  /* The element has a max-errors property: warnings say how many samples
+   * were skipped so far, and more than @max_errors skips (-1 = no bound)
+   * stop the stream. */
+  gboolean bounded;
+  gint max_errors;
+  guint64 skipped;
+} GstTrainBadSamples;
+
+/* Reports a sample that @element could not use, as @bad's on-error says
+ * (read, and the skip counted, under @element's object lock): an error
+ * @fail_text (on-error=fail), or a warning @skip_text and, past max-errors,
+ * an error "Too many samples did not @verb". Both texts are taken. Returns
+ * GST_FLOW_OK when the sample is dropped and the stream goes on,
+ * GST_FLOW_ERROR when an error was posted. A macro, so that the messages
+ * name the element's own source line. */
+#define gst_train_report_bad_sample(                                           \
+    element, bad, domain, code, verb, fail_text, skip_text)                    \
+  gst_train_report_bad_sample_full (GST_ELEMENT (element), (bad), (domain),    \
+      (code), (verb), (fail_text), (skip_text), __FILE__, GST_FUNCTION,        \
+      __LINE__)
+
+GstFlowReturn gst_train_report_bad_sample_full (GstElement *element,
+    GstTrainBadSamples *bad, GQuark domain, gint code, const gchar *verb,
+    gchar *fail_text, gchar *skip_text, const gchar *file,
+    const gchar *function, gint line);
+
 /* Copies the untagged metas of @input (the sample meta among them) onto
  * @output; tagged ones describe the input's memory or pixels, not the
  * output's. */

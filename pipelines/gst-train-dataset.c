@@ -740,12 +740,23 @@ typedef enum
 static OutputState
 check_output (const char *out_dir, const char *settings, GError **error)
 {
-  char *complete = g_build_filename (out_dir, MARKER_COMPLETE, NULL);
-  char *partial = g_build_filename (out_dir, MARKER_PARTIAL, NULL);
+  /* A marker file names the settings that made the tree beside it: made
+   * with ours, a complete tree is done and an unfinished one (an
+   * interrupted run) is redone; made with others, either is an error. */
+  static const struct
+  {
+    const char *file;
+    const char *tree;
+    OutputState same_settings;
+  } markers[] = {
+    { MARKER_COMPLETE, "a complete", OUTPUT_COMPLETE },
+    { MARKER_PARTIAL, "an unfinished", OUTPUT_FRESH },
+  };
   char *contents = NULL;
   char *old = NULL;
   OutputState state = OUTPUT_ERROR;
   GDir *dir;
+  guint i;
 
   if (!g_file_test (out_dir, G_FILE_TEST_EXISTS)) {
     state = OUTPUT_FRESH;
@@ -757,30 +768,22 @@ check_output (const char *out_dir, const char *settings, GError **error)
     goto out;
   }
 
-  if (g_file_get_contents (complete, &contents, NULL, NULL)) {
-    old = read_marker_line (contents, "settings");
-    if (old && strcmp (old, settings) == 0) {
-      state = OUTPUT_COMPLETE;
-    } else {
-      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-          "%s: holds a complete tree made with other settings\n"
-          "  that run: %s\n  this run: %s\n"
-          "remove the folder or choose another --output",
-          out_dir, old ? old : "(unknown)", settings);
-    }
-    goto out;
-  }
+  for (i = 0; i < G_N_ELEMENTS (markers); i++) {
+    char *path = g_build_filename (out_dir, markers[i].file, NULL);
+    gboolean found = g_file_get_contents (path, &contents, NULL, NULL);
 
-  if (g_file_get_contents (partial, &contents, NULL, NULL)) {
+    g_free (path);
+    if (!found)
+      continue;
     old = read_marker_line (contents, "settings");
     if (old && strcmp (old, settings) == 0) {
-      state = OUTPUT_FRESH; /* interrupted run: redo it */
+      state = markers[i].same_settings;
     } else {
       g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-          "%s: holds an unfinished tree made with other settings\n"
+          "%s: holds %s tree made with other settings\n"
           "  that run: %s\n  this run: %s\n"
           "remove the folder or choose another --output",
-          out_dir, old ? old : "(unknown)", settings);
+          out_dir, markers[i].tree, old ? old : "(unknown)", settings);
     }
     goto out;
   }
@@ -810,8 +813,6 @@ out:
   }
   g_free (old);
   g_free (contents);
-  g_free (partial);
-  g_free (complete);
   return state;
 }
 
@@ -957,6 +958,18 @@ effective_jobs (int jobs)
   return CLAMP (g_get_num_processors (), 1, 16);
 }
 
+/* The options both commands take, in the same words. */
+#define QUALITY_OPTION(variable)                                               \
+  {                                                                            \
+    "quality", 'q', 0, G_OPTION_ARG_INT, &(variable),                          \
+        "JPEG quality 1..100 (default 95)", "Q"                                \
+  }
+#define JOBS_OPTION(variable)                                                  \
+  {                                                                            \
+    "jobs", 'j', 0, G_OPTION_ARG_INT, &(variable),                             \
+        "Encoder threads (default 0: one per CPU)", "N"                        \
+  }
+
 static gboolean
 parse_options (GOptionContext *ctx, int *argc, char ***argv, GError **error)
 {
@@ -988,12 +1001,10 @@ cmd_idx (int argc, char **argv, GError **error)
         "Comma-separated class names in label order (default: the label "
         "numbers)",
         "a,b,c" },
-    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q" },
+    QUALITY_OPTION (quality),
     { "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
         "Write only the first N images (default 0: all)", "N" },
-    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N" },
+    JOBS_OPTION (jobs),
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new ("- IDX pair to ImageFolder");
@@ -1081,14 +1092,12 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
         "Output folder; gets train/ and test/", "DIR" },
     { "source", 's', 0, G_OPTION_ARG_FILENAME, &source,
         "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")", "DIR" },
-    { "quality", 'q', 0, G_OPTION_ARG_INT, &quality,
-        "JPEG quality 1..100 (default 95)", "Q" },
+    QUALITY_OPTION (quality),
     { "limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
         "Write only the first N training images (default 0: all)", "N" },
     { "limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
         "Write only the first N test images (default 0: all)", "N" },
-    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-        "Encoder threads (default 0: one per CPU)", "N" },
+    JOBS_OPTION (jobs),
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new ("- Fashion-MNIST to ImageFolder");

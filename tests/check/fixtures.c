@@ -255,14 +255,123 @@ clear_run_sample (gpointer data)
     gst_sample_unref (s->sample);
 }
 
+gchar *
+fixture_play_to_eos (GstElement *pipeline, GstMessageType types,
+    FixtureMessageFunc func, gpointer user_data)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  gchar *error = NULL;
+  gboolean done = FALSE;
+
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while (!done) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (
+        bus, 120 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR | types);
+
+    fail_unless (
+        msg != NULL, "pipeline %s did not finish", GST_ELEMENT_NAME (pipeline));
+    switch (GST_MESSAGE_TYPE (msg)) {
+      case GST_MESSAGE_EOS:
+        done = TRUE;
+        break;
+      case GST_MESSAGE_ERROR: {
+        GError *err = NULL;
+        gchar *debug = NULL;
+
+        gst_message_parse_error (msg, &err, &debug);
+        error = g_strdup_printf ("%s: %s (%s)",
+            GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
+            debug ? debug : "");
+        g_clear_error (&err);
+        g_free (debug);
+        done = TRUE;
+        break;
+      }
+      default:
+        func (msg, user_data);
+        break;
+    }
+    gst_message_unref (msg);
+  }
+  gst_object_unref (bus);
+  return error;
+}
+
+void
+fixture_play_until_flowing (GstElement *pipeline)
+{
+  GstMessage *msg;
+
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  /* PLAYING reached means the sink prerolled: data is flowing. */
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
+      == GST_STATE_CHANGE_SUCCESS);
+  msg = gst_bus_pop_filtered (
+      GST_ELEMENT_BUS (pipeline), GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  fail_unless (msg == NULL, "%s message while streaming",
+      msg ? GST_MESSAGE_TYPE_NAME (msg) : "no");
+}
+
+void
+fixture_stop_mid_stream (const gchar *launch, GstState stop_state, guint rounds)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  guint i;
+
+  fail_unless (pipeline != NULL, "could not parse \"%s\"", launch);
+  for (i = 0; i < rounds; i++) {
+    fixture_play_until_flowing (pipeline);
+    fail_unless (gst_element_set_state (pipeline, stop_state)
+        == GST_STATE_CHANGE_SUCCESS);
+  }
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
+      == GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (pipeline);
+}
+
+/* Keeps the warnings and the merged tags of a fixture_run(). */
+static void
+record_message (GstMessage *msg, gpointer user_data)
+{
+  RunResult *result = user_data;
+  GError *err = NULL;
+  gchar *debug = NULL;
+  GstTagList *tags = NULL;
+
+  switch (GST_MESSAGE_TYPE (msg)) {
+    case GST_MESSAGE_WARNING:
+      gst_message_parse_warning (msg, &err, &debug);
+      g_ptr_array_add (result->warnings,
+          g_strdup_printf ("%s: %s (%s)",
+              GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
+              debug ? debug : ""));
+      g_clear_error (&err);
+      g_free (debug);
+      break;
+    case GST_MESSAGE_TAG:
+      gst_message_parse_tag (msg, &tags);
+      if (result->tags == NULL) {
+        result->tags = tags;
+      } else {
+        GstTagList *merged =
+            gst_tag_list_merge (result->tags, tags, GST_TAG_MERGE_REPLACE);
+        gst_tag_list_unref (result->tags);
+        gst_tag_list_unref (tags);
+        result->tags = merged;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
 RunResult *
 fixture_run (const gchar *launch)
 {
   RunResult *result = g_new0 (RunResult, 1);
   GError *error = NULL;
   GstElement *pipeline, *sink;
-  GstBus *bus;
-  gboolean done = FALSE;
 
   result->samples = g_array_new (FALSE, TRUE, sizeof (RunSample));
   g_array_set_clear_func (result->samples, clear_run_sample);
@@ -278,58 +387,9 @@ fixture_run (const gchar *launch)
   g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), result);
   gst_object_unref (sink);
 
-  bus = gst_element_get_bus (pipeline);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  while (!done) {
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING
-            | GST_MESSAGE_TAG);
-    GError *err = NULL;
-    gchar *debug = NULL;
-
-    fail_unless (msg != NULL, "pipeline \"%s\" did not finish", launch);
-    switch (GST_MESSAGE_TYPE (msg)) {
-      case GST_MESSAGE_EOS:
-        done = TRUE;
-        break;
-      case GST_MESSAGE_ERROR:
-        gst_message_parse_error (msg, &err, &debug);
-        result->error = g_strdup_printf ("%s: %s (%s)",
-            GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
-            debug ? debug : "");
-        done = TRUE;
-        break;
-      case GST_MESSAGE_WARNING:
-        gst_message_parse_warning (msg, &err, &debug);
-        g_ptr_array_add (result->warnings,
-            g_strdup_printf ("%s: %s (%s)",
-                GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), err->message,
-                debug ? debug : ""));
-        break;
-      case GST_MESSAGE_TAG: {
-        GstTagList *tags = NULL;
-
-        gst_message_parse_tag (msg, &tags);
-        if (result->tags == NULL) {
-          result->tags = tags;
-        } else {
-          GstTagList *merged =
-              gst_tag_list_merge (result->tags, tags, GST_TAG_MERGE_REPLACE);
-          gst_tag_list_unref (result->tags);
-          gst_tag_list_unref (tags);
-          result->tags = merged;
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    g_clear_error (&err);
-    g_free (debug);
-    gst_message_unref (msg);
-  }
+  result->error = fixture_play_to_eos (
+      pipeline, GST_MESSAGE_WARNING | GST_MESSAGE_TAG, record_message, result);
   gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (bus);
   gst_object_unref (pipeline);
   return result;
 }
@@ -343,6 +403,12 @@ run_result_free (RunResult *result)
   if (result->tags)
     gst_tag_list_unref (result->tags);
   g_free (result);
+}
+
+RunSample *
+run_result_sample (RunResult *result, guint i)
+{
+  return &g_array_index (result->samples, RunSample, i);
 }
 
 gboolean

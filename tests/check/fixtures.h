@@ -70,10 +70,36 @@ typedef struct
   GstTagList *tags;    /* merged tags the sink saw */
 } RunResult;
 
+/* Called by fixture_play_to_eos() with each message of the types asked
+ * for. */
+typedef void (*FixtureMessageFunc) (GstMessage *message, gpointer user_data);
+
+/* Sets @pipeline PLAYING and waits for EOS or an error, handing every
+ * message of @types (besides those two) to @func on the way; fails the test
+ * when the bus stays silent for two minutes. Returns NULL at EOS, else the
+ * error as "element: message (debug)" (free with g_free()). The pipeline is
+ * left PLAYING. */
+gchar *fixture_play_to_eos (GstElement *pipeline, GstMessageType types,
+    FixtureMessageFunc func, gpointer user_data);
+
+/* Sets @pipeline PLAYING, waits until it prerolled (so data flows) and
+ * checks that it posted no error and no EOS: the state in which the tests
+ * stop a pipeline mid-stream. */
+void fixture_play_until_flowing (GstElement *pipeline);
+
+/* Parses @launch, then @rounds times plays it until data flows and sets it
+ * to @stop_state (READY or NULL), each change a success; then to NULL.
+ * Stopping mid-stream, threads busy, must be clean. */
+void fixture_stop_mid_stream (
+    const gchar *launch, GstState stop_state, guint rounds);
+
 /* Runs @launch (whose last element must be "fakesink name=sink") to EOS or
  * error, recording every buffer that reaches the sink. */
 RunResult *fixture_run (const gchar *launch);
 void run_result_free (RunResult *result);
+
+/* The @i-th buffer that reached the sink. */
+RunSample *run_result_sample (RunResult *result, guint i);
 
 /* TRUE when some warning contains all of the given substrings. */
 gboolean run_result_has_warning (

@@ -5,21 +5,14 @@
 # Usage: launch.sh DATASET-TOOL
 set -eu
 tool=$1
+. "$(dirname "$0")/fashion-mnist-slice.sh"
 
 # Under AddressSanitizer the uninstrumented gst-launch-1.0 needs the runtime
 # preloaded to load our plugin; nothing else in this script gets it.
 launch() {
   LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" gst-launch-1.0 "$@"
 }
-work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-launch-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  echo "SKIP: Debian's dataset-fashion-mnist is not installed"
-  exit 77
-fi
-
-"$tool" fashion-mnist --output "$work/fm" --limit-train 300 --limit-test 20 >/dev/null
+fashion_mnist_slice "$tool" launch 300 20
 
 # 300 samples, two epochs, all decoded, in two threads.
 launch -v datasetsrc location="$work/fm/train" num-epochs=2 \

@@ -8,14 +8,8 @@ set -eu
 tool=$1
 app=$2
 dir=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-pipelines-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  echo "SKIP: Debian's dataset-fashion-mnist is not installed"
-  exit 77
-fi
-"$tool" fashion-mnist --output "$work/fm" --limit-train 600 --limit-test 10 >/dev/null
+. "$(dirname "$0")/fashion-mnist-slice.sh"
+fashion_mnist_slice "$tool" pipelines 600 10
 
 # 600 images, batches of 128 with the remainder dropped:
 #   no echo: 4 steps; factor 2 before the batcher: 1200 images, 9 steps;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "augment-ops.h"
+#include "tool-pipeline.h"
 
 static gint
 int_arg (const gchar *text)
@@ -152,51 +153,20 @@ on_handoff (
 static int
 run_pipeline (const gchar *launch, const gchar *out_path)
 {
-  GError *error = NULL;
-  GstElement *pipeline, *sink;
-  GstBus *bus;
-  GstMessage *msg;
+  GstElement *pipeline = tool_pipeline_new (launch);
   FILE *out;
-  int status = 0;
+  int status;
 
-  pipeline = gst_parse_launch (launch, &error);
-  if (pipeline == NULL) {
-    fprintf (stderr, "%s\n", error->message);
+  if (pipeline == NULL)
     return 2;
-  }
-  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  if (sink == NULL) {
-    fprintf (stderr, "no element named sink\n");
-    return 2;
-  }
   out = fopen (out_path, "wb");
   if (out == NULL) {
     perror (out_path);
+    gst_object_unref (pipeline);
     return 1;
   }
-  g_object_set (sink, "signal-handoffs", TRUE, "sync", FALSE, NULL);
-  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), out);
-  gst_object_unref (sink);
-
-  bus = gst_element_get_bus (pipeline);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  msg = gst_bus_timed_pop_filtered (
-      bus, GST_CLOCK_TIME_NONE, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    gchar *debug = NULL;
-
-    gst_message_parse_error (msg, &error, &debug);
-    fprintf (stderr, "ERROR from %s: %s (%s)\n",
-        GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), error->message,
-        debug ? debug : "");
-    g_clear_error (&error);
-    g_free (debug);
-    status = 1;
-  }
-  gst_message_unref (msg);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipeline);
+  tool_pipeline_on_handoff (pipeline, G_CALLBACK (on_handoff), out);
+  status = tool_pipeline_run (pipeline, NULL);
   if (fclose (out) != 0)
     status = 1;
   return status;

@@ -6,6 +6,7 @@
 #include <gst/gst.h>
 #include <stdio.h>
 
+#include "tool-pipeline.h"
 #include "train-meta.h"
 
 static void
@@ -23,72 +24,36 @@ on_handoff (
       meta->location ? meta->location : "-");
 }
 
+/* The class names of the dataset-info tags, in label order. */
+static void
+print_classes (GstTagList *tags)
+{
+  GstTrainDatasetInfo info;
+  guint i;
+
+  if (!gst_train_dataset_info_from_tag_list (tags, &info))
+    return;
+  for (i = 0; i < info.num_classes; i++)
+    printf ("class\t%u\t%s\n", i, info.class_names[i]);
+  gst_train_dataset_info_clear (&info);
+}
+
 int
 main (int argc, char **argv)
 {
-  GstElement *pipeline, *sink;
-  GError *error = NULL;
-  GstBus *bus;
-  int status = 0;
-  gboolean done = FALSE;
+  GstElement *pipeline;
+  int status;
 
   gst_init (&argc, &argv);
   if (argc != 2) {
     fprintf (stderr, "usage: %s LAUNCH-LINE\n", argv[0]);
     return 2;
   }
-  pipeline = gst_parse_launch (argv[1], &error);
-  if (pipeline == NULL) {
-    fprintf (stderr, "%s\n", error->message);
+  pipeline = tool_pipeline_new (argv[1]);
+  if (pipeline == NULL)
     return 2;
-  }
-  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  if (sink == NULL) {
-    fprintf (stderr, "no element named sink\n");
-    return 2;
-  }
-  g_object_set (sink, "signal-handoffs", TRUE, NULL);
-  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), NULL);
-  gst_object_unref (sink);
-
-  bus = gst_element_get_bus (pipeline);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  while (!done) {
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_TAG);
-
-    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-      gchar *debug = NULL;
-
-      gst_message_parse_error (msg, &error, &debug);
-      fprintf (stderr, "ERROR from %s: %s (%s)\n",
-          GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), error->message,
-          debug ? debug : "");
-      g_clear_error (&error);
-      g_free (debug);
-      status = 1;
-      done = TRUE;
-    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_TAG) {
-      GstTagList *tags = NULL;
-      GstTrainDatasetInfo info;
-
-      gst_message_parse_tag (msg, &tags);
-      if (gst_train_dataset_info_from_tag_list (tags, &info)) {
-        guint i;
-
-        for (i = 0; i < info.num_classes; i++)
-          printf ("class\t%u\t%s\n", i, info.class_names[i]);
-        gst_train_dataset_info_clear (&info);
-      }
-      gst_tag_list_unref (tags);
-    } else {
-      done = TRUE;
-    }
-    gst_message_unref (msg);
-  }
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_object_unref (pipeline);
+  tool_pipeline_on_handoff (pipeline, G_CALLBACK (on_handoff), NULL);
+  status = tool_pipeline_run (pipeline, print_classes);
   gst_deinit ();
   return status;
 }

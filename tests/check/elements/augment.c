@@ -735,12 +735,6 @@ GST_END_TEST;
 
 /* ---- the element in pipelines ---- */
 
-static RunSample *
-sample_at (RunResult *r, guint i)
-{
-  return &g_array_index (r->samples, RunSample, i);
-}
-
 /* A tree of @n JPEGs whose sizes change every few images. */
 static gchar *
 write_mixed_tree (guint n)
@@ -782,7 +776,7 @@ GST_START_TEST (test_pipeline_gives_fixed_caps)
   fail_unless_equals_int (r->warnings->len, 0);
   fail_unless_equals_int (r->samples->len, 24);
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     GstVideoInfo info;
 
     fail_unless (
@@ -814,8 +808,8 @@ same_outputs (RunResult *a, RunResult *b)
   if (a->samples->len != b->samples->len)
     return FALSE;
   for (i = 0; i < a->samples->len; i++) {
-    GstBuffer *ba = gst_sample_get_buffer (sample_at (a, i)->sample);
-    GstBuffer *bb = gst_sample_get_buffer (sample_at (b, i)->sample);
+    GstBuffer *ba = gst_sample_get_buffer (run_result_sample (a, i)->sample);
+    GstBuffer *bb = gst_sample_get_buffer (run_result_sample (b, i)->sample);
     GstMapInfo ma, mb;
     gboolean same;
 
@@ -850,14 +844,15 @@ GST_START_TEST (test_same_seed_same_output_whatever_threads)
   fail_unless (same_outputs (one, four));
   fail_if (same_outputs (one, other));
   for (i = 0; i < 30; i++) {
-    fail_unless_equals_uint64 (sample_at (one, i)->index, i);
-    fail_unless_equals_uint64 (sample_at (four, i)->index, i);
-    fail_unless_equals_uint64 (sample_at (other, i)->index, i);
+    fail_unless_equals_uint64 (run_result_sample (one, i)->index, i);
+    fail_unless_equals_uint64 (run_result_sample (four, i)->index, i);
+    fail_unless_equals_uint64 (run_result_sample (other, i)->index, i);
   }
   /* Each image is either the unflipped one or its mirror. */
   for (i = 0; i < 30; i++) {
-    GstBuffer *a = gst_sample_get_buffer (sample_at (one, i)->sample);
-    GstBuffer *b = gst_sample_get_buffer (sample_at (no_flip, i)->sample);
+    GstBuffer *a = gst_sample_get_buffer (run_result_sample (one, i)->sample);
+    GstBuffer *b =
+        gst_sample_get_buffer (run_result_sample (no_flip, i)->sample);
     GstMapInfo ma, mb;
     gboolean same, mirrored = TRUE;
     gint y, x;
@@ -955,10 +950,7 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
   /* An endless stream, four threads sharing each image, stopped from
    * PLAYING and started again. */
   for (i = 0; i < 2; i++) {
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-        != GST_STATE_CHANGE_FAILURE);
-    fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-        == GST_STATE_CHANGE_SUCCESS);
+    fixture_play_until_flowing (pipeline);
     /* Stop with decoding and augmenting in full flow: after 20 more
      * images have gone through. */
     g_mutex_lock (&counted.lock);

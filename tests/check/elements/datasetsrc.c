@@ -53,12 +53,6 @@ run_src (const gchar *root, const gchar *props)
   return result;
 }
 
-static RunSample *
-sample_at (RunResult *r, guint i)
-{
-  return &g_array_index (r->samples, RunSample, i);
-}
-
 GST_START_TEST (test_labels_follow_sorted_class_names)
 {
   gchar *root = make_tree ();
@@ -73,7 +67,7 @@ GST_START_TEST (test_labels_follow_sorted_class_names)
   /* Dataset order: classes in code-point order; inside a class the files of
    * the class folder (sorted: "IMG0.JPEG" < "img1.jpg"), then sub/. */
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     guint label = i / FILES_PER_CLASS;
     const gchar *expected_file[] = { "IMG0.JPEG", "img1.jpg", "sub/deep.jpg" };
     gchar *expected = g_build_filename (
@@ -112,7 +106,7 @@ indices_of (RunResult *r)
   guint i;
 
   for (i = 0; i < r->samples->len; i++)
-    g_array_append_val (out, sample_at (r, i)->index);
+    g_array_append_val (out, run_result_sample (r, i)->index);
   return out;
 }
 
@@ -160,7 +154,7 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   for (e = 0; e < 3; e++) {
     fail_unless (is_permutation (a1, e * n, n), "epoch %u", e);
     for (i = 0; i < n; i++)
-      fail_unless_equals_int (sample_at (r1, e * n + i)->epoch, e);
+      fail_unless_equals_int (run_result_sample (r1, e * n + i)->epoch, e);
   }
   /* Each epoch draws its own order. */
   fail_if (
@@ -178,8 +172,8 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   fail_if (same_indices (a1, a3));
   /* Labels travel with their samples. */
   for (i = 0; i < a1->len; i++)
-    fail_unless_equals_int (sample_at (r1, i)->label,
-        (gint)(sample_at (r1, i)->index / FILES_PER_CLASS));
+    fail_unless_equals_int (run_result_sample (r1, i)->label,
+        (gint)(run_result_sample (r1, i)->index / FILES_PER_CLASS));
 
   g_array_unref (a1);
   g_array_unref (a2);
@@ -221,7 +215,7 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
         info.epoch_samples, r->samples->len / num_epochs);
     gst_train_dataset_info_clear (&info);
     for (i = 0; i < r->samples->len; i++) {
-      RunSample *s = sample_at (r, i);
+      RunSample *s = run_result_sample (r, i);
       guint slot = s->epoch * n + (guint)s->index;
 
       fail_unless (owner[slot] == -1,
@@ -254,8 +248,8 @@ GST_START_TEST (test_num_samples_and_epochs)
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 8);
   for (i = 0; i < 8; i++) {
-    fail_unless_equals_uint64 (sample_at (r, i)->index, i % 4);
-    fail_unless_equals_int (sample_at (r, i)->epoch, i / 4);
+    fail_unless_equals_uint64 (run_result_sample (r, i)->index, i % 4);
+    fail_unless_equals_int (run_result_sample (r, i)->epoch, i / 4);
   }
   run_result_free (r);
   fixture_remove_tree (root);
@@ -280,9 +274,9 @@ GST_START_TEST (test_list_file)
   r = run_src (list, "shuffle=false");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2);
-  fail_unless_equals_int (sample_at (r, 0)->label, 2);
-  fail_unless_equals_string (sample_at (r, 0)->location, img_a);
-  fail_unless_equals_int (sample_at (r, 1)->label, 0);
+  fail_unless_equals_int (run_result_sample (r, 0)->label, 2);
+  fail_unless_equals_string (run_result_sample (r, 0)->location, img_a);
+  fail_unless_equals_int (run_result_sample (r, 1)->label, 0);
   fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
   fail_unless_equals_int (info.num_classes, 3);
   fail_unless_equals_string (info.class_names[2], "2");
@@ -390,14 +384,10 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
         root);
     GstElement *pipeline = gst_parse_launch (launch, NULL);
     GstElement *named = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-    GstMessage *msg;
+    gchar *error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
     guint64 skipped = 0;
 
-    gst_element_set_state (pipeline, GST_STATE_PLAYING);
-    msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (pipeline),
-        60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
-    gst_message_unref (msg);
+    fail_unless (error == NULL, "%s", error);
     g_object_get (named, "files-skipped", &skipped, NULL);
     fail_unless_equals_uint64 (skipped, 1);
     gst_element_set_state (pipeline, GST_STATE_NULL);
@@ -419,21 +409,9 @@ GST_START_TEST (test_stop_mid_stream)
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
                                    "n-threads=3 ! fakesink",
       root);
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
-  GstMessage *msg;
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  /* PLAYING reached means the sink prerolled: data is flowing. */
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-      == GST_STATE_CHANGE_SUCCESS);
-  msg = gst_bus_pop_filtered (
-      GST_ELEMENT_BUS (pipeline), GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
-  fail_unless (msg == NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 1);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);

@@ -52,6 +52,18 @@ sample_meta (GstBuffer *buffer)
   return meta;
 }
 
+/* Pulls the next buffer and checks that it is emission @emissions (0 for
+ * the fresh one) of sample @index. */
+static void
+pull_emission (GstHarness *h, guint64 index, guint emissions)
+{
+  GstBuffer *out = gst_harness_pull (h);
+
+  fail_unless_equals_int (sample_meta (out)->index, index);
+  fail_unless_equals_int (sample_meta (out)->emissions, emissions);
+  gst_buffer_unref (out);
+}
+
 static guint64
 get_uint64 (GstElement *element, const gchar *name)
 {
@@ -444,12 +456,6 @@ GST_START_TEST (test_mixed_sizes_keep_their_caps)
 
 GST_END_TEST;
 
-static RunSample *
-sample_at (RunResult *r, guint i)
-{
-  return &g_array_index (r->samples, RunSample, i);
-}
-
 /* A dataset of @n JPEGs whose size depends on their index. */
 static gchar *
 write_mixed_dataset (guint n)
@@ -480,7 +486,7 @@ check_each_image_twice (RunResult *r, guint n)
   fail_unless_equals_int (r->warnings->len, 0);
   fail_unless_equals_int (r->samples->len, 2 * n);
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     GstVideoInfo info;
 
     fail_unless (s->has_meta);
@@ -502,32 +508,31 @@ check_each_image_twice (RunResult *r, guint n)
   g_free (copies);
 }
 
+/* Runs the @n images of @root in dataset order through @middle and checks
+ * that each came out twice. */
+static void
+check_position (const gchar *root, guint n, const gchar *middle)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
+                                   "! %s ! fakesink name=sink",
+      root, middle);
+  RunResult *r = fixture_run (launch);
+
+  check_each_image_twice (r, n);
+  run_result_free (r);
+  g_free (launch);
+}
+
 GST_START_TEST (test_positions_a_and_b)
 {
   const guint n = 30;
   gchar *root = write_mixed_dataset (n);
-  gchar *launch;
-  RunResult *r;
 
   /* B: decoded images of changing size through the shuffle buffer. */
-  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
-                            "imagedec n-threads=2 ! echo shuffle-buffer-size=8 "
-                            "! fakesink name=sink",
-      root);
-  r = fixture_run (launch);
-  check_each_image_twice (r, n);
-  run_result_free (r);
-  g_free (launch);
-
+  check_position (root, n, "imagedec n-threads=2 ! echo shuffle-buffer-size=8");
   /* A: encoded samples, decoded after the echo. */
-  launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false ! "
-                            "echo factor=2 shuffle-buffer-size=4 ! "
-                            "imagedec n-threads=2 ! fakesink name=sink",
-      root);
-  r = fixture_run (launch);
-  check_each_image_twice (r, n);
-  run_result_free (r);
-  g_free (launch);
+  check_position (
+      root, n, "echo factor=2 shuffle-buffer-size=4 ! imagedec n-threads=2");
 
   fixture_remove_tree (root);
   g_free (root);
@@ -591,7 +596,6 @@ push_segment (GstHarness *h)
 GST_START_TEST (test_flush_empties_the_buffer)
 {
   GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 16, NULL);
-  GstBuffer *out;
   guint i;
 
   for (i = 0; i < 10; i++)
@@ -608,12 +612,8 @@ GST_START_TEST (test_flush_empties_the_buffer)
   fail_unless_equals_int (gst_harness_buffers_in_queue (h), 6);
   for (i = 0; i < 4; i++)
     gst_buffer_unref (gst_harness_pull (h));
-  for (i = 0; i < 2; i++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, 100);
-    fail_unless_equals_int (sample_meta (out)->emissions, i);
-    gst_buffer_unref (out);
-  }
+  for (i = 0; i < 2; i++)
+    pull_emission (h, 100, i);
   gst_harness_teardown (h);
 }
 
@@ -697,38 +697,23 @@ GST_START_TEST (test_flow_errors)
 
 GST_END_TEST;
 
-static void
-check_state_changes (const gchar *launch)
-{
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
-  guint round;
-
-  fail_unless (pipeline != NULL);
-  for (round = 0; round < 2; round++) {
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-        != GST_STATE_CHANGE_FAILURE);
-    fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-        == GST_STATE_CHANGE_SUCCESS);
-    /* Stopped while data flows (and, with a slow sink, while upstream
-     * waits for room). */
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_READY)
-        == GST_STATE_CHANGE_SUCCESS);
-  }
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
-}
-
 GST_START_TEST (test_state_changes)
 {
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo shuffle-buffer-size=32 ! fakesink sync=false");
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo mode=adaptive shuffle-buffer-size=32 ! "
-                       "fakesink sync=false");
-  check_state_changes ("fakesrc sizetype=fixed sizemax=64 filltype=nothing ! "
-                       "echo mode=adaptive shuffle-buffer-size=4 ! "
-                       "identity sleep-time=1000 ! fakesink sync=false");
+  /* Twice PLAYING and back to READY while data flows (and, with a slow
+   * sink, while upstream waits for room). */
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo shuffle-buffer-size=32 ! "
+                           "fakesink sync=false",
+      GST_STATE_READY, 2);
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo mode=adaptive "
+                           "shuffle-buffer-size=32 ! fakesink sync=false",
+      GST_STATE_READY, 2);
+  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
+                           "filltype=nothing ! echo mode=adaptive "
+                           "shuffle-buffer-size=4 ! identity sleep-time=1000 ! "
+                           "fakesink sync=false",
+      GST_STATE_READY, 2);
 }
 
 GST_END_TEST;
@@ -746,20 +731,13 @@ GST_START_TEST (test_adaptive_repeats_up_to_max_factor_then_waits)
    * times, fresh first. */
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
-  for (e = 0; e < 3; e++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, 1);
-    fail_unless_equals_int (sample_meta (out)->emissions, e);
-    gst_buffer_unref (out);
-  }
+  for (e = 0; e < 3; e++)
+    pull_emission (h, 1, e);
   /* Then it waits: the next buffer out is the next fresh one, not a fourth
    * copy of the first. */
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (2, 16)), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  fail_unless_equals_int (sample_meta (out)->index, 2);
-  fail_unless_equals_int (sample_meta (out)->emissions, 0);
-  gst_buffer_unref (out);
+  pull_emission (h, 2, 0);
 
   /* At EOS the pending repeats are optional: what comes out before EOS are
    * repeats of item 2, in order. */
@@ -847,12 +825,8 @@ GST_START_TEST (test_adaptive_fresh_items_go_first)
 
   /* Once it is free again, the waiting fresh items go before any repeat,
    * in arrival order. */
-  for (i = 0; i < 4; i++) {
-    out = gst_harness_pull (h);
-    fail_unless_equals_int (sample_meta (out)->index, i);
-    fail_unless_equals_int (sample_meta (out)->emissions, 0);
-    gst_buffer_unref (out);
-  }
+  for (i = 0; i < 4; i++)
+    pull_emission (h, i, 0);
   /* Then repeats, each item at most 3 times in all. */
   push_eos (h);
   wait_for_eos (h);
@@ -973,15 +947,24 @@ GST_START_TEST (test_adaptive_restarts_after_ready)
     gst_buffer_unref (out);
   fail_unless_equals_int (
       gst_harness_push (h, sample_buffer (1, 16)), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  fail_unless_equals_int (sample_meta (out)->index, 1);
-  fail_unless_equals_int (sample_meta (out)->emissions, 0);
-  gst_buffer_unref (out);
+  pull_emission (h, 1, 0);
   fail_unless_equals_int (get_uint64 (h->element, "items-in"), 1);
   gst_harness_teardown (h);
 }
 
 GST_END_TEST;
+
+/* Keeps a copy of the echo-stats message; there must be one only. */
+static void
+record_stats (GstMessage *msg, gpointer user_data)
+{
+  GstStructure **stats = user_data;
+
+  if (gst_message_has_name (msg, "echo-stats")) {
+    fail_unless (*stats == NULL, "two echo-stats messages");
+    *stats = gst_structure_copy (gst_message_get_structure (msg));
+  }
+}
 
 /* Runs @launch to EOS and returns a copy of the echo-stats message, which
  * must come before EOS. */
@@ -989,38 +972,16 @@ static GstStructure *
 run_for_stats (const gchar *launch)
 {
   GstElement *pipeline = gst_parse_launch (launch, NULL);
-  GstBus *bus = gst_element_get_bus (pipeline);
   GstStructure *stats = NULL;
-  gboolean done = FALSE;
+  gchar *error;
 
   fail_unless (pipeline != NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  while (!done) {
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-
-    fail_unless (msg != NULL, "\"%s\" did not finish", launch);
-    switch (GST_MESSAGE_TYPE (msg)) {
-      case GST_MESSAGE_EOS:
-        done = TRUE;
-        break;
-      case GST_MESSAGE_ERROR:
-        fail ("\"%s\" failed", launch);
-        break;
-      default:
-        if (gst_message_has_name (msg, "echo-stats")) {
-          fail_unless (stats == NULL, "two echo-stats messages");
-          stats = gst_structure_copy (gst_message_get_structure (msg));
-        }
-        break;
-    }
-    gst_message_unref (msg);
-  }
+  error =
+      fixture_play_to_eos (pipeline, GST_MESSAGE_ELEMENT, record_stats, &stats);
+  fail_unless (error == NULL, "\"%s\" failed: %s", launch, error);
   fail_unless (stats != NULL, "no echo-stats message before EOS");
   fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
       == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (bus);
   gst_object_unref (pipeline);
   return stats;
 }

@@ -28,12 +28,6 @@ static const Flavour flavours[] = {
   { "ycck", { FIXTURE_YCCK, FALSE, FALSE, 0, 90 } },
 };
 
-static RunSample *
-sample_at (RunResult *r, guint i)
-{
-  return &g_array_index (r->samples, RunSample, i);
-}
-
 /* Checks that @s holds exactly @expected (packed RGB) and its caps say
  * @width x @height RGB. */
 static void
@@ -117,7 +111,7 @@ check_flavours_match_djpeg (const gchar *dec_props)
   fail_unless_equals_int (r->warnings->len, 0);
   fail_unless_equals_int (r->samples->len, G_N_ELEMENTS (flavours));
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     gint w = 0, h = 0;
     guint8 *want = fixture_djpeg_rgb (s->location, NULL, &w, &h);
 
@@ -169,7 +163,7 @@ GST_START_TEST (test_order_and_caps_with_mixed_sizes)
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2 * n);
   for (i = 0; i < r->samples->len; i++) {
-    RunSample *s = sample_at (r, i);
+    RunSample *s = run_result_sample (r, i);
     GstVideoInfo info;
     guint k = i % n;
 
@@ -244,7 +238,7 @@ GST_START_TEST (test_min_short_side_picks_scale)
     fail_unless (want != NULL);
     fail_unless_equals_int (w, cases[i].width);
     fail_unless_equals_int (h, cases[i].height);
-    assert_rgb_equals (sample_at (r, 0), want, w, h, props);
+    assert_rgb_equals (run_result_sample (r, 0), want, w, h, props);
     g_free (want);
     g_free (props);
     run_result_free (r);
@@ -268,14 +262,14 @@ GST_START_TEST (test_gray8_on_request)
     GstVideoInfo info;
 
     fail_unless (gst_video_info_from_caps (
-        &info, gst_sample_get_caps (sample_at (r, i)->sample)));
+        &info, gst_sample_get_caps (run_result_sample (r, i)->sample)));
     fail_unless_equals_int (
         GST_VIDEO_INFO_FORMAT (&info), GST_VIDEO_FORMAT_GRAY8);
     fail_unless_equals_int (GST_VIDEO_INFO_WIDTH (&info), 24);
   }
   /* A gray JPEG decodes to its own samples, which RGB output repeats. */
   {
-    RunSample *gray = sample_at (r, 6);
+    RunSample *gray = run_result_sample (r, 6);
     gint w, h, y, x;
     guint8 *want = fixture_djpeg_rgb (gray->location, NULL, &w, &h);
     GstMapInfo map;
@@ -349,7 +343,7 @@ GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
     fail_unless (r->error == NULL, "%s", r->error);
     fail_unless_equals_int (r->samples->len, 4);
     for (i = 0; i < 4; i++) {
-      fail_unless (strstr (sample_at (r, i)->location, "good") != NULL);
+      fail_unless (strstr (run_result_sample (r, i)->location, "good") != NULL);
       /* Each warning names the element, the sample's file and the cause. */
       fail_unless (run_result_has_warning (r, bad[i], "imagedec"),
           "no warning for %s", bad[i]);
@@ -476,7 +470,6 @@ GST_START_TEST (test_stop_while_decoding)
 {
   gchar *root = fixture_make_temp_dir ();
   gchar *launch;
-  GstElement *pipeline;
   guint i;
 
   for (i = 0; i < 8; i++) {
@@ -487,25 +480,12 @@ GST_START_TEST (test_stop_while_decoding)
     g_free (path);
     g_free (name);
   }
-  /* An endless stream, four decoder threads, stopped from PLAYING. */
+  /* An endless stream, four decoder threads, stopped from PLAYING; and it
+   * starts again from NULL. */
   launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 ! "
                             "imagedec n-threads=4 ! fakesink",
       root);
-  pipeline = gst_parse_launch (launch, NULL);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-      == GST_STATE_CHANGE_SUCCESS);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  /* And it starts again from NULL. */
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING)
-      != GST_STATE_CHANGE_FAILURE);
-  fail_unless (gst_element_get_state (pipeline, NULL, NULL, 60 * GST_SECOND)
-      == GST_STATE_CHANGE_SUCCESS);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  gst_object_unref (pipeline);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
