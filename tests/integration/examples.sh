@@ -10,12 +10,8 @@ app=$2
 source_dir=$3
 fail() { echo "FAIL: $*"; exit 1; }
 launch() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-examples-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] \
-  || fail "Debian's dataset-fashion-mnist is not installed"
-"$tool" fashion-mnist --output "$work/fm" --limit-train 400 --limit-test 8 >/dev/null
+. "$(dirname "$0")/fashion-mnist-slice.sh"
+fashion_mnist_slice "$tool" examples 400 8
 
 check_run() { # NAME: the run's output is $work/NAME.txt
   out="$work/$1.txt"

@@ -13,8 +13,8 @@ tool=$2
 have_module=$3
 fail() { echo "FAIL: $*"; exit 1; }
 launch() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-install-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/fashion-mnist-slice.sh"
+fashion_mnist_slice "$tool" install 32 8
 
 meson install -C "$build" --destdir "$work/root" --no-rebuild --quiet \
   >"$work/install.txt" 2>&1 || { cat "$work/install.txt"; fail "meson install failed"; }
@@ -39,9 +39,6 @@ for element in datasetsrc imagedec augment echo batcher cudatrainsink; do
     || { cat "$work/inspect.txt"; fail "$element is not the installed one"; }
 done
 
-[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] \
-  || fail "Debian's dataset-fashion-mnist is not installed"
-"$tool" fashion-mnist --output "$work/fm" --limit-train 32 --limit-test 8 >/dev/null
 launch gst-launch-1.0 -e datasetsrc location="$work/fm/train" ! imagedec \
     ! augment width=16 height=16 ! batcher batch-size=8 \
     ! cudatrainsink device=auto model=resnet20 max-steps=2 num-threads=1 \

@@ -38,8 +38,8 @@ if [ "${GT_NO_CUDA_INSIDE:-}" != 1 ]; then
 fi
 
 [ -z "$(ls -A "$cuda_root")" ] || fail "$cuda_root is still visible"
-work=$(mktemp -d "${TMPDIR:-/tmp}/gst-train-no-cuda-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/fashion-mnist-slice.sh"
+fashion_mnist_slice "$tool" no-cuda 64 8
 # A registry of its own, scanned with CUDA hidden.
 export GST_REGISTRY_1_0="$work/registry.bin"
 launch() {
@@ -51,9 +51,6 @@ for element in datasetsrc imagedec augment echo batcher cudatrainsink; do
     cat "$work/inspect.txt"; fail "$element does not register without CUDA"; }
 done
 
-[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] \
-  || fail "Debian's dataset-fashion-mnist is not installed"
-"$tool" fashion-mnist --output "$work/fm" --limit-train 64 --limit-test 8 >/dev/null
 
 launch gst-launch-1.0 -e datasetsrc location="$work/fm/train" \
     ! imagedec ! augment width=16 height=16 ! batcher batch-size=8 \
