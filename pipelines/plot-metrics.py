@@ -4,6 +4,10 @@ metrics-location=...) to a PNG: the loss against the step, and below it the
 share of time the trainer waited for data and the effective echo factor.
 
 Usage: plot-metrics.py METRICS.jsonl OUTPUT.png [TITLE]
+
+The sink appends to its metrics file, so that a resumed run continues its
+curve. Where the step goes back (several runs written to one file), each run
+is drawn as a curve of its own, and the count is said.
 """
 import json
 import sys
@@ -34,21 +38,35 @@ def main():
         print(f"{path}: no train-stats lines", file=sys.stderr)
         return 1
 
-    steps = [r["step"] for r in stats]
+    runs = [[]]
+    for record in stats:
+        if runs[-1] and record["step"] <= runs[-1][-1]["step"]:
+            runs.append([])
+        runs[-1].append(record)
+    if len(runs) > 1:
+        print(f"{path}: {len(runs)} runs in one file (the step goes back "
+              f"{len(runs) - 1} times): one curve each")
+
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
                                       gridspec_kw={"height_ratios": [2, 1]})
-    top.plot(steps, [r["loss"] for r in stats], color="tab:blue")
+    echo = bottom.twinx()
+    for number, run in enumerate(runs, 1):
+        steps = [r["step"] for r in run]
+        suffix = f" (run {number})" if len(runs) > 1 else ""
+        top.plot(steps, [r["loss"] for r in run], label=f"loss{suffix}")
+        bottom.plot(steps, [100 * r["data-wait-fraction"] for r in run],
+                    color="tab:red", alpha=1.0 / number,
+                    label=f"data wait (%){suffix}")
+        echo.plot(steps, [r["echo-factor"] for r in run], color="tab:green",
+                  alpha=1.0 / number, label=f"echo factor{suffix}")
     top.set_ylabel("training loss")
     top.set_title(title)
     top.grid(alpha=0.3)
-    bottom.plot(steps, [100 * r["data-wait-fraction"] for r in stats],
-                color="tab:red", label="data wait (%)")
+    if len(runs) > 1:
+        top.legend(loc="upper right")
     bottom.set_ylabel("data wait (%)")
     bottom.set_xlabel("step")
     bottom.grid(alpha=0.3)
-    echo = bottom.twinx()
-    echo.plot(steps, [r["echo-factor"] for r in stats], color="tab:green",
-              label="echo factor")
     echo.set_ylabel("echo factor")
     lines = bottom.get_lines() + echo.get_lines()
     bottom.legend(lines, [line.get_label() for line in lines], loc="upper right")
