@@ -1,5 +1,5 @@
 /* cuda-loader.c: opens the CUDA backend module when it is first needed and
- * answers gt_cuda_* through it.
+ * answers gt_cuda_* and gt_host_alloc through it.
  *
  * Where the module is looked for, in order: the file named by the
  * environment variable GT_CUDA_MODULE (then only there); beside this
@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +147,48 @@ gt_cuda_device_info (
   const GtCudaModule *module = cuda_module (why, why_size);
 
   return module ? module->device_info (device_id, info, why, why_size) : -1;
+}
+
+/* gt_host_alloc's blocks start with this header, one alignment unit long,
+ * so that gt_host_free knows how to give each back. */
+#define HOST_ALIGN 64
+#define HOST_MAGIC_PINNED 0x67747069u /* "gtpi" */
+#define HOST_MAGIC_PLAIN 0x6774706cu  /* "gtpl" */
+
+void *
+gt_host_alloc (size_t size, int *pinned)
+{
+  const GtCudaModule *module = NULL;
+  unsigned char *block = NULL;
+  char why[256];
+
+  if (size > SIZE_MAX - HOST_ALIGN)
+    return NULL;
+  if (gt_cuda_device_count (why, sizeof (why)) > 0)
+    module = cuda_module (NULL, 0);
+  if (module != NULL && (block = module->host_alloc (size + HOST_ALIGN))) {
+    *(uint32_t *)block = HOST_MAGIC_PINNED;
+  } else if (posix_memalign ((void **)&block, HOST_ALIGN, size + HOST_ALIGN)
+      == 0) {
+    *(uint32_t *)block = HOST_MAGIC_PLAIN;
+  } else {
+    return NULL;
+  }
+  if (pinned != NULL)
+    *pinned = *(uint32_t *)block == HOST_MAGIC_PINNED;
+  return block + HOST_ALIGN;
+}
+
+void
+gt_host_free (void *memory)
+{
+  unsigned char *block;
+
+  if (memory == NULL)
+    return;
+  block = (unsigned char *)memory - HOST_ALIGN;
+  if (*(uint32_t *)block == HOST_MAGIC_PINNED && loaded_module != NULL)
+    loaded_module->host_free (block);
+  else
+    free (block);
 }

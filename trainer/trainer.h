@@ -258,6 +258,15 @@ typedef struct
   int cudnn_version;
 } GtCudaDeviceInfo;
 
+/* Host memory for batches that needs no trainer (for a buffer pool set up
+ * before the trainer exists): page-locked through the CUDA backend module
+ * when a CUDA device is usable, so that copies to the device run
+ * asynchronously and at full speed, else ordinary memory; 64-byte aligned
+ * either way. *@pinned (when not NULL) is set to 1 for page-locked memory.
+ * NULL when out of memory. Free with gt_host_free. */
+void *gt_host_alloc (size_t size, int *pinned);
+void gt_host_free (void *memory);
+
 /* 1 when this build contains the CUDA backend, else 0. */
 int gt_cuda_built (void);
 

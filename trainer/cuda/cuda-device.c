@@ -70,6 +70,24 @@ device_info (int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
   return 0;
 }
 
+static void *
+host_alloc (size_t size)
+{
+  void *memory = NULL;
+
+  if (cudaHostAlloc (&memory, size, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError (); /* clear it: the caller falls back to malloc */
+    return NULL;
+  }
+  return memory;
+}
+
+static void
+host_free (void *memory)
+{
+  cudaFreeHost (memory);
+}
+
 extern const GtBackendOps gt_cuda_backend;
 
 __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
@@ -81,4 +99,6 @@ __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
   .backend = &gt_cuda_backend,
   .device_count = device_count,
   .device_info = device_info,
+  .host_alloc = host_alloc,
+  .host_free = host_free,
 };
