@@ -8,8 +8,6 @@ set -eu
 tool=$1
 app=$2
 source_dir=$3
-fail() { echo "FAIL: $*"; exit 1; }
-launch() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 fashion_mnist_slice "$tool" examples 400 8
 
@@ -22,19 +20,19 @@ check_run() { # NAME: the run's output is $work/NAME.txt
   echo "ok: $1"
 }
 
-launch "$app" --steps 10 --checkpoint "$work/c-launch.safetensors" "$work/fm/train" \
+preloaded "$app" --steps 10 --checkpoint "$work/c-launch.safetensors" "$work/fm/train" \
   >"$work/c-launch.txt" 2>&1 || { cat "$work/c-launch.txt"; fail "c-launch exited $?"; }
 check_run c-launch
-launch "$app" --factories --steps 10 --checkpoint "$work/c-factories.safetensors" \
+preloaded "$app" --factories --steps 10 --checkpoint "$work/c-factories.safetensors" \
   "$work/fm/train" >"$work/c-factories.txt" 2>&1 \
   || { cat "$work/c-factories.txt"; fail "c-factories exited $?"; }
 check_run c-factories
-launch /usr/bin/python3 "$source_dir/examples/train-app.py" --steps 10 \
+preloaded /usr/bin/python3 "$source_dir/examples/train-app.py" --steps 10 \
   --checkpoint "$work/python.safetensors" "$work/fm/train" >"$work/python.txt" 2>&1 \
   || { cat "$work/python.txt"; fail "python exited $?"; }
 check_run python
 
-if launch "$app" "$work/nowhere" >"$work/missing.txt" 2>&1; then
+if preloaded "$app" "$work/nowhere" >"$work/missing.txt" 2>&1; then
   fail "a missing dataset did not fail"
 fi
 grep -q "$work/nowhere" "$work/missing.txt" || { cat "$work/missing.txt"; fail "the error does not name the folder"; }

@@ -15,3 +15,10 @@ fashion_mnist_slice() {
   fi
   "$1" fashion-mnist --output "$work/fm" --limit-train "$3" --limit-test "$4" >/dev/null
 }
+
+# fail MESSAGE: says FAIL: MESSAGE and ends the test.
+fail() { echo "FAIL: $*"; exit 1; }
+# preloaded COMMAND...: runs an uninstrumented program (gst-launch-1.0,
+# gst-inspect-1.0, python3) with the ASan runtime preloaded where the build
+# is instrumented, so that our plugins load into it.
+preloaded() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }

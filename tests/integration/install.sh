@@ -11,8 +11,6 @@ set -eu
 build=$1
 tool=$2
 have_module=$3
-fail() { echo "FAIL: $*"; exit 1; }
-launch() { LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"; }
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 fashion_mnist_slice "$tool" install 32 8
 
@@ -33,13 +31,13 @@ export GST_PLUGIN_PATH_1_0="$libdir/gstreamer-1.0"
 export GST_REGISTRY_1_0="$work/registry.bin"
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for element in datasetsrc imagedec augment echo batcher cudatrainsink; do
-  launch gst-inspect-1.0 "$element" >"$work/inspect.txt" 2>&1 || {
+  preloaded gst-inspect-1.0 "$element" >"$work/inspect.txt" 2>&1 || {
     cat "$work/inspect.txt"; fail "$element does not register from the installation"; }
   grep -q "Filename.*$libdir/gstreamer-1.0" "$work/inspect.txt" \
     || { cat "$work/inspect.txt"; fail "$element is not the installed one"; }
 done
 
-launch gst-launch-1.0 -e datasetsrc location="$work/fm/train" ! imagedec \
+preloaded gst-launch-1.0 -e datasetsrc location="$work/fm/train" ! imagedec \
     ! augment width=16 height=16 ! batcher batch-size=8 \
     ! cudatrainsink device=auto model=resnet20 max-steps=2 num-threads=1 \
       checkpoint-location="$work/run.safetensors" >"$work/out.txt" 2>&1 || {

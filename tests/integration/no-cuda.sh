@@ -11,8 +11,7 @@ set -eu
 tool=$1
 plugins=$2
 cuda_root=$(readlink -f "$3")
-
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/fashion-mnist-slice.sh"
 
 for lib in cudnn cublas openblas; do
   if readelf -d "$plugins/libgsttrain.so" | grep NEEDED | grep -q "lib$lib"; then
@@ -38,21 +37,17 @@ if [ "${GT_NO_CUDA_INSIDE:-}" != 1 ]; then
 fi
 
 [ -z "$(ls -A "$cuda_root")" ] || fail "$cuda_root is still visible"
-. "$(dirname "$0")/fashion-mnist-slice.sh"
 fashion_mnist_slice "$tool" no-cuda 64 8
 # A registry of its own, scanned with CUDA hidden.
 export GST_REGISTRY_1_0="$work/registry.bin"
-launch() {
-  LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@"
-}
 
 for element in datasetsrc imagedec augment echo batcher cudatrainsink; do
-  launch gst-inspect-1.0 "$element" >"$work/inspect.txt" 2>&1 || {
+  preloaded gst-inspect-1.0 "$element" >"$work/inspect.txt" 2>&1 || {
     cat "$work/inspect.txt"; fail "$element does not register without CUDA"; }
 done
 
 
-launch gst-launch-1.0 -e datasetsrc location="$work/fm/train" \
+preloaded gst-launch-1.0 -e datasetsrc location="$work/fm/train" \
     ! imagedec ! augment width=16 height=16 ! batcher batch-size=8 \
     ! cudatrainsink device=auto model=resnet20 max-steps=3 num-threads=1 \
       checkpoint-location="$work/run.safetensors" >"$work/out.txt" 2>&1 || {
