@@ -256,31 +256,31 @@ conv_forward_task (void *data, int thread, int num_threads)
   }
 }
 
-/* The direct kernels take narrow 3x3 layers whose padded image fits the
- * scratch; the rest goes through im2col + sgemm. */
+/* The direct kernels, when the configuration picked them (the scratch then
+ * holds their table), take narrow 3x3 layers whose padded image fits the
+ * scratch; the rest, and everything in the reference configuration, goes
+ * through im2col + sgemm. */
 static int
-direct_fits (const GtCpuScratch *scratch, const GtConvSpec *conv, int h, int w,
-    int with_input_grad)
+direct_fits (
+    const GtCpuScratch *scratch, const GtConvSpec *conv, int with_input_grad)
 {
-  int widest = conv->in_channels > conv->out_channels ? conv->in_channels
-                                                      : conv->out_channels;
+  size_t pad = gt_cpu_direct_conv_needs (conv);
 
-  return gt_cpu_direct_conv_applies (conv, 0)
+  return scratch->direct_kernels != NULL && pad > 0
       && (!with_input_grad || gt_cpu_direct_conv_applies (conv, 1))
-      && gt_cpu_direct_conv_pad_floats (h, w, widest) <= scratch->pad_floats
-      && !getenv ("GT_CPU_NO_DIRECT_CONV");
+      && pad <= scratch->pad_floats;
 }
 
 void
 gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, float *y)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y)
 {
-  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
-    gt_conv_output_size (conv, w), weight, NULL, y, NULL, NULL };
+  ConvTask task = { scratch, conv, x, n, conv->in_h, conv->in_w, conv->out_h,
+    conv->out_w, weight, NULL, y, NULL, NULL };
 
-  if (direct_fits (scratch, conv, h, w, 0)) {
-    gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, h, w, weight, y);
+  if (direct_fits (scratch, conv, 0)) {
+    gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, weight, y);
     return;
   }
   gt_cpu_pool_run (pool, conv_forward_task, &task);
@@ -381,15 +381,15 @@ conv_data_grad_task (void *data, int thread, int num_threads)
 
 void
 gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, const float *dy, float *dx, float *dweight)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    const float *dy, float *dx, float *dweight)
 {
-  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
-    gt_conv_output_size (conv, w), weight, dy, NULL, dx, dweight };
+  ConvTask task = { scratch, conv, x, n, conv->in_h, conv->in_w, conv->out_h,
+    conv->out_w, weight, dy, NULL, dx, dweight };
 
-  if (direct_fits (scratch, conv, h, w, dx != NULL)) {
+  if (direct_fits (scratch, conv, dx != NULL)) {
     gt_cpu_direct_conv_backward (
-        pool, scratch, conv, x, n, h, w, weight, dy, dx, dweight);
+        pool, scratch, conv, x, n, weight, dy, dx, dweight);
     return;
   }
   gt_cpu_pool_run (pool, conv_weight_grad_task, &task);
