@@ -4,6 +4,7 @@
  * images to 100% training accuracy).
  *
  *   trainer-test SCRATCH_DIR */
+#include "check.h"
 #include "gt-random.h"
 #include "trainer.h"
 
@@ -13,18 +14,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int failures;
 static const char *scratch_dir;
 
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf (stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #condition);    \
-      fprintf (stderr, __VA_ARGS__);                                           \
-      fprintf (stderr, "\n");                                                  \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+/* The default configuration for @model at @size x @size. */
+static void
+init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
+    int batch_size)
+{
+  gt_trainer_config_init (config);
+  config->model = model;
+  config->num_classes = classes;
+  config->height = config->width = size;
+  config->batch_size = batch_size;
+}
 
 static GtTrainer *
 new_trainer (GtModel model, int classes, int size, int batch_size)
@@ -33,11 +35,7 @@ new_trainer (GtModel model, int classes, int size, int batch_size)
   GtTrainer *trainer;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = model;
-  config.num_classes = classes;
-  config.height = config.width = size;
-  config.batch_size = batch_size;
+  init_config (&config, model, classes, size, batch_size);
   config.seed = 42;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL) {
@@ -136,11 +134,7 @@ test_min_train_batch (void)
   GtTrainer *trainer;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET18;
-  config.num_classes = 10;
-  config.height = config.width = 32;
-  config.batch_size = 1;
+  init_config (&config, GT_MODEL_RESNET18, 10, 32, 1);
   CHECK (gt_trainer_new (&config, why, sizeof (why)) == NULL
           && strstr (why, "batch size 1"),
       "resnet18, 32x32, batch 1: %s", why);
@@ -266,11 +260,7 @@ test_nonfinite_loss (void)
   GtStepResult result;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
+  init_config (&config, GT_MODEL_RESNET20, 10, 8, 4);
   config.std[0] = 1e-45f; /* red: 0 * inf = NaN on the first layer */
   trainer = gt_trainer_new (&config, why, sizeof (why));
   fill_batch (&batch, images, labels, 4, 8, 10, 2);
@@ -411,11 +401,7 @@ test_overfit (void)
   float first_loss = 0;
   int step, top1 = 0;
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = CLASSES;
-  config.height = config.width = SIZE;
-  config.batch_size = N;
+  init_config (&config, GT_MODEL_RESNET20, CLASSES, SIZE, N);
   config.lr = 0.05f;
   config.weight_decay = 0.f;
   config.label_smoothing = 0.f;
