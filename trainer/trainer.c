@@ -32,33 +32,33 @@ gt_status_name (GtStatus status)
 void
 gt_trainer_config_init (GtTrainerConfig *config)
 {
-  static const float imagenet_mean[3] = { 0.485f, 0.456f, 0.406f };
-  static const float imagenet_std[3] = { 0.229f, 0.224f, 0.225f };
+  static const GtTrainerConfig defaults = {
+    .model = GT_MODEL_RESNET50,
+    .num_classes = 1000,
+    .batch_size = 256,
+    .height = 224,
+    .width = 224,
+    .backend = GT_BACKEND_CPU,
+    .precision = GT_PRECISION_FP32,
+    .mean = { 0.485f, 0.456f, 0.406f }, /* ImageNet's */
+    .std = { 0.229f, 0.224f, 0.225f },
+    .lr = 0.1f,
+    .momentum = 0.9f,
+    .weight_decay = 1e-4f,
+    .label_smoothing = 0.1f,
+    .lr_schedule = GT_LR_COSINE,
+    .lr_step_size = 1,
+    .lr_gamma = 0.1f,
+    .lr_power = 2.f,
+    .seed = 0,
+    .cpu_kernels = GT_CPU_KERNELS_FAST,
+    .cpu_isa = GT_CPU_ISA_AUTO,
+    .cuda_graphs = 1,
+    .cuda_require_graph = 0,
+    .cuda_profile = 0,
+  };
 
-  memset (config, 0, sizeof (*config));
-  config->model = GT_MODEL_RESNET50;
-  config->num_classes = 1000;
-  config->batch_size = 256;
-  config->height = 224;
-  config->width = 224;
-  config->backend = GT_BACKEND_CPU;
-  config->precision = GT_PRECISION_FP32;
-  memcpy (config->mean, imagenet_mean, sizeof (imagenet_mean));
-  memcpy (config->std, imagenet_std, sizeof (imagenet_std));
-  config->lr = 0.1f;
-  config->momentum = 0.9f;
-  config->weight_decay = 1e-4f;
-  config->label_smoothing = 0.1f;
-  config->lr_schedule = GT_LR_COSINE;
-  config->lr_step_size = 1;
-  config->lr_gamma = 0.1f;
-  config->lr_power = 2.f;
-  config->seed = 0;
-  config->cpu_kernels = GT_CPU_KERNELS_FAST;
-  config->cpu_isa = GT_CPU_ISA_AUTO;
-  config->cuda_graphs = 1;
-  config->cuda_require_graph = 0;
-  config->cuda_profile = 0;
+  *config = defaults;
 }
 
 void

@@ -506,6 +506,21 @@ norm_apply_task (void *data, int thread, int num_threads)
   }
 }
 
+/* y = relu?(x * scale + bias (+ residual)) over the task's rows: the last
+ * pass of both forward batch-norms. */
+static void
+norm_apply (GtCpuPool *pool, NormTask *task, const float *scale,
+    const float *bias, const float *residual, int relu, float *y)
+{
+  task->shift = NULL;
+  task->scale = scale;
+  task->bias = bias;
+  task->residual = residual;
+  task->relu = relu;
+  task->y = y;
+  gt_cpu_pool_run (pool, norm_apply_task, task);
+}
+
 void
 gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     int channels, const float *x, const float *gamma, const float *beta,
@@ -541,14 +556,7 @@ gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     running_var[c] = (float)((1.0 - NORM_MOMENTUM) * running_var[c]
         + NORM_MOMENTUM * unbiased);
   }
-
-  task.shift = NULL;
-  task.scale = scale;
-  task.bias = bias;
-  task.residual = residual;
-  task.relu = relu;
-  task.y = y;
-  gt_cpu_pool_run (pool, norm_apply_task, &task);
+  norm_apply (pool, &task, scale, bias, residual, relu, y);
 }
 
 void
@@ -568,12 +576,7 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
   task.rows = rows;
   task.channels = channels;
   task.x = x;
-  task.scale = scale;
-  task.bias = bias;
-  task.residual = residual;
-  task.relu = relu;
-  task.y = y;
-  gt_cpu_pool_run (pool, norm_apply_task, &task);
+  norm_apply (pool, &task, scale, bias, residual, relu, y);
 }
 
 /* Per-channel sums of g and of g * xhat over this thread's rows, g being
@@ -773,19 +776,28 @@ maxpool_forward_task (void *data, int thread, int num_threads)
   }
 }
 
-void
-gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
-    int channels, float *y, int *argmax)
+/* A max-pool task over @n images of @h x @w x @channels. */
+static PoolTask
+maxpool_task (int n, int h, int w, int channels)
 {
   PoolTask task = { 0 };
 
-  task.x = x;
   task.n = n;
   task.h = h;
   task.w = w;
   task.channels = channels;
   task.out_h = gt_maxpool_output_size (h);
   task.out_w = gt_maxpool_output_size (w);
+  return task;
+}
+
+void
+gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
+    int channels, float *y, int *argmax)
+{
+  PoolTask task = maxpool_task (n, h, w, channels);
+
+  task.x = x;
   task.y = y;
   task.argmax = argmax;
   gt_cpu_pool_run (pool, maxpool_forward_task, &task);
@@ -813,15 +825,9 @@ void
 gt_cpu_maxpool_backward (GtCpuPool *pool, const float *dy, int n, int h, int w,
     int channels, const int *argmax, float *dx)
 {
-  PoolTask task = { 0 };
+  PoolTask task = maxpool_task (n, h, w, channels);
 
   task.dy = dy;
-  task.n = n;
-  task.h = h;
-  task.w = w;
-  task.channels = channels;
-  task.out_h = gt_maxpool_output_size (h);
-  task.out_w = gt_maxpool_output_size (w);
   task.argmax = (int *)argmax;
   task.dx = dx;
   gt_cpu_pool_run (pool, maxpool_backward_task, &task);
