@@ -33,29 +33,35 @@ void
 gt_trainer_config_init (GtTrainerConfig *config)
 {
   static const GtTrainerConfig defaults = {
+    /* the model and its input */
     .model = GT_MODEL_RESNET50,
     .num_classes = 1000,
     .batch_size = 256,
     .height = 224,
     .width = 224,
+    /* where it runs */
     .backend = GT_BACKEND_CPU,
     .precision = GT_PRECISION_FP32,
-    .mean = { 0.485f, 0.456f, 0.406f }, /* ImageNet's */
+    /* ImageNet's statistics */
+    .mean = { 0.485f, 0.456f, 0.406f },
     .std = { 0.229f, 0.224f, 0.225f },
+    /* the optimiser */
     .lr = 0.1f,
     .momentum = 0.9f,
     .weight_decay = 1e-4f,
     .label_smoothing = 0.1f,
+    /* its schedule */
     .lr_schedule = GT_LR_COSINE,
     .lr_step_size = 1,
     .lr_gamma = 0.1f,
     .lr_power = 2.f,
-    .seed = 0,
+    /* the backends' fast paths: the direct CPU kernels for the widest
+     * vector unit, CUDA graphs */
     .cpu_kernels = GT_CPU_KERNELS_FAST,
     .cpu_isa = GT_CPU_ISA_AUTO,
     .cuda_graphs = 1,
-    .cuda_require_graph = 0,
-    .cuda_profile = 0,
+    /* everything else 0: seed 0, no warmup, total_steps unknown, no
+     * nesterov, no CUDA profile */
   };
 
   *config = defaults;

@@ -499,6 +499,20 @@ test_determinism (void)
   gt_trainer_free (cpu);
 }
 
+/* The values of tensor @name, its description in @info. */
+static float *
+read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
+{
+  int k;
+
+  for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
+    gt_trainer_tensor_info (trainer, k, info);
+    if (strcmp (info->name, name) == 0)
+      break;
+  }
+  return read_part (trainer, info, GT_TENSOR_VALUE);
+}
+
 /* An infinite normalisation scale makes the input NaN: the step reports
  * it and changes no weight, momentum or statistic. */
 static void
@@ -529,14 +543,7 @@ test_nonfinite (void)
     return;
   make_batch (&batch, 4, 8, 10, 400);
   for (i = 0; i < 3; i++) {
-    int k;
-
-    for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
-      gt_trainer_tensor_info (trainer, k, &info);
-      if (strcmp (info.name, names[i]) == 0)
-        break;
-    }
-    before[i] = read_part (trainer, &info, GT_TENSOR_VALUE);
+    before[i] = read_named (trainer, names[i], &info);
   }
   status = gt_trainer_step (trainer, &batch.batch, &result);
   CHECK (status == GT_ERROR_NONFINITE, "status %d: %s", status,
@@ -544,14 +551,7 @@ test_nonfinite (void)
   CHECK (strstr (gt_trainer_error (trainer), "step 1"), "message: %s",
       gt_trainer_error (trainer));
   for (i = 0; i < 3; i++) {
-    int k;
-
-    for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
-      gt_trainer_tensor_info (trainer, k, &info);
-      if (strcmp (info.name, names[i]) == 0)
-        break;
-    }
-    after[i] = read_part (trainer, &info, GT_TENSOR_VALUE);
+    after[i] = read_named (trainer, names[i], &info);
     CHECK (
         memcmp (before[i], after[i], (size_t)info.numel * sizeof (float)) == 0,
         "%s changed after a non-finite step", names[i]);

@@ -20,24 +20,9 @@
 
 #define MAX_SIZE(a, b) ((a) > (b) ? (a) : (b))
 
-/* A convolution and the batch-norm after it; the sizes are the conv's. */
-typedef struct
-{
-  const GtConvSpec *conv;
-  const GtNormSpec *norm;
-  float *conv_out; /* before the norm, kept for its backward pass */
-  float *out;      /* after the norm (+ residual) (+ ReLU) */
-  float *mean;     /* batch statistics of the last training forward */
-  float *invstd;
-} Unit;
-
-typedef struct
-{
-  const GtBlockSpec *spec;
-  int num_units; /* 2 (basic) or 3 (bottleneck) */
-  Unit units[GT_MAX_BLOCK_UNITS];
-  Unit down;
-} Block;
+/* backend.h's units and blocks, activations in float */
+typedef GtUnit Unit;
+typedef GtBlock Block;
 
 typedef struct
 {

@@ -21,13 +21,9 @@ size_t gt_cpu_direct_conv_needs (const GtConvSpec *conv);
  * the one named when the CPU has it (SSE always), falling back as auto. */
 const GtDirectKernels *gt_cpu_direct_conv_kernels (GtCpuIsa isa);
 
-/* gt_cpu_conv_forward and gt_cpu_conv_backward on the direct kernels of
- * the scratch (cpu-layers.h has their contracts). */
-void gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, const float *weight,
-    float *y);
-void gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, const float *weight,
-    const float *dy, float *dx, float *dweight);
+/* The contracts of gt_cpu_conv_forward and gt_cpu_conv_backward, on the
+ * direct kernels of the scratch. */
+GtConvForward gt_cpu_direct_conv_forward;
+GtConvBackward gt_cpu_direct_conv_backward;
 
 #endif /* GT_CPU_DIRECT_CONV_H */

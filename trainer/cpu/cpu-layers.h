@@ -42,15 +42,20 @@ void gt_cpu_scratch_clear (GtCpuScratch *scratch);
 
 /* y[n, oh, ow, out] = conv(x[n, h, w, in], weight OHWI), no bias, the
  * sizes being @conv's plan. */
-void gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+typedef void GtConvForward (GtCpuPool *pool, GtCpuScratch *scratch,
     const GtConvSpec *conv, const float *x, int n, const float *weight,
     float *y);
 
 /* dweight (overwritten) and, when @dx is not NULL, dx (overwritten) from
  * dy and the forward input x. */
-void gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
+typedef void GtConvBackward (GtCpuPool *pool, GtCpuScratch *scratch,
     const GtConvSpec *conv, const float *x, int n, const float *weight,
     const float *dy, float *dx, float *dweight);
+
+/* The convolution: the direct kernels where the scratch has them and they
+ * apply, im2col + sgemm (the reference) everywhere else. */
+GtConvForward gt_cpu_conv_forward;
+GtConvBackward gt_cpu_conv_backward;
 
 /* Training batch-norm over @rows rows of @channels: y = relu?(gamma * xhat +
  * beta (+ residual)) with batch statistics, saved as mean and invstd for

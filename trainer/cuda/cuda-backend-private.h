@@ -34,24 +34,9 @@ typedef enum
   NUM_PARTS = PART_END,
 } StepPart;
 
-/* A convolution and the batch-norm after it; the sizes are the conv's. */
-typedef struct
-{
-  const GtConvSpec *conv;
-  const GtNormSpec *norm;
-  void *conv_out; /* before the norm, kept for its backward pass */
-  void *out;      /* after the norm (+ residual) (+ ReLU) */
-  float *mean;    /* batch statistics of the last training forward */
-  float *invstd;
-} Unit;
-
-typedef struct
-{
-  const GtBlockSpec *spec;
-  int num_units;
-  Unit units[GT_MAX_BLOCK_UNITS];
-  Unit down;
-} Block;
+/* backend.h's units and blocks, activations in the working precision */
+typedef GtUnit Unit;
+typedef GtBlock Block;
 
 typedef struct
 {

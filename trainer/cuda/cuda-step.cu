@@ -139,23 +139,36 @@ block_forward (
   return GT_OK;
 }
 
+/* C = A B + beta C for the classifier, column-major as cuBLAS wants it,
+ * accumulating in fp32: @op_a and @op_b say whether A and B are
+ * transposed, A and B are in @type and C in @c_type. */
+static int
+classifier_gemm (CudaBackend *cuda, cublasOperation_t op_a,
+    cublasOperation_t op_b, int m, int n, int k, const void *a, int lda,
+    const void *b, int ldb, float beta, void *c, cudaDataType_t c_type, int ldc)
+{
+  cudaDataType_t type = cuda->dtype == GT_CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
+  const float one = 1.f;
+
+  CUBLAS_TRY (cublasGemmEx (cuda->cublas, op_a, op_b, m, n, k, &one, a, type,
+      lda, b, type, ldb, &beta, c, c_type, ldc, CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+  return GT_OK;
+}
+
 /* logits = features weight^T + bias: cuBLAS is column-major, so the
  * row-major [n][classes] logits are its classes x n matrix. */
 static int
 linear_forward (CudaBackend *cuda, int n)
 {
   const GtModelSpec *spec = cuda->spec;
-  cudaDataType_t type = cuda->dtype == GT_CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
-  const float one = 1.f;
 
   CUDA_TRY (gt_cuda_broadcast_rows (cuda->params + spec->fc_bias, n,
       spec->num_classes, cuda->logits, cuda->compute));
-  CUBLAS_TRY (cublasGemmEx (cuda->cublas, CUBLAS_OP_T, CUBLAS_OP_N,
-      spec->num_classes, n, spec->features, &one,
-      work_at (cuda, cuda->params_work, spec->fc_weight), type, spec->features,
-      cuda->features, type, spec->features, &one, cuda->logits, CUDA_R_32F,
-      spec->num_classes, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  return GT_OK;
+  return classifier_gemm (cuda, CUBLAS_OP_T, CUBLAS_OP_N, spec->num_classes, n,
+      spec->features, work_at (cuda, cuda->params_work, spec->fc_weight),
+      spec->features, cuda->features, spec->features, 1.f, cuda->logits,
+      CUDA_R_32F, spec->num_classes);
 }
 
 static int
@@ -263,21 +276,17 @@ linear_backward (CudaBackend *cuda, int n)
 {
   const GtModelSpec *spec = cuda->spec;
   cudaDataType_t type = cuda->dtype == GT_CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
-  const float one = 1.f, zero = 0.f;
 
-  CUBLAS_TRY (cublasGemmEx (cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_T,
-      spec->features, spec->num_classes, n, &one, cuda->features, type,
-      spec->features, cuda->dlogits_work, type, spec->num_classes, &zero,
-      cuda->grads + spec->fc_weight, CUDA_R_32F, spec->features,
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  STATUS_TRY (classifier_gemm (cuda, CUBLAS_OP_N, CUBLAS_OP_T, spec->features,
+      spec->num_classes, n, cuda->features, spec->features, cuda->dlogits_work,
+      spec->num_classes, 0.f, cuda->grads + spec->fc_weight, CUDA_R_32F,
+      spec->features));
   CUDA_TRY (gt_cuda_column_sums (cuda->dlogits, n, spec->num_classes,
       cuda->grads + spec->fc_bias, cuda->compute));
-  CUBLAS_TRY (cublasGemmEx (cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_N,
-      spec->features, n, spec->num_classes, &one,
-      work_at (cuda, cuda->params_work, spec->fc_weight), type, spec->features,
-      cuda->dlogits_work, type, spec->num_classes, &zero, cuda->dfeatures, type,
-      spec->features, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  return GT_OK;
+  return classifier_gemm (cuda, CUBLAS_OP_N, CUBLAS_OP_N, spec->features, n,
+      spec->num_classes, work_at (cuda, cuda->params_work, spec->fc_weight),
+      spec->features, cuda->dlogits_work, spec->num_classes, 0.f,
+      cuda->dfeatures, type, spec->features);
 }
 
 static int
