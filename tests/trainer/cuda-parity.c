@@ -499,6 +499,20 @@ test_determinism (void)
   gt_trainer_free (cpu);
 }
 
+/* resnet20, 10 classes, 8x8, batch 4 on the GPU in bf16, otherwise the
+ * defaults (the error tests' trainer). */
+static void
+small_bf16_config (GtTrainerConfig *config)
+{
+  gt_trainer_config_init (config);
+  config->model = GT_MODEL_RESNET20;
+  config->num_classes = 10;
+  config->height = config->width = 8;
+  config->batch_size = 4;
+  config->backend = GT_BACKEND_CUDA;
+  config->precision = GT_PRECISION_BF16;
+}
+
 /* The values of tensor @name, its description in @info. */
 static float *
 read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
@@ -529,22 +543,15 @@ test_nonfinite (void)
   char why[512];
   int i, status;
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
-  config.backend = GT_BACKEND_CUDA;
-  config.precision = GT_PRECISION_BF16;
+  small_bf16_config (&config);
   config.std[0] = 1e-45f;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   CHECK (trainer != NULL, "%s", why);
   if (trainer == NULL)
     return;
   make_batch (&batch, 4, 8, 10, 400);
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < 3; i++)
     before[i] = read_named (trainer, names[i], &info);
-  }
   status = gt_trainer_step (trainer, &batch.batch, &result);
   CHECK (status == GT_ERROR_NONFINITE, "status %d: %s", status,
       gt_trainer_error (trainer));
@@ -571,13 +578,7 @@ test_errors (void)
   GtTrainer *trainer;
   char why[512] = "";
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
-  config.backend = GT_BACKEND_CUDA;
-  config.precision = GT_PRECISION_BF16;
+  small_bf16_config (&config);
   config.gpu_id = 999;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   CHECK (trainer == NULL && strstr (why, "gpu-id 999"), "gpu-id 999: %s", why);

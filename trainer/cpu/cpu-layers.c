@@ -90,6 +90,9 @@ typedef struct
   float *y;
   float *dx;
   float *dweight;
+  /* derived once: output pixels of the batch, floats of one im2col row,
+   * rows per im2col chunk */
+  size_t rows, width, chunk;
 } ConvTask;
 
 static int
@@ -104,13 +107,30 @@ conv_column_width (const GtConvSpec *conv)
   return (size_t)conv->kernel * conv->kernel * conv->in_channels;
 }
 
-/* Rows of output pixels per im2col chunk: as many as the scratch holds. */
-static size_t
-conv_chunk_rows (const ConvTask *task)
+/* A task over @n images through @conv (sizes from its plan); the caller
+ * sets the tensors it reads and writes. */
+static ConvTask
+conv_task (GtCpuScratch *scratch, const GtConvSpec *conv, const float *x, int n,
+    const float *weight)
 {
-  size_t rows = task->scratch->column_floats / conv_column_width (task->conv);
+  ConvTask task = { 0 };
 
-  return rows > 0 ? rows : 1;
+  task.scratch = scratch;
+  task.conv = conv;
+  task.x = x;
+  task.n = n;
+  task.h = conv->in_h;
+  task.w = conv->in_w;
+  task.out_h = conv->out_h;
+  task.out_w = conv->out_w;
+  task.weight = weight;
+  task.rows = (size_t)n * conv->out_h * conv->out_w;
+  task.width = conv_column_width (conv);
+  /* as many rows per im2col chunk as the scratch holds */
+  task.chunk = scratch->column_floats / task.width;
+  if (task.chunk == 0)
+    task.chunk = 1;
+  return task;
 }
 
 /* The kernel columns [*first, *last) of a kernel row that land inside an
@@ -229,13 +249,11 @@ conv_forward_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
-  size_t rows = (size_t)task->n * task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   size_t begin, end, r;
 
-  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   if (begin == end)
     return;
   if (conv_is_direct (conv)) {
@@ -276,9 +294,9 @@ gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
     const GtConvSpec *conv, const float *x, int n, const float *weight,
     float *y)
 {
-  ConvTask task = { scratch, conv, x, n, conv->in_h, conv->in_w, conv->out_h,
-    conv->out_w, weight, NULL, y, NULL, NULL };
+  ConvTask task = conv_task (scratch, conv, x, n, weight);
 
+  task.y = y;
   if (direct_fits (scratch, conv, 0)) {
     gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, weight, y);
     return;
@@ -293,15 +311,13 @@ conv_weight_grad_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
-  size_t rows = (size_t)task->n * task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   float *dweight =
       thread == 0 ? task->dweight : task->scratch->weight_partials[thread];
   size_t begin, end, r;
 
-  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   if (begin == end) {
     memset (dweight, 0, out_c * width * sizeof (float));
     return;
@@ -327,7 +343,7 @@ static void
 conv_weight_sum_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
-  size_t count = conv_column_width (task->conv) * task->conv->out_channels;
+  size_t count = task->width * task->conv->out_channels;
   size_t begin, end, i;
   int t;
 
@@ -348,8 +364,7 @@ conv_data_grad_task (void *data, int thread, int num_threads)
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
   size_t pixels = (size_t)task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   size_t begin, end, r;
 
@@ -384,9 +399,11 @@ gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
     const GtConvSpec *conv, const float *x, int n, const float *weight,
     const float *dy, float *dx, float *dweight)
 {
-  ConvTask task = { scratch, conv, x, n, conv->in_h, conv->in_w, conv->out_h,
-    conv->out_w, weight, dy, NULL, dx, dweight };
+  ConvTask task = conv_task (scratch, conv, x, n, weight);
 
+  task.dy = dy;
+  task.dx = dx;
+  task.dweight = dweight;
   if (direct_fits (scratch, conv, dx != NULL)) {
     gt_cpu_direct_conv_backward (
         pool, scratch, conv, x, n, weight, dy, dx, dweight);
