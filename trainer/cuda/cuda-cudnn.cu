@@ -124,10 +124,7 @@ plan_describe (GtCudnn *cudnn, ConvPlan *plan, char *why, size_t why_size)
   const GtConvShape *shape = &plan->shape;
   cudnnConvolutionDescriptor_t *descs[3] = { &plan->forward_desc,
     &plan->data_desc, &plan->filter_desc };
-  int out_h =
-      (shape->h + 2 * shape->padding - shape->kernel) / shape->stride + 1;
-  int out_w =
-      (shape->w + 2 * shape->padding - shape->kernel) / shape->stride + 1;
+  int out_h = shape->out_h, out_w = shape->out_w;
   int dims[4], i;
 
   CUDNN_TRY (cudnnCreateTensorDescriptor (&plan->x_desc));

@@ -83,6 +83,8 @@ unit_shape (const Unit *unit, int n)
   shape.kernel = unit->conv->kernel;
   shape.stride = unit->conv->stride;
   shape.padding = unit->conv->padding;
+  shape.out_h = unit->conv->out_h;
+  shape.out_w = unit->conv->out_w;
   return shape;
 }
 
