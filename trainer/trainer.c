@@ -67,24 +67,35 @@ gt_trainer_config_init (GtTrainerConfig *config)
   *config = defaults;
 }
 
+/* 1 when the variable @name is set to anything but "0". */
+static int
+env_on (const char *name)
+{
+  const char *value = getenv (name);
+
+  return value != NULL && strcmp (value, "0") != 0;
+}
+
 void
 gt_trainer_config_apply_env (GtTrainerConfig *config)
 {
-  const char *value;
+  const char *isa = getenv ("GT_CPU_ISA");
 
+  /* set at all, as the direct kernels have always read it */
   if (getenv ("GT_CPU_NO_DIRECT_CONV") != NULL)
     config->cpu_kernels = GT_CPU_KERNELS_REFERENCE;
-  if ((value = getenv ("GT_CPU_ISA")) != NULL)
-    config->cpu_isa = strcmp (value, "avx512") == 0 ? GT_CPU_ISA_AVX512
-        : strcmp (value, "avx2") == 0               ? GT_CPU_ISA_AVX2
-        : strcmp (value, "sse") == 0                ? GT_CPU_ISA_SSE
-                                                    : GT_CPU_ISA_AUTO;
-  if ((value = getenv ("GT_CUDA_NO_GRAPH")) != NULL)
-    config->cuda_graphs = strcmp (value, "0") == 0;
-  if ((value = getenv ("GT_CUDA_REQUIRE_GRAPH")) != NULL)
-    config->cuda_require_graph = strcmp (value, "0") != 0;
-  if ((value = getenv ("GT_CUDA_PROFILE")) != NULL)
-    config->cuda_profile = strcmp (value, "0") != 0;
+  if (isa != NULL && strcmp (isa, "avx512") == 0)
+    config->cpu_isa = GT_CPU_ISA_AVX512;
+  else if (isa != NULL && strcmp (isa, "avx2") == 0)
+    config->cpu_isa = GT_CPU_ISA_AVX2;
+  else if (isa != NULL && strcmp (isa, "sse") == 0)
+    config->cpu_isa = GT_CPU_ISA_SSE;
+  if (env_on ("GT_CUDA_NO_GRAPH"))
+    config->cuda_graphs = 0;
+  if (env_on ("GT_CUDA_REQUIRE_GRAPH"))
+    config->cuda_require_graph = 1;
+  if (env_on ("GT_CUDA_PROFILE"))
+    config->cuda_profile = 1;
 }
 
 static int

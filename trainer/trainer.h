@@ -197,13 +197,14 @@ typedef struct GtTrainer GtTrainer;
  * vector unit, CUDA graphs on. */
 void gt_trainer_config_init (GtTrainerConfig *config);
 
-/* Overrides @config's backend tuning fields from the environment, where
- * set: GT_CPU_NO_DIRECT_CONV (any value: cpu_kernels reference),
- * GT_CPU_ISA (avx512, avx2 or sse: cpu_isa), GT_CUDA_NO_GRAPH,
- * GT_CUDA_REQUIRE_GRAPH and GT_CUDA_PROFILE (any value but "0": graphs
- * off, require_graph on, profile on). gt_trainer_new applies it to its
- * copy of the configuration, so the variables override what a caller
- * set; this is the one place that reads them. */
+/* Overrides @config's backend tuning fields from the environment:
+ * GT_CPU_NO_DIRECT_CONV (set: cpu_kernels reference), GT_CPU_ISA (avx512,
+ * avx2 or sse: cpu_isa), GT_CUDA_NO_GRAPH, GT_CUDA_REQUIRE_GRAPH and
+ * GT_CUDA_PROFILE (set to anything but "0": graphs off, require_graph on,
+ * profile on); a variable that is unset (or "0", or an unknown ISA) leaves
+ * its field alone. gt_trainer_new applies it to its copy of the
+ * configuration, so the variables override what a caller set; this is the
+ * one place that reads them. */
 void gt_trainer_config_apply_env (GtTrainerConfig *config);
 
 const char *gt_model_name (GtModel model);

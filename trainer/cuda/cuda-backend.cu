@@ -22,9 +22,10 @@
  *   restore of the running statistics read the loss kernel's flag, so the
  *   step needs no round trip to the host before it commits.
  * - Once a full batch has run eagerly, the compute part of the step is
- *   captured as a CUDA graph and replayed (the cuda_graphs field of
- *   the configuration turns that off); the learning rate lives in device memory so the graph never
- *   changes. A capture that fails falls back to eager steps for good.
+ *   captured as a CUDA graph and replayed (unless the configuration's
+ *   cuda_graphs is 0); the learning rate lives in device memory so the
+ *   graph never changes. A capture that fails falls back to eager steps
+ *   for good, or fails the step with cuda_require_graph.
  * - cuda_profile times each step's parts with events (no graph) and
  *   prints the split to stderr when the trainer is freed. */
 #include "cuda-backend-private.h"
