@@ -125,6 +125,50 @@ test_names_and_config (void)
       "std 0: %s", why);
 }
 
+/* The backend settings: today's fast paths by default, overridden from the
+ * environment only where a variable asks for it. */
+static void
+test_backend_settings (void)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  char why[512];
+
+  gt_trainer_config_init (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_FAST
+          && config.cpu_isa == GT_CPU_ISA_AUTO && config.cuda_graphs == 1
+          && !config.cuda_require_graph && !config.cuda_profile,
+      "defaults");
+  setenv ("GT_CPU_NO_DIRECT_CONV", "1", 1);
+  setenv ("GT_CPU_ISA", "sse", 1);
+  setenv ("GT_CUDA_NO_GRAPH", "1", 1);
+  setenv ("GT_CUDA_PROFILE", "0", 1);
+  gt_trainer_config_apply_env (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_REFERENCE
+          && config.cpu_isa == GT_CPU_ISA_SSE && config.cuda_graphs == 0
+          && !config.cuda_profile,
+      "overridden from the environment");
+  /* gt_trainer_new applies them to its copy */
+  gt_trainer_config_init (&config);
+  trainer = new_trainer (GT_MODEL_RESNET20, 10, 8, 2);
+  CHECK (gt_trainer_config (trainer)->cpu_kernels == GT_CPU_KERNELS_REFERENCE
+          && gt_trainer_config (trainer)->cpu_isa == GT_CPU_ISA_SSE,
+      "gt_trainer_new applies the environment");
+  gt_trainer_free (trainer);
+  unsetenv ("GT_CPU_NO_DIRECT_CONV");
+  unsetenv ("GT_CPU_ISA");
+  unsetenv ("GT_CUDA_NO_GRAPH");
+  unsetenv ("GT_CUDA_PROFILE");
+  gt_trainer_config_apply_env (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_FAST
+          && config.cpu_isa == GT_CPU_ISA_AUTO && config.cuda_graphs == 1,
+      "unset variables change nothing");
+  config.cpu_isa = (GtCpuIsa)17;
+  CHECK (gt_trainer_new (&config, why, sizeof (why)) == NULL
+          && strstr (why, "instruction set"),
+      "an unknown ISA: %s", why);
+}
+
 /* Batch-norm needs two values per channel to train: a batch of one is
  * refused where the last stage is 1x1 (resnet18 at 32x32), fine elsewhere. */
 static void
@@ -442,6 +486,7 @@ main (int argc, char **argv)
   mkdir (scratch_dir, 0755);
   test_parameter_counts ();
   test_names_and_config ();
+  test_backend_settings ();
   test_schedule ();
   test_min_train_batch ();
   test_bad_input ();
