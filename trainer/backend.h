@@ -10,6 +10,30 @@
 
 #include "model.h"
 
+/* What both backends keep for a convolution and the batch-norm after it
+ * (its sizes are the conv's plan): the activations, as floats on the CPU
+ * and in the working precision on CUDA, and the batch statistics of the
+ * last training forward pass. */
+typedef struct
+{
+  const GtConvSpec *conv;
+  const GtNormSpec *norm;
+  void *conv_out; /* before the norm, kept for its backward pass */
+  void *out;      /* after the norm (+ residual) (+ ReLU) */
+  float *mean;
+  float *invstd;
+} GtUnit;
+
+/* A residual block's units: the main path, and the projection of the
+ * shortcut when the block has one. */
+typedef struct
+{
+  const GtBlockSpec *spec;
+  int num_units;
+  GtUnit units[GT_MAX_BLOCK_UNITS];
+  GtUnit down;
+} GtBlock;
+
 /* Host views of a backend's state, current after sync_to_host. */
 typedef struct
 {

@@ -11,6 +11,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const model_names[] = {
+  [GT_MODEL_RESNET18] = "resnet18",
+  [GT_MODEL_RESNET34] = "resnet34",
+  [GT_MODEL_RESNET50] = "resnet50",
+  [GT_MODEL_RESNET101] = "resnet101",
+  [GT_MODEL_RESNET20] = "resnet20",
+  [GT_MODEL_RESNET32] = "resnet32",
+};
+
+const char *
+gt_model_name (GtModel model)
+{
+  if ((unsigned)model < sizeof (model_names) / sizeof (model_names[0]))
+    return model_names[model];
+  return "unknown";
+}
+
+int
+gt_model_from_name (const char *name, GtModel *model)
+{
+  unsigned i;
+
+  for (i = 0; name && i < sizeof (model_names) / sizeof (model_names[0]); i++)
+    if (strcmp (name, model_names[i]) == 0) {
+      *model = (GtModel)i;
+      return 0;
+    }
+  return -1;
+}
+
 typedef struct
 {
   GtModelSpec *spec;
@@ -104,34 +134,30 @@ static void
 add_block (SpecBuilder *builder, GtBlockSpec *block, const char *prefix,
     int bottleneck, int in_channels, int width, int stride)
 {
+  /* bottleneck: 1x1 to width, 3x3 strided, 1x1 to 4 x width;
+   * basic: 3x3 strided to width, 3x3 */
+  static const int bottleneck_kernels[GT_MAX_BLOCK_UNITS] = { 1, 3, 1 };
+  static const int basic_kernels[GT_MAX_BLOCK_UNITS] = { 3, 3, 0 };
   int expansion = bottleneck ? 4 : 1;
   int out_channels = width * expansion;
+  int strided = bottleneck ? 1 : 0;
+  const int *kernels = bottleneck ? bottleneck_kernels : basic_kernels;
+  int channels = in_channels, k;
   char name[64];
 
   block->bottleneck = bottleneck;
   block->stride = stride;
-  if (bottleneck) {
-    snprintf (name, sizeof (name), "%s.conv1", prefix);
-    add_conv (builder, &block->conv1, name, in_channels, width, 1, 1, 0);
-    snprintf (name, sizeof (name), "%s.bn1", prefix);
-    add_norm (builder, &block->norm1, name, width);
-    snprintf (name, sizeof (name), "%s.conv2", prefix);
-    add_conv (builder, &block->conv2, name, width, width, 3, stride, 1);
-    snprintf (name, sizeof (name), "%s.bn2", prefix);
-    add_norm (builder, &block->norm2, name, width);
-    snprintf (name, sizeof (name), "%s.conv3", prefix);
-    add_conv (builder, &block->conv3, name, width, out_channels, 1, 1, 0);
-    snprintf (name, sizeof (name), "%s.bn3", prefix);
-    add_norm (builder, &block->norm3, name, out_channels);
-  } else {
-    snprintf (name, sizeof (name), "%s.conv1", prefix);
-    add_conv (builder, &block->conv1, name, in_channels, width, 3, stride, 1);
-    snprintf (name, sizeof (name), "%s.bn1", prefix);
-    add_norm (builder, &block->norm1, name, width);
-    snprintf (name, sizeof (name), "%s.conv2", prefix);
-    add_conv (builder, &block->conv2, name, width, width, 3, 1, 1);
-    snprintf (name, sizeof (name), "%s.bn2", prefix);
-    add_norm (builder, &block->norm2, name, width);
+  block->num_units = bottleneck ? 3 : 2;
+  for (k = 0; k < block->num_units; k++) {
+    int last = k == block->num_units - 1;
+    int unit_out = last ? out_channels : width;
+
+    snprintf (name, sizeof (name), "%s.conv%d", prefix, k + 1);
+    add_conv (builder, &block->convs[k], name, channels, unit_out, kernels[k],
+        k == strided ? stride : 1, kernels[k] / 2);
+    snprintf (name, sizeof (name), "%s.bn%d", prefix, k + 1);
+    add_norm (builder, &block->norms[k], name, unit_out);
+    channels = unit_out;
   }
   block->has_downsample = stride != 1 || in_channels != out_channels;
   if (block->has_downsample) {
@@ -143,9 +169,75 @@ add_block (SpecBuilder *builder, GtBlockSpec *block, const char *prefix,
   }
 }
 
+/* Sets @conv's input size and works out its output size; 0 when the
+ * output is empty. */
+static int
+plan_conv (GtModelSpec *spec, GtConvSpec *conv, int in_h, int in_w)
+{
+  size_t values;
+
+  conv->in_h = in_h;
+  conv->in_w = in_w;
+  conv->out_h = gt_conv_output_size (conv, in_h);
+  conv->out_w = gt_conv_output_size (conv, in_w);
+  if (conv->out_h < 1 || conv->out_w < 1)
+    return 0;
+  values = gt_conv_output_values (conv, 1);
+  if (values > spec->max_activation)
+    spec->max_activation = values;
+  return 1;
+}
+
+/* The plan: every convolution's sizes for @height x @width inputs, the
+ * last stage's size and the largest activation. 0 when the images are too
+ * small for the model. */
+static int
+plan_shapes (GtModelSpec *spec, int height, int width)
+{
+  int h, w, i, k;
+
+  spec->height = height;
+  spec->width = width;
+  if (!plan_conv (spec, &spec->stem, height, width))
+    return 0;
+  h = spec->stem.out_h;
+  w = spec->stem.out_w;
+  if (spec->has_maxpool) {
+    size_t values;
+
+    h = spec->pooled_h = gt_maxpool_output_size (h);
+    w = spec->pooled_w = gt_maxpool_output_size (w);
+    values = (size_t)h * w * spec->stem.out_channels;
+    if (values > spec->max_activation)
+      spec->max_activation = values;
+  }
+  for (i = 0; i < spec->num_blocks; i++) {
+    GtBlockSpec *block = &spec->blocks[i];
+
+    if (block->has_downsample && !plan_conv (spec, &block->down_conv, h, w))
+      return 0;
+    for (k = 0; k < block->num_units; k++) {
+      if (!plan_conv (spec, &block->convs[k], h, w))
+        return 0;
+      h = block->convs[k].out_h;
+      w = block->convs[k].out_w;
+    }
+  }
+  spec->last_h = h;
+  spec->last_w = w;
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtTensorEntry *entry = &spec->entries[i];
+
+    if (entry->kind == GT_ENTRY_NORM_WEIGHT
+        && entry->shape[0] > spec->max_norm_channels)
+      spec->max_norm_channels = (int)entry->shape[0];
+  }
+  return 1;
+}
+
 int
 gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
-    char *why, size_t why_size)
+    int height, int width, char *why, size_t why_size)
 {
   static const int imagenet_depths[4][4] = {
     { 2, 2, 2, 2 },  /* resnet18 */
@@ -212,7 +304,7 @@ gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
 
   channels = stage_width;
   for (stage = 0, i = 0; stage < num_stages && !builder.failed; stage++) {
-    int width = stage_width << stage;
+    int block_width = stage_width << stage;
     int block;
 
     for (block = 0; block < depths[stage]; block++, i++) {
@@ -220,8 +312,8 @@ gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
 
       snprintf (prefix, sizeof (prefix), "layer%d.%d", stage + 1, block);
       add_block (&builder, &spec->blocks[i], prefix, bottleneck, channels,
-          width, block == 0 && stage > 0 ? 2 : 1);
-      channels = width * (bottleneck ? 4 : 1);
+          block_width, block == 0 && stage > 0 ? 2 : 1);
+      channels = block_width * (bottleneck ? 4 : 1);
     }
   }
 
@@ -241,6 +333,12 @@ gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
         why, why_size, "out of memory describing %s", gt_model_name (model));
     return -1;
   }
+  if (!plan_shapes (spec, height, width)) {
+    gt_model_spec_clear (spec);
+    snprintf (why, why_size, "%dx%d images are too small for %s", width, height,
+        gt_model_name (model));
+    return -1;
+  }
   return 0;
 }
 
@@ -250,37 +348,6 @@ gt_model_spec_clear (GtModelSpec *spec)
   free (spec->blocks);
   free (spec->entries);
   memset (spec, 0, sizeof (*spec));
-}
-
-static int
-conv_output (const GtConvSpec *conv, int size)
-{
-  return (size + 2 * conv->padding - conv->kernel) / conv->stride + 1;
-}
-
-void
-gt_model_output_size (const GtModelSpec *spec, int height, int width,
-    int *out_height, int *out_width)
-{
-  int i;
-
-  height = conv_output (&spec->stem, height);
-  width = conv_output (&spec->stem, width);
-  if (spec->has_maxpool) {
-    height = gt_maxpool_output_size (height);
-    width = gt_maxpool_output_size (width);
-  }
-  /* only the strided convolution of a block changes the size */
-  for (i = 0; i < spec->num_blocks; i++) {
-    const GtConvSpec *strided = spec->blocks[i].bottleneck
-        ? &spec->blocks[i].conv2
-        : &spec->blocks[i].conv1;
-
-    height = conv_output (strided, height);
-    width = conv_output (strided, width);
-  }
-  *out_height = height;
-  *out_width = width;
 }
 
 void
@@ -340,7 +407,7 @@ gt_model_init_weights (const GtModelSpec *spec, float *params, float *stats,
   /* Each residual branch then starts as zero and each block as identity. */
   for (i = 0; zero_init_residual && i < spec->num_blocks; i++) {
     const GtBlockSpec *block = &spec->blocks[i];
-    const GtNormSpec *last = block->bottleneck ? &block->norm3 : &block->norm2;
+    const GtNormSpec *last = &block->norms[block->num_units - 1];
 
     memset (params + last->weight, 0, last->channels * sizeof (float));
   }

@@ -7,6 +7,10 @@
  * build their layers from it; checkpoints walk its tensor table, which is
  * torchvision's state_dict in torchvision's order.
  *
+ * The spec is built for one input size and is the one authority on shapes:
+ * every convolution carries its input and output size (the plan), so that
+ * neither backend walks the network to work them out.
+ *
  * Convolution weights are stored OHWI (output channel, kernel row, kernel
  * column, input channel), the layout NHWC convolutions want on the CPU and
  * in cuDNN; the tensor table converts to and from PyTorch's OIHW.
@@ -24,6 +28,9 @@ typedef struct
   int stride;
   int padding;
   size_t weight; /* offset in the parameters, OHWI */
+  /* the plan: spatial sizes for the spec's input size */
+  int in_h, in_w;
+  int out_h, out_w;
 } GtConvSpec;
 
 typedef struct
@@ -35,12 +42,18 @@ typedef struct
   size_t var;
 } GtNormSpec;
 
+/* The main path of a block is num_units convolutions, each followed by
+ * its batch-norm: convs[k] and norms[k] are torchvision's conv<k+1> and
+ * bn<k+1>. */
+#define GT_MAX_BLOCK_UNITS 3
+
 typedef struct
 {
   int bottleneck; /* 1x1, 3x3, 1x1 (resnet50/101) or 3x3, 3x3 */
   int stride;     /* on conv2 for bottlenecks (v1.5), on conv1 otherwise */
-  GtConvSpec conv1, conv2, conv3;
-  GtNormSpec norm1, norm2, norm3;
+  int num_units;  /* 3 (bottleneck) or 2 */
+  GtConvSpec convs[GT_MAX_BLOCK_UNITS];
+  GtNormSpec norms[GT_MAX_BLOCK_UNITS];
   int has_downsample;
   GtConvSpec down_conv;
   GtNormSpec down_norm;
@@ -78,8 +91,16 @@ typedef struct
   int has_maxpool; /* 3x3, stride 2, padding 1 after the stem */
   int num_blocks;
   GtBlockSpec *blocks;
-  int features;     /* channels into the classifier */
-  size_t fc_weight; /* [num_classes][features] */
+  int features; /* channels into the classifier */
+  /* The plan for height x width inputs: the max-pool's output (when there
+   * is one), the last stage's size, and the most values one sample's
+   * largest activation (a convolution's or the max-pool's output) holds. */
+  int height, width;
+  int pooled_h, pooled_w;
+  int last_h, last_w;
+  size_t max_activation;
+  int max_norm_channels; /* widest batch-norm */
+  size_t fc_weight;      /* [num_classes][features] */
   size_t fc_bias;
 
   size_t num_params; /* floats in the parameter buffer */
@@ -89,11 +110,19 @@ typedef struct
   GtTensorEntry *entries;
 } GtModelSpec;
 
-/* Builds the description of @model with @num_classes outputs; 0, or -1
- * with the reason in @why. */
+/* Builds the description of @model with @num_classes outputs, planned
+ * for @height x @width inputs; 0, or -1 with the reason in @why (an
+ * unknown model, no memory, or images too small for the model). */
 int gt_model_spec_init (GtModelSpec *spec, GtModel model, int num_classes,
-    char *why, size_t why_size);
+    int height, int width, char *why, size_t why_size);
 void gt_model_spec_clear (GtModelSpec *spec);
+
+/* The output size of @conv for an input of @size along one axis. */
+static inline int
+gt_conv_output_size (const GtConvSpec *conv, int size)
+{
+  return (size + 2 * conv->padding - conv->kernel) / conv->stride + 1;
+}
 
 /* The output size of the stem's max-pool (3x3, stride 2, padding 1). */
 static inline int
@@ -102,9 +131,12 @@ gt_maxpool_output_size (int size)
   return (size + 2 - 3) / 2 + 1;
 }
 
-/* The spatial size of the last stage for @height x @width inputs. */
-void gt_model_output_size (const GtModelSpec *spec, int height, int width,
-    int *out_height, int *out_width);
+/* The values of @conv's output for @batch_size samples. */
+static inline size_t
+gt_conv_output_values (const GtConvSpec *conv, int batch_size)
+{
+  return (size_t)batch_size * conv->out_h * conv->out_w * conv->out_channels;
+}
 
 /* Draws the initial weights as torchvision does (Kaiming normal fan-out for
  * convolutions, batch-norm 1 and 0, nn.Linear's uniform for the classifier)

@@ -4,6 +4,7 @@
 #define GT_TRAINER_PRIVATE_H
 
 #include "backend.h"
+#include "gt-error.h"
 #include "gt-random.h"
 
 typedef struct
@@ -26,8 +27,9 @@ struct GtTrainer
   char error[512];
 };
 
-/* Records a failure of @trainer and returns @status. */
-int gt_trainer_fail (GtTrainer *trainer, int status, const char *format, ...)
-    __attribute__ ((format (printf, 3, 4)));
+/* Records a failure of @trainer and returns its status. */
+#define gt_trainer_fail(trainer, status, ...)                                  \
+  gt_error_set (                                                               \
+      (trainer)->error, sizeof ((trainer)->error), (status), __VA_ARGS__)
 
 #endif /* GT_TRAINER_PRIVATE_H */

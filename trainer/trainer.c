@@ -4,40 +4,9 @@
 #include "cuda-module.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const model_names[] = {
-  [GT_MODEL_RESNET18] = "resnet18",
-  [GT_MODEL_RESNET34] = "resnet34",
-  [GT_MODEL_RESNET50] = "resnet50",
-  [GT_MODEL_RESNET101] = "resnet101",
-  [GT_MODEL_RESNET20] = "resnet20",
-  [GT_MODEL_RESNET32] = "resnet32",
-};
-
-const char *
-gt_model_name (GtModel model)
-{
-  if ((unsigned)model < sizeof (model_names) / sizeof (model_names[0]))
-    return model_names[model];
-  return "unknown";
-}
-
-int
-gt_model_from_name (const char *name, GtModel *model)
-{
-  unsigned i;
-
-  for (i = 0; name && i < sizeof (model_names) / sizeof (model_names[0]); i++)
-    if (strcmp (name, model_names[i]) == 0) {
-      *model = (GtModel)i;
-      return 0;
-    }
-  return -1;
-}
 
 const char *
 gt_status_name (GtStatus status)
@@ -64,39 +33,70 @@ gt_status_name (GtStatus status)
 void
 gt_trainer_config_init (GtTrainerConfig *config)
 {
-  static const float imagenet_mean[3] = { 0.485f, 0.456f, 0.406f };
-  static const float imagenet_std[3] = { 0.229f, 0.224f, 0.225f };
+  static const GtTrainerConfig defaults = {
+    /* the model and its input */
+    .model = GT_MODEL_RESNET50,
+    .num_classes = 1000,
+    .batch_size = 256,
+    .height = 224,
+    .width = 224,
+    /* where it runs */
+    .backend = GT_BACKEND_CPU,
+    .precision = GT_PRECISION_FP32,
+    /* ImageNet's statistics */
+    .mean = { 0.485f, 0.456f, 0.406f },
+    .std = { 0.229f, 0.224f, 0.225f },
+    /* the optimiser */
+    .lr = 0.1f,
+    .momentum = 0.9f,
+    .weight_decay = 1e-4f,
+    .label_smoothing = 0.1f,
+    /* its schedule */
+    .lr_schedule = GT_LR_COSINE,
+    .lr_step_size = 1,
+    .lr_gamma = 0.1f,
+    .lr_power = 2.f,
+    /* the backends' fast paths: the direct CPU kernels for the widest
+     * vector unit, CUDA graphs */
+    .cpu_kernels = GT_CPU_KERNELS_FAST,
+    .cpu_isa = GT_CPU_ISA_AUTO,
+    .cuda_graphs = 1,
+    /* everything else 0: seed 0, no warmup, total_steps unknown, no
+     * nesterov, no CUDA profile */
+  };
 
-  memset (config, 0, sizeof (*config));
-  config->model = GT_MODEL_RESNET50;
-  config->num_classes = 1000;
-  config->batch_size = 256;
-  config->height = 224;
-  config->width = 224;
-  config->backend = GT_BACKEND_CPU;
-  config->precision = GT_PRECISION_FP32;
-  memcpy (config->mean, imagenet_mean, sizeof (imagenet_mean));
-  memcpy (config->std, imagenet_std, sizeof (imagenet_std));
-  config->lr = 0.1f;
-  config->momentum = 0.9f;
-  config->weight_decay = 1e-4f;
-  config->label_smoothing = 0.1f;
-  config->lr_schedule = GT_LR_COSINE;
-  config->lr_step_size = 1;
-  config->lr_gamma = 0.1f;
-  config->lr_power = 2.f;
-  config->seed = 0;
+  *config = defaults;
 }
 
-int
-gt_trainer_fail (GtTrainer *trainer, int status, const char *format, ...)
+/* 1 when the variable @name is set to anything but "0". */
+static int
+env_on (const char *name)
 {
-  va_list args;
+  const char *value = getenv (name);
 
-  va_start (args, format);
-  vsnprintf (trainer->error, sizeof (trainer->error), format, args);
-  va_end (args);
-  return status;
+  return value != NULL && strcmp (value, "0") != 0;
+}
+
+void
+gt_trainer_config_apply_env (GtTrainerConfig *config)
+{
+  const char *isa = getenv ("GT_CPU_ISA");
+
+  /* set at all, as the direct kernels have always read it */
+  if (getenv ("GT_CPU_NO_DIRECT_CONV") != NULL)
+    config->cpu_kernels = GT_CPU_KERNELS_REFERENCE;
+  if (isa != NULL && strcmp (isa, "avx512") == 0)
+    config->cpu_isa = GT_CPU_ISA_AVX512;
+  else if (isa != NULL && strcmp (isa, "avx2") == 0)
+    config->cpu_isa = GT_CPU_ISA_AVX2;
+  else if (isa != NULL && strcmp (isa, "sse") == 0)
+    config->cpu_isa = GT_CPU_ISA_SSE;
+  if (env_on ("GT_CUDA_NO_GRAPH"))
+    config->cuda_graphs = 0;
+  if (env_on ("GT_CUDA_REQUIRE_GRAPH"))
+    config->cuda_require_graph = 1;
+  if (env_on ("GT_CUDA_PROFILE"))
+    config->cuda_profile = 1;
 }
 
 static int
@@ -141,18 +141,31 @@ check_config (const GtTrainerConfig *config, char *why, size_t why_size)
         (long long)config->lr_step_size);
     return -1;
   }
+  if (config->cpu_kernels < GT_CPU_KERNELS_FAST
+      || config->cpu_kernels > GT_CPU_KERNELS_REFERENCE
+      || config->cpu_isa < GT_CPU_ISA_AUTO
+      || config->cpu_isa > GT_CPU_ISA_SSE) {
+    snprintf (why, why_size, "unknown CPU kernels %d or instruction set %d",
+        (int)config->cpu_kernels, (int)config->cpu_isa);
+    return -1;
+  }
   return 0;
 }
 
 GtTrainer *
-gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
+gt_trainer_new (
+    const GtTrainerConfig *caller_config, char *why, size_t why_size)
 {
+  GtTrainerConfig effective;
+  const GtTrainerConfig *config = &effective;
   GtTrainer *trainer;
 
-  if (config == NULL) {
+  if (caller_config == NULL) {
     snprintf (why, why_size, "no configuration");
     return NULL;
   }
+  effective = *caller_config;
+  gt_trainer_config_apply_env (&effective);
   if (check_config (config, why, why_size) < 0)
     return NULL;
   if (config->backend != GT_BACKEND_CPU && config->backend != GT_BACKEND_CUDA) {
@@ -165,8 +178,8 @@ gt_trainer_new (const GtTrainerConfig *config, char *why, size_t why_size)
     return NULL;
   }
   trainer->config = *config;
-  if (gt_model_spec_init (
-          &trainer->spec, config->model, config->num_classes, why, why_size)
+  if (gt_model_spec_init (&trainer->spec, config->model, config->num_classes,
+          config->height, config->width, why, why_size)
       < 0) {
     free (trainer);
     return NULL;
@@ -270,6 +283,43 @@ gt_trainer_global_step (const GtTrainer *trainer)
   return trainer->step;
 }
 
+/* The one check of a batch against the configuration: the backends take
+ * what passes as it is. */
+static int
+check_batch (GtTrainer *trainer, const GtBatch *batch, int training)
+{
+  const GtTrainerConfig *config = &trainer->config;
+  int i;
+
+  if (batch == NULL || batch->images == NULL || batch->labels == NULL)
+    return gt_trainer_fail (trainer, GT_ERROR_INVALID, "no batch");
+  if (batch->num_samples < 1 || batch->num_samples > config->batch_size)
+    return gt_trainer_fail (trainer, GT_ERROR_INVALID,
+        "batch of %d samples: expected 1 to %d", batch->num_samples,
+        config->batch_size);
+  if (batch->height != config->height || batch->width != config->width
+      || (batch->channels != 1 && batch->channels != 3))
+    return gt_trainer_fail (trainer, GT_ERROR_INVALID,
+        "batch of %dx%d images with %d channels: the trainer takes %dx%d "
+        "with 1 or 3",
+        batch->width, batch->height, batch->channels, config->width,
+        config->height);
+  for (i = 0; i < batch->num_samples; i++)
+    if (batch->labels[i] < 0 || batch->labels[i] >= config->num_classes)
+      return gt_trainer_fail (trainer, GT_ERROR_INVALID,
+          "label %d of sample %d is outside the model's %d classes",
+          (int)batch->labels[i], i, config->num_classes);
+  if (training
+      && (size_t)batch->num_samples * trainer->spec.last_h
+              * trainer->spec.last_w
+          < 2)
+    return gt_trainer_fail (trainer, GT_ERROR_INVALID,
+        "a batch of one %dx%d image leaves batch-norm one value per channel "
+        "(PyTorch refuses it too): use a larger batch or larger images",
+        config->width, config->height);
+  return GT_OK;
+}
+
 int
 gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch)
 {
@@ -278,6 +328,8 @@ gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch)
   if (trainer->step_pending)
     return gt_trainer_fail (
         trainer, GT_ERROR_INVALID, "a step is already running: end it first");
+  if ((status = check_batch (trainer, batch, 1)) != GT_OK)
+    return status;
   status = trainer->ops->step_begin (trainer->backend, batch,
       gt_trainer_current_lr (trainer), trainer->error, sizeof (trainer->error));
   if (status == GT_OK)
@@ -325,9 +377,13 @@ gt_trainer_step (GtTrainer *trainer, const GtBatch *batch, GtStepResult *result)
 int
 gt_trainer_eval (GtTrainer *trainer, const GtBatch *batch, GtEvalTotals *totals)
 {
+  int status;
+
   if (trainer->step_pending)
     return gt_trainer_fail (trainer, GT_ERROR_INVALID,
         "a step is running: end it before evaluating");
+  if ((status = check_batch (trainer, batch, 0)) != GT_OK)
+    return status;
   return trainer->ops->eval (
       trainer->backend, batch, totals, trainer->error, sizeof (trainer->error));
 }
@@ -360,11 +416,7 @@ gt_trainer_host_free (GtTrainer *trainer, void *memory)
 int
 gt_trainer_min_train_batch (const GtTrainer *trainer)
 {
-  int height, width;
-
-  gt_model_output_size (&trainer->spec, trainer->config.height,
-      trainer->config.width, &height, &width);
-  return height * width > 1 ? 1 : 2;
+  return trainer->spec.last_h * trainer->spec.last_w > 1 ? 1 : 2;
 }
 
 size_t

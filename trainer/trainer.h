@@ -62,6 +62,25 @@ typedef enum
   GT_LR_POLY,   /* (1 - progress)^lr_power, to 0 at total_steps */
 } GtLrSchedule;
 
+/* Which convolution code the CPU backend runs: the reference is im2col +
+ * sgemm for every layer; fast adds the direct 3x3 kernels where they
+ * apply (narrow 3x3 stride-1 layers) and is the default. */
+typedef enum
+{
+  GT_CPU_KERNELS_FAST,
+  GT_CPU_KERNELS_REFERENCE,
+} GtCpuKernels;
+
+/* The vector unit the direct kernels are built for: auto takes the widest
+ * the CPU has; a named one is used when the CPU has it (sse always). */
+typedef enum
+{
+  GT_CPU_ISA_AUTO,
+  GT_CPU_ISA_AVX512,
+  GT_CPU_ISA_AVX2,
+  GT_CPU_ISA_SSE,
+} GtCpuIsa;
+
 typedef struct
 {
   GtModel model;
@@ -105,6 +124,17 @@ typedef struct
    * batch-norm weight of every block (Goyal et al.). */
   uint64_t seed;
   int zero_init_residual;
+
+  /* CPU backend: GT_CPU_KERNELS_FAST, GT_CPU_ISA_AUTO by default. */
+  GtCpuKernels cpu_kernels;
+  GtCpuIsa cpu_isa;
+  /* CUDA backend: capture full steps as a CUDA graph (1 by default); fail
+   * a step whose capture fails instead of falling back to eager steps (0);
+   * time each step's parts and print the split to stderr when the trainer
+   * is freed, which turns graphs off (0). */
+  int cuda_graphs;
+  int cuda_require_graph;
+  int cuda_profile;
 } GtTrainerConfig;
 
 /* A batch: num_samples images of height x width x channels (1 or 3) uint8,
@@ -163,8 +193,19 @@ typedef struct GtTrainer GtTrainer;
 /* Fills @config with the standard ResNet-50 recipe: resnet50, 1000 classes,
  * 224x224, batch 256, lr 0.1, momentum 0.9, weight decay 1e-4 (not on
  * batch-norm and biases), label smoothing 0.1, cosine schedule, ImageNet
- * mean and std, CPU backend, fp32. */
+ * mean and std, CPU backend, fp32, the fast CPU kernels for the widest
+ * vector unit, CUDA graphs on. */
 void gt_trainer_config_init (GtTrainerConfig *config);
+
+/* Overrides @config's backend tuning fields from the environment:
+ * GT_CPU_NO_DIRECT_CONV (set: cpu_kernels reference), GT_CPU_ISA (avx512,
+ * avx2 or sse: cpu_isa), GT_CUDA_NO_GRAPH, GT_CUDA_REQUIRE_GRAPH and
+ * GT_CUDA_PROFILE (set to anything but "0": graphs off, require_graph on,
+ * profile on); a variable that is unset (or "0", or an unknown ISA) leaves
+ * its field alone. gt_trainer_new applies it to its copy of the
+ * configuration, so the variables override what a caller set; this is the
+ * one place that reads them. */
+void gt_trainer_config_apply_env (GtTrainerConfig *config);
 
 const char *gt_model_name (GtModel model);
 /* 0 and *model set when @name is a model this library builds, else -1. */

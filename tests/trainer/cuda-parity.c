@@ -23,6 +23,7 @@
  * an activation closer to zero than that is cut by one and passed by the
  * other, which moves single gradient elements by far more than rounding
  * does, but the norm of the tensor hardly). */
+#include "check.h"
 #include "gt-random.h"
 #include "trainer.h"
 
@@ -65,18 +66,7 @@
  * and library caches settle in the first steps) */
 #define MEMORY_GROWTH_BYTES (16u << 20)
 
-static int failures;
 static const char *scratch_dir;
-
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf (stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #condition);    \
-      fprintf (stderr, __VA_ARGS__);                                           \
-      fprintf (stderr, "\n");                                                  \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 typedef struct
 {
@@ -113,32 +103,76 @@ free_batch (TestBatch *test)
   free (test->labels);
 }
 
+static void
+init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
+    int batch_size, GtBackend backend, GtPrecision precision)
+{
+  gt_trainer_config_init (config);
+  config->model = model;
+  config->num_classes = classes;
+  config->height = config->width = size;
+  config->batch_size = batch_size;
+  config->seed = 42;
+  config->lr = 0.05f;
+  config->lr_schedule = GT_LR_CONSTANT;
+  config->zero_init_residual = model == GT_MODEL_RESNET50;
+  config->backend = backend;
+  config->precision = precision;
+}
+
+static GtTrainer *
+create_trainer (const GtTrainerConfig *config)
+{
+  GtTrainer *trainer;
+  char why[512];
+
+  trainer = gt_trainer_new (config, why, sizeof (why));
+  if (trainer == NULL) {
+    fprintf (stderr, "FAIL: creating %s on the %s: %s\n",
+        gt_model_name (config->model),
+        config->backend == GT_BACKEND_CUDA ? "GPU" : "CPU", why);
+    exit (1);
+  }
+  return trainer;
+}
+
 static GtTrainer *
 new_trainer (GtModel model, int classes, int size, int batch_size,
     GtBackend backend, GtPrecision precision)
 {
   GtTrainerConfig config;
-  GtTrainer *trainer;
-  char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = model;
-  config.num_classes = classes;
-  config.height = config.width = size;
-  config.batch_size = batch_size;
-  config.seed = 42;
-  config.lr = 0.05f;
-  config.lr_schedule = GT_LR_CONSTANT;
-  config.zero_init_residual = model == GT_MODEL_RESNET50;
-  config.backend = backend;
-  config.precision = precision;
-  trainer = gt_trainer_new (&config, why, sizeof (why));
-  if (trainer == NULL) {
-    fprintf (stderr, "FAIL: creating %s on the %s: %s\n", gt_model_name (model),
-        backend == GT_BACKEND_CUDA ? "GPU" : "CPU", why);
-    exit (1);
-  }
-  return trainer;
+  init_config (&config, model, classes, size, batch_size, backend, precision);
+  return create_trainer (&config);
+}
+
+/* The trainers a parity test compares: one on the GPU in @precision, one
+ * on the CPU in fp32, and an untouched CPU one with the initial weights. */
+typedef struct
+{
+  GtTrainer *gpu;
+  GtTrainer *cpu;
+  GtTrainer *initial;
+} ParityTrainers;
+
+static void
+new_parity_trainers (ParityTrainers *trainers, GtModel model, int classes,
+    int size, int n, GtPrecision precision)
+{
+  trainers->gpu =
+      new_trainer (model, classes, size, n, GT_BACKEND_CUDA, precision);
+  trainers->cpu =
+      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
+  trainers->initial =
+      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
+}
+
+static void
+free_parity_trainers (ParityTrainers *trainers)
+{
+  gt_trainer_free (trainers->gpu);
+  gt_trainer_free (trainers->cpu);
+  gt_trainer_free (trainers->initial);
 }
 
 static float *
@@ -292,12 +326,7 @@ step_both (GtTrainer *gpu, GtTrainer *cpu, const GtBatch *batch,
 static void
 test_fp32_parity (GtModel model, int classes, int size, int n)
 {
-  GtTrainer *gpu =
-      new_trainer (model, classes, size, n, GT_BACKEND_CUDA, GT_PRECISION_FP32);
-  GtTrainer *cpu =
-      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
-  GtTrainer *initial =
-      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
+  ParityTrainers t;
   size_t logit_count = (size_t)n * classes;
   float *gpu_logits = malloc (logit_count * sizeof (float));
   float *cpu_logits = malloc (logit_count * sizeof (float));
@@ -307,15 +336,16 @@ test_fp32_parity (GtModel model, int classes, int size, int n)
   double error, worst_gradient, worst_weights;
   int i;
 
+  new_parity_trainers (&t, model, classes, size, n, GT_PRECISION_FP32);
   printf ("%s %dx%d batch %d, fp32:\n", gt_model_name (model), size, size, n);
-  CHECK (all_values_identical (gpu, cpu, GT_TENSOR_VALUE),
+  CHECK (all_values_identical (t.gpu, t.cpu, GT_TENSOR_VALUE),
       "the initial weights differ");
   for (i = 0; i < 3; i++)
     make_batch (&batches[i], n, size, classes, 100 + i);
 
-  step_both (gpu, cpu, &batches[0].batch, &gpu_result, &cpu_result);
-  CHECK (gt_trainer_read_logits (gpu, gpu_logits, logit_count) == logit_count
-          && gt_trainer_read_logits (cpu, cpu_logits, logit_count)
+  step_both (t.gpu, t.cpu, &batches[0].batch, &gpu_result, &cpu_result);
+  CHECK (gt_trainer_read_logits (t.gpu, gpu_logits, logit_count) == logit_count
+          && gt_trainer_read_logits (t.cpu, cpu_logits, logit_count)
               == logit_count,
       "reading the logits");
   error = relative_l2 (gpu_logits, cpu_logits, logit_count);
@@ -331,32 +361,32 @@ test_fp32_parity (GtModel model, int classes, int size, int n)
       gpu_result.correct_top5, cpu_result.correct_top1,
       cpu_result.correct_top5);
   worst_gradient =
-      compare_tensors (gpu, cpu, GT_TENSOR_GRAD, FP32_GRADIENT, "gradient");
+      compare_tensors (t.gpu, t.cpu, GT_TENSOR_GRAD, FP32_GRADIENT, "gradient");
   printf ("  worst gradient %.3g\n", worst_gradient);
 
   for (i = 1; i < 3; i++) {
-    step_both (gpu, cpu, &batches[i].batch, &gpu_result, &cpu_result);
+    step_both (t.gpu, t.cpu, &batches[i].batch, &gpu_result, &cpu_result);
     CHECK (fabs (gpu_result.loss - cpu_result.loss)
             <= FP32_FORWARD * fabs (cpu_result.loss),
         "step %d: loss %.9g vs %.9g", i + 1, gpu_result.loss, cpu_result.loss);
   }
-  worst_weights = compare_after_steps (gpu, cpu, initial, FP32_WEIGHTS,
+  worst_weights = compare_after_steps (t.gpu, t.cpu, t.initial, FP32_WEIGHTS,
       FP32_GRADIENT, FP32_WEIGHTS, "after 3 steps");
-  error = compare_tensors (
-      gpu, cpu, GT_TENSOR_MOMENTUM, FP32_GRADIENT, "momentum after 3 steps");
+  error = compare_tensors (t.gpu, t.cpu, GT_TENSOR_MOMENTUM, FP32_GRADIENT,
+      "momentum after 3 steps");
   printf ("  after 3 steps: weights/statistics at %.3g of their bound, "
           "momentum %.3g\n",
       worst_weights, error);
 
-  CHECK (gt_trainer_eval (gpu, &batches[0].batch, &gpu_totals) == GT_OK,
-      "GPU eval: %s", gt_trainer_error (gpu));
-  CHECK (gt_trainer_eval (cpu, &batches[0].batch, &cpu_totals) == GT_OK,
-      "CPU eval: %s", gt_trainer_error (cpu));
+  CHECK (gt_trainer_eval (t.gpu, &batches[0].batch, &gpu_totals) == GT_OK,
+      "GPU eval: %s", gt_trainer_error (t.gpu));
+  CHECK (gt_trainer_eval (t.cpu, &batches[0].batch, &cpu_totals) == GT_OK,
+      "CPU eval: %s", gt_trainer_error (t.cpu));
   CHECK (fabs (gpu_totals.loss_sum - cpu_totals.loss_sum)
           <= FP32_FORWARD * fabs (cpu_totals.loss_sum),
       "eval loss %.9g vs %.9g", gpu_totals.loss_sum, cpu_totals.loss_sum);
-  gt_trainer_read_logits (gpu, gpu_logits, logit_count);
-  gt_trainer_read_logits (cpu, cpu_logits, logit_count);
+  gt_trainer_read_logits (t.gpu, gpu_logits, logit_count);
+  gt_trainer_read_logits (t.cpu, cpu_logits, logit_count);
   error = relative_l2 (gpu_logits, cpu_logits, logit_count);
   CHECK (error <= FP32_FORWARD, "eval logits: %.3g", error);
   printf ("  eval logits %.3g, loss %.9g vs %.9g\n", error, gpu_totals.loss_sum,
@@ -366,30 +396,24 @@ test_fp32_parity (GtModel model, int classes, int size, int n)
     free_batch (&batches[i]);
   free (gpu_logits);
   free (cpu_logits);
-  gt_trainer_free (gpu);
-  gt_trainer_free (cpu);
-  gt_trainer_free (initial);
+  free_parity_trainers (&t);
 }
 
 static void
 test_bf16 (GtModel model, int classes, int size, int n)
 {
-  GtTrainer *gpu =
-      new_trainer (model, classes, size, n, GT_BACKEND_CUDA, GT_PRECISION_BF16);
-  GtTrainer *cpu =
-      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
-  GtTrainer *initial =
-      new_trainer (model, classes, size, n, GT_BACKEND_CPU, GT_PRECISION_FP32);
+  ParityTrainers t;
   GtStepResult gpu_result, cpu_result;
   double worst;
   int i;
 
+  new_parity_trainers (&t, model, classes, size, n, GT_PRECISION_BF16);
   printf ("%s %dx%d batch %d, bf16:\n", gt_model_name (model), size, size, n);
   for (i = 0; i < 3; i++) {
     TestBatch batch;
 
     make_batch (&batch, n, size, classes, 200 + i);
-    step_both (gpu, cpu, &batch.batch, &gpu_result, &cpu_result);
+    step_both (t.gpu, t.cpu, &batch.batch, &gpu_result, &cpu_result);
     printf ("  step %d: loss %.6g vs %.6g\n", i + 1, gpu_result.loss,
         cpu_result.loss);
     CHECK (fabs (gpu_result.loss - cpu_result.loss)
@@ -398,13 +422,11 @@ test_bf16 (GtModel model, int classes, int size, int n)
         cpu_result.loss);
     free_batch (&batch);
   }
-  worst = compare_after_steps (gpu, cpu, initial, BF16_WEIGHTS, BF16_UPDATE,
-      BF16_STATS, "bf16 after 3 steps");
+  worst = compare_after_steps (t.gpu, t.cpu, t.initial, BF16_WEIGHTS,
+      BF16_UPDATE, BF16_STATS, "bf16 after 3 steps");
   printf (
       "  after 3 steps: weights/statistics at %.3g of their bound\n", worst);
-  gt_trainer_free (gpu);
-  gt_trainer_free (cpu);
-  gt_trainer_free (initial);
+  free_parity_trainers (&t);
 }
 
 /* Two fp32 runs, one of them without graphs, and a CPU checkpoint loaded
@@ -412,6 +434,7 @@ test_bf16 (GtModel model, int classes, int size, int n)
 static void
 test_determinism (void)
 {
+  GtTrainerConfig config;
   GtTrainer *first, *second, *cpu, *second_cpu;
   GtStepResult result, cpu_result;
   TestBatch batches[3];
@@ -420,19 +443,18 @@ test_determinism (void)
 
   for (i = 0; i < 3; i++)
     make_batch (&batches[i], 8, 16, 10, 300 + i);
-  first = new_trainer (
-      GT_MODEL_RESNET20, 10, 16, 8, GT_BACKEND_CUDA, GT_PRECISION_FP32);
-  setenv ("GT_CUDA_NO_GRAPH", "1", 1);
-  second = new_trainer (
-      GT_MODEL_RESNET20, 10, 16, 8, GT_BACKEND_CUDA, GT_PRECISION_FP32);
-  unsetenv ("GT_CUDA_NO_GRAPH");
+  /* the first trainer must replay a graph (from its second step on): a
+   * capture that fails is an error here, not a quiet fallback */
+  init_config (&config, GT_MODEL_RESNET20, 10, 16, 8, GT_BACKEND_CUDA,
+      GT_PRECISION_FP32);
+  config.cuda_require_graph = 1;
+  first = create_trainer (&config);
+  config.cuda_require_graph = 0;
+  config.cuda_graphs = 0;
+  second = create_trainer (&config);
   for (i = 0; i < 3; i++) {
-    /* the first trainer must replay a graph (from its second step on): a
-     * capture that fails is an error here, not a quiet fallback */
-    setenv ("GT_CUDA_REQUIRE_GRAPH", "1", 1);
     CHECK (gt_trainer_step (first, &batches[i].batch, &result) == GT_OK, "%s",
         gt_trainer_error (first));
-    unsetenv ("GT_CUDA_REQUIRE_GRAPH");
     CHECK (gt_trainer_step (second, &batches[i].batch, &result) == GT_OK, "%s",
         gt_trainer_error (second));
   }
@@ -477,6 +499,34 @@ test_determinism (void)
   gt_trainer_free (cpu);
 }
 
+/* resnet20, 10 classes, 8x8, batch 4 on the GPU in bf16, otherwise the
+ * defaults (the error tests' trainer). */
+static void
+small_bf16_config (GtTrainerConfig *config)
+{
+  gt_trainer_config_init (config);
+  config->model = GT_MODEL_RESNET20;
+  config->num_classes = 10;
+  config->height = config->width = 8;
+  config->batch_size = 4;
+  config->backend = GT_BACKEND_CUDA;
+  config->precision = GT_PRECISION_BF16;
+}
+
+/* The values of tensor @name, its description in @info. */
+static float *
+read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
+{
+  int k;
+
+  for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
+    gt_trainer_tensor_info (trainer, k, info);
+    if (strcmp (info->name, name) == 0)
+      break;
+  }
+  return read_part (trainer, info, GT_TENSOR_VALUE);
+}
+
 /* An infinite normalisation scale makes the input NaN: the step reports
  * it and changes no weight, momentum or statistic. */
 static void
@@ -493,43 +543,22 @@ test_nonfinite (void)
   char why[512];
   int i, status;
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
-  config.backend = GT_BACKEND_CUDA;
-  config.precision = GT_PRECISION_BF16;
+  small_bf16_config (&config);
   config.std[0] = 1e-45f;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   CHECK (trainer != NULL, "%s", why);
   if (trainer == NULL)
     return;
   make_batch (&batch, 4, 8, 10, 400);
-  for (i = 0; i < 3; i++) {
-    int k;
-
-    for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
-      gt_trainer_tensor_info (trainer, k, &info);
-      if (strcmp (info.name, names[i]) == 0)
-        break;
-    }
-    before[i] = read_part (trainer, &info, GT_TENSOR_VALUE);
-  }
+  for (i = 0; i < 3; i++)
+    before[i] = read_named (trainer, names[i], &info);
   status = gt_trainer_step (trainer, &batch.batch, &result);
   CHECK (status == GT_ERROR_NONFINITE, "status %d: %s", status,
       gt_trainer_error (trainer));
   CHECK (strstr (gt_trainer_error (trainer), "step 1"), "message: %s",
       gt_trainer_error (trainer));
   for (i = 0; i < 3; i++) {
-    int k;
-
-    for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
-      gt_trainer_tensor_info (trainer, k, &info);
-      if (strcmp (info.name, names[i]) == 0)
-        break;
-    }
-    after[i] = read_part (trainer, &info, GT_TENSOR_VALUE);
+    after[i] = read_named (trainer, names[i], &info);
     CHECK (
         memcmp (before[i], after[i], (size_t)info.numel * sizeof (float)) == 0,
         "%s changed after a non-finite step", names[i]);
@@ -549,13 +578,7 @@ test_errors (void)
   GtTrainer *trainer;
   char why[512] = "";
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
-  config.backend = GT_BACKEND_CUDA;
-  config.precision = GT_PRECISION_BF16;
+  small_bf16_config (&config);
   config.gpu_id = 999;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   CHECK (trainer == NULL && strstr (why, "gpu-id 999"), "gpu-id 999: %s", why);

@@ -5,7 +5,11 @@
  * (check-checkpoint) and checks that save, load and continue matches an
  * uninterrupted run bit for bit.
  *
- *   parity REFERENCE.safetensors OUT_DIR
+ *   parity [--cpu-kernels fast|reference] [--cpu-isa auto|avx512|avx2|sse]
+ *          REFERENCE.safetensors OUT_DIR
+ *
+ * The options pick the CPU backend's convolution path (the trainer's
+ * cpu_kernels and cpu_isa), so that every path meets PyTorch.
  *
  * Errors are measured per tensor as max|ours - torch| / max|torch|, the
  * relative error of the tensor as a whole (a per-element ratio is
@@ -33,6 +37,8 @@
 
 static int failures;
 static double worst_forward, worst_gradient, worst_weights;
+static GtCpuKernels cpu_kernels = GT_CPU_KERNELS_FAST;
+static GtCpuIsa cpu_isa = GT_CPU_ISA_AUTO;
 
 static void
 fail (const char *format, ...)
@@ -207,6 +213,8 @@ make_trainer (GtStFile *file, const char *init_path)
   config.height = config.width = size;
   config.batch_size = (int)metadata_number (file, "batch");
   config.lr_schedule = GT_LR_CONSTANT;
+  config.cpu_kernels = cpu_kernels;
+  config.cpu_isa = cpu_isa;
   if (getenv ("GT_PARITY_THREADS"))
     config.num_threads = atoi (getenv ("GT_PARITY_THREADS"));
   if (gt_st_metadata (file, "lr")) {
@@ -259,6 +267,37 @@ same_state (GtTrainer *a, GtTrainer *b)
   return same;
 }
 
+/* Takes the options off the front of argv; 0, or -1 on a bad one. */
+static int
+parse_options (int *argc, char ***argv)
+{
+  static const char *const isa_names[] = { "auto", "avx512", "avx2", "sse" };
+
+  while (*argc >= 3 && strncmp ((*argv)[1], "--", 2) == 0) {
+    const char *option = (*argv)[1], *value = (*argv)[2];
+    unsigned i;
+
+    if (strcmp (option, "--cpu-kernels") == 0 && strcmp (value, "fast") == 0)
+      cpu_kernels = GT_CPU_KERNELS_FAST;
+    else if (strcmp (option, "--cpu-kernels") == 0
+        && strcmp (value, "reference") == 0)
+      cpu_kernels = GT_CPU_KERNELS_REFERENCE;
+    else if (strcmp (option, "--cpu-isa") == 0) {
+      for (i = 0; i < sizeof (isa_names) / sizeof (isa_names[0]); i++)
+        if (strcmp (value, isa_names[i]) == 0)
+          break;
+      if (i == sizeof (isa_names) / sizeof (isa_names[0]))
+        return -1;
+      cpu_isa = (GtCpuIsa)i;
+    } else
+      return -1;
+    (*argv)[2] = (*argv)[0];
+    *argv += 2;
+    *argc -= 2;
+  }
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -272,8 +311,11 @@ main (int argc, char **argv)
   int forward_only, steps, step, classes, n, resumed = -1;
   float *logits, *losses;
 
-  if (argc != 3) {
-    fprintf (stderr, "usage: %s REFERENCE.safetensors OUT_DIR\n", argv[0]);
+  if (parse_options (&argc, &argv) < 0 || argc != 3) {
+    fprintf (stderr,
+        "usage: %s [--cpu-kernels fast|reference] "
+        "[--cpu-isa auto|avx512|avx2|sse] REFERENCE.safetensors OUT_DIR\n",
+        argv[0]);
     return 2;
   }
   file = gt_st_open (argv[1], why, sizeof (why));

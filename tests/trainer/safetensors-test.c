@@ -3,6 +3,7 @@
  * truncation of a valid file, hostile headers, and atomic replacement.
  * Usage: safetensors-test [SCRATCH-DIR]; it works in a fresh directory made
  * inside SCRATCH-DIR (default /tmp) and removes it afterwards. */
+#include "check.h"
 #include "safetensors.h"
 
 #include <dirent.h>
@@ -15,18 +16,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf (stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #condition);    \
-      fprintf (stderr, __VA_ARGS__);                                           \
-      fputc ('\n', stderr);                                                    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 static char scratch[4096];
 

@@ -4,6 +4,7 @@
  * images to 100% training accuracy).
  *
  *   trainer-test SCRATCH_DIR */
+#include "check.h"
 #include "gt-random.h"
 #include "trainer.h"
 
@@ -13,18 +14,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int failures;
 static const char *scratch_dir;
 
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf (stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #condition);    \
-      fprintf (stderr, __VA_ARGS__);                                           \
-      fprintf (stderr, "\n");                                                  \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+/* The default configuration for @model at @size x @size. */
+static void
+init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
+    int batch_size)
+{
+  gt_trainer_config_init (config);
+  config->model = model;
+  config->num_classes = classes;
+  config->height = config->width = size;
+  config->batch_size = batch_size;
+}
 
 static GtTrainer *
 new_trainer (GtModel model, int classes, int size, int batch_size)
@@ -33,11 +35,7 @@ new_trainer (GtModel model, int classes, int size, int batch_size)
   GtTrainer *trainer;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = model;
-  config.num_classes = classes;
-  config.height = config.width = size;
-  config.batch_size = batch_size;
+  init_config (&config, model, classes, size, batch_size);
   config.seed = 42;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL) {
@@ -127,6 +125,50 @@ test_names_and_config (void)
       "std 0: %s", why);
 }
 
+/* The backend settings: today's fast paths by default, overridden from the
+ * environment only where a variable asks for it. */
+static void
+test_backend_settings (void)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  char why[512];
+
+  gt_trainer_config_init (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_FAST
+          && config.cpu_isa == GT_CPU_ISA_AUTO && config.cuda_graphs == 1
+          && !config.cuda_require_graph && !config.cuda_profile,
+      "defaults");
+  setenv ("GT_CPU_NO_DIRECT_CONV", "1", 1);
+  setenv ("GT_CPU_ISA", "sse", 1);
+  setenv ("GT_CUDA_NO_GRAPH", "1", 1);
+  setenv ("GT_CUDA_PROFILE", "0", 1);
+  gt_trainer_config_apply_env (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_REFERENCE
+          && config.cpu_isa == GT_CPU_ISA_SSE && config.cuda_graphs == 0
+          && !config.cuda_profile,
+      "overridden from the environment");
+  /* gt_trainer_new applies them to its copy */
+  gt_trainer_config_init (&config);
+  trainer = new_trainer (GT_MODEL_RESNET20, 10, 8, 2);
+  CHECK (gt_trainer_config (trainer)->cpu_kernels == GT_CPU_KERNELS_REFERENCE
+          && gt_trainer_config (trainer)->cpu_isa == GT_CPU_ISA_SSE,
+      "gt_trainer_new applies the environment");
+  gt_trainer_free (trainer);
+  unsetenv ("GT_CPU_NO_DIRECT_CONV");
+  unsetenv ("GT_CPU_ISA");
+  unsetenv ("GT_CUDA_NO_GRAPH");
+  unsetenv ("GT_CUDA_PROFILE");
+  gt_trainer_config_apply_env (&config);
+  CHECK (config.cpu_kernels == GT_CPU_KERNELS_FAST
+          && config.cpu_isa == GT_CPU_ISA_AUTO && config.cuda_graphs == 1,
+      "unset variables change nothing");
+  config.cpu_isa = (GtCpuIsa)17;
+  CHECK (gt_trainer_new (&config, why, sizeof (why)) == NULL
+          && strstr (why, "instruction set"),
+      "an unknown ISA: %s", why);
+}
+
 /* Batch-norm needs two values per channel to train: a batch of one is
  * refused where the last stage is 1x1 (resnet18 at 32x32), fine elsewhere. */
 static void
@@ -136,11 +178,7 @@ test_min_train_batch (void)
   GtTrainer *trainer;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET18;
-  config.num_classes = 10;
-  config.height = config.width = 32;
-  config.batch_size = 1;
+  init_config (&config, GT_MODEL_RESNET18, 10, 32, 1);
   CHECK (gt_trainer_new (&config, why, sizeof (why)) == NULL
           && strstr (why, "batch size 1"),
       "resnet18, 32x32, batch 1: %s", why);
@@ -266,11 +304,7 @@ test_nonfinite_loss (void)
   GtStepResult result;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 10;
-  config.height = config.width = 8;
-  config.batch_size = 4;
+  init_config (&config, GT_MODEL_RESNET20, 10, 8, 4);
   config.std[0] = 1e-45f; /* red: 0 * inf = NaN on the first layer */
   trainer = gt_trainer_new (&config, why, sizeof (why));
   fill_batch (&batch, images, labels, 4, 8, 10, 2);
@@ -411,11 +445,7 @@ test_overfit (void)
   float first_loss = 0;
   int step, top1 = 0;
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = CLASSES;
-  config.height = config.width = SIZE;
-  config.batch_size = N;
+  init_config (&config, GT_MODEL_RESNET20, CLASSES, SIZE, N);
   config.lr = 0.05f;
   config.weight_decay = 0.f;
   config.label_smoothing = 0.f;
@@ -456,6 +486,7 @@ main (int argc, char **argv)
   mkdir (scratch_dir, 0755);
   test_parameter_counts ();
   test_names_and_config ();
+  test_backend_settings ();
   test_schedule ();
   test_min_train_batch ();
   test_bad_input ();

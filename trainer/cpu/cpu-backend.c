@@ -20,25 +20,9 @@
 
 #define MAX_SIZE(a, b) ((a) > (b) ? (a) : (b))
 
-/* A convolution and the batch-norm after it. */
-typedef struct
-{
-  const GtConvSpec *conv;
-  const GtNormSpec *norm;
-  int in_h, in_w, out_h, out_w;
-  float *conv_out; /* before the norm, kept for its backward pass */
-  float *out;      /* after the norm (+ residual) (+ ReLU) */
-  float *mean;     /* batch statistics of the last training forward */
-  float *invstd;
-} Unit;
-
-typedef struct
-{
-  const GtBlockSpec *spec;
-  int num_units; /* 2 (basic) or 3 (bottleneck) */
-  Unit units[3];
-  Unit down;
-} Block;
+/* backend.h's units and blocks, activations in float */
+typedef GtUnit Unit;
+typedef GtBlock Block;
 
 typedef struct
 {
@@ -58,10 +42,8 @@ typedef struct
   Unit stem;
   float *pooled;
   int *argmax;
-  int pooled_h, pooled_w;
   Block *blocks;
   const float *last_out; /* the last block's output */
-  int last_h, last_w;
   float *features;
   float *logits;
   float *dlogits;
@@ -74,35 +56,19 @@ typedef struct
   char pending_why[512];
 } CpuBackend;
 
-static size_t
-unit_output_floats (const Unit *unit, int batch_size)
-{
-  return (size_t)batch_size * unit->out_h * unit->out_w
-      * unit->conv->out_channels;
-}
-
 static int
-unit_setup (Unit *unit, const GtConvSpec *conv, const GtNormSpec *norm,
-    int in_h, int in_w, int batch_size, size_t *max_activation)
+unit_setup (
+    Unit *unit, const GtConvSpec *conv, const GtNormSpec *norm, int batch_size)
 {
-  size_t floats;
+  size_t floats = gt_conv_output_values (conv, batch_size);
 
   unit->conv = conv;
   unit->norm = norm;
-  unit->in_h = in_h;
-  unit->in_w = in_w;
-  unit->out_h = gt_conv_output_size (conv, in_h);
-  unit->out_w = gt_conv_output_size (conv, in_w);
-  if (unit->out_h < 1 || unit->out_w < 1)
-    return -1; /* too small */
-  floats = unit_output_floats (unit, batch_size);
-  if (floats > *max_activation)
-    *max_activation = floats;
   unit->conv_out = malloc (floats * sizeof (float));
   unit->out = malloc (floats * sizeof (float));
   unit->mean = malloc (conv->out_channels * sizeof (float));
   unit->invstd = malloc (conv->out_channels * sizeof (float));
-  return unit->conv_out && unit->out && unit->mean && unit->invstd ? 0 : -2;
+  return unit->conv_out && unit->out && unit->mean && unit->invstd ? 0 : -1;
 }
 
 static void
@@ -124,8 +90,7 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   int batch_size = config->batch_size;
   size_t max_activation = 0, max_columns = 0, max_weights = 0;
   size_t max_pad = 0;
-  int num_threads = config->num_threads, h, w, i, k, max_channels;
-  int setup_status = 0;
+  int num_threads = config->num_threads, i, k, max_channels;
 
   if (cpu == NULL)
     goto no_memory;
@@ -156,58 +121,36 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
       || !cpu->saved_stats || !cpu->input || !cpu->blocks)
     goto no_memory;
 
-  h = config->height;
-  w = config->width;
-  if ((setup_status = unit_setup (&cpu->stem, &spec->stem, &spec->stem_norm, h,
-           w, batch_size, &max_activation))
-      < 0)
-    goto setup_failed;
-  h = cpu->stem.out_h;
-  w = cpu->stem.out_w;
+  /* the model's plan gives every size */
+  max_activation = spec->max_activation * batch_size;
+  if (unit_setup (&cpu->stem, &spec->stem, &spec->stem_norm, batch_size) < 0)
+    goto no_memory;
   if (spec->has_maxpool) {
-    size_t floats;
-
-    cpu->pooled_h = gt_maxpool_output_size (h);
-    cpu->pooled_w = gt_maxpool_output_size (w);
-    floats = (size_t)batch_size * cpu->pooled_h * cpu->pooled_w
+    size_t floats = (size_t)batch_size * spec->pooled_h * spec->pooled_w
         * spec->stem.out_channels;
-    if (floats > max_activation)
-      max_activation = floats;
+
     cpu->pooled = malloc (floats * sizeof (float));
     cpu->argmax = malloc (floats * sizeof (int));
     if (!cpu->pooled || !cpu->argmax)
       goto no_memory;
-    h = cpu->pooled_h;
-    w = cpu->pooled_w;
   }
   for (i = 0; i < spec->num_blocks; i++) {
     const GtBlockSpec *block_spec = &spec->blocks[i];
     Block *block = &cpu->blocks[i];
-    const GtConvSpec *convs[3] = { &block_spec->conv1, &block_spec->conv2,
-      &block_spec->conv3 };
-    const GtNormSpec *norms[3] = { &block_spec->norm1, &block_spec->norm2,
-      &block_spec->norm3 };
-    int in_h = h, in_w = w;
 
     block->spec = block_spec;
-    block->num_units = block_spec->bottleneck ? 3 : 2;
-    for (k = 0; k < block->num_units; k++) {
-      if ((setup_status = unit_setup (&block->units[k], convs[k], norms[k], h,
-               w, batch_size, &max_activation))
+    block->num_units = block_spec->num_units;
+    for (k = 0; k < block->num_units; k++)
+      if (unit_setup (&block->units[k], &block_spec->convs[k],
+              &block_spec->norms[k], batch_size)
           < 0)
-        goto setup_failed;
-      h = block->units[k].out_h;
-      w = block->units[k].out_w;
-    }
+        goto no_memory;
     if (block_spec->has_downsample
-        && (setup_status = unit_setup (&block->down, &block_spec->down_conv,
-                &block_spec->down_norm, in_h, in_w, batch_size,
-                &max_activation))
+        && unit_setup (&block->down, &block_spec->down_conv,
+               &block_spec->down_norm, batch_size)
             < 0)
-      goto setup_failed;
+      goto no_memory;
   }
-  cpu->last_h = h;
-  cpu->last_w = w;
 
   for (i = 0; i < 4; i++)
     if (!(cpu->grad_buffers[i] = malloc (max_activation * sizeof (float))))
@@ -223,7 +166,7 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
     goto no_memory;
 
   /* Scratch sized for the largest convolution. */
-  max_channels = 0;
+  max_channels = spec->max_norm_channels;
   for (i = 0; i < spec->num_entries; i++) {
     const GtTensorEntry *entry = &spec->entries[i];
 
@@ -238,44 +181,29 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
       if (width > max_columns)
         max_columns = width;
     }
-    if (entry->kind == GT_ENTRY_NORM_WEIGHT && entry->shape[0] > max_channels)
-      max_channels = (int)entry->shape[0];
   }
   if (max_columns > COLUMN_BUDGET_FLOATS)
     max_columns = COLUMN_BUDGET_FLOATS;
-  /* a padded image for the direct 3x3 kernels, where they apply */
+  /* a padded image for the direct 3x3 kernels, where they apply and the
+   * configuration asks for them */
+  max_pad = gt_cpu_direct_conv_needs (&spec->stem);
   for (i = 0; i < spec->num_blocks; i++)
-    for (k = 0; k < cpu->blocks[i].num_units; k++) {
-      const Unit *unit = &cpu->blocks[i].units[k];
-      int widest = unit->conv->in_channels > unit->conv->out_channels
-          ? unit->conv->in_channels
-          : unit->conv->out_channels;
-      size_t pad =
-          gt_cpu_direct_conv_pad_floats (unit->in_h, unit->in_w, widest);
-
-      if (gt_cpu_direct_conv_applies (unit->conv, 0))
-        max_pad = MAX_SIZE (max_pad, pad);
-    }
-  if (gt_cpu_direct_conv_applies (&spec->stem, 0))
-    max_pad = MAX_SIZE (max_pad,
-        gt_cpu_direct_conv_pad_floats (
-            config->height, config->width, spec->stem.out_channels));
+    for (k = 0; k < cpu->blocks[i].num_units; k++)
+      max_pad = MAX_SIZE (
+          max_pad, gt_cpu_direct_conv_needs (cpu->blocks[i].units[k].conv));
+  if (config->cpu_kernels == GT_CPU_KERNELS_REFERENCE)
+    max_pad = 0;
   if (gt_cpu_scratch_init (&cpu->scratch, num_threads, max_columns, max_weights,
           max_channels, max_pad)
       < 0)
     goto no_memory;
+  if (config->cpu_kernels == GT_CPU_KERNELS_FAST)
+    cpu->scratch.direct_kernels = gt_cpu_direct_conv_kernels (config->cpu_isa);
 
   gt_model_init_weights (
       spec, cpu->params, cpu->stats, config->seed, config->zero_init_residual);
   return cpu;
 
-setup_failed:
-  if (setup_status != -1)
-    goto no_memory;
-  snprintf (why, why_size, "%dx%d images are too small for %s", config->width,
-      config->height, gt_model_name (spec->model));
-  cpu_destroy (cpu);
-  return NULL;
 no_memory:
   snprintf (why, why_size,
       "out of memory allocating %s for batch %d at %dx%d on the CPU",
@@ -294,7 +222,7 @@ cpu_destroy (void *data)
     return;
   if (cpu->blocks)
     for (i = 0; i < cpu->spec->num_blocks; i++) {
-      for (k = 0; k < 3; k++)
+      for (k = 0; k < GT_MAX_BLOCK_UNITS; k++)
         unit_clear (&cpu->blocks[i].units[k]);
       unit_clear (&cpu->blocks[i].down);
     }
@@ -326,10 +254,10 @@ unit_forward (CpuBackend *cpu, Unit *unit, const float *x, int n,
     const float *residual, int relu, int training)
 {
   const GtNormSpec *norm = unit->norm;
-  size_t rows = (size_t)n * unit->out_h * unit->out_w;
+  size_t rows = (size_t)n * unit->conv->out_h * unit->conv->out_w;
 
-  gt_cpu_conv_forward (cpu->pool, &cpu->scratch, unit->conv, x, n, unit->in_h,
-      unit->in_w, cpu->params + unit->conv->weight, unit->conv_out);
+  gt_cpu_conv_forward (cpu->pool, &cpu->scratch, unit->conv, x, n,
+      cpu->params + unit->conv->weight, unit->conv_out);
   if (training)
     gt_cpu_norm_forward_train (cpu->pool, &cpu->scratch, rows, norm->channels,
         unit->conv_out, cpu->params + norm->weight, cpu->params + norm->bias,
@@ -375,7 +303,7 @@ network_forward (CpuBackend *cpu, int n, int training)
   unit_forward (cpu, &cpu->stem, cpu->input, n, NULL, 1, training);
   x = cpu->stem.out;
   if (spec->has_maxpool) {
-    gt_cpu_maxpool_forward (cpu->pool, x, n, cpu->stem.out_h, cpu->stem.out_w,
+    gt_cpu_maxpool_forward (cpu->pool, x, n, spec->stem.out_h, spec->stem.out_w,
         spec->stem.out_channels, cpu->pooled, cpu->argmax);
     x = cpu->pooled;
   }
@@ -385,7 +313,7 @@ network_forward (CpuBackend *cpu, int n, int training)
   }
   cpu->last_out = x;
   gt_cpu_avgpool_forward (
-      x, n, cpu->last_h * cpu->last_w, spec->features, cpu->features);
+      x, n, spec->last_h * spec->last_w, spec->features, cpu->features);
   gt_cpu_linear_forward (cpu->features, n, spec->features, spec->num_classes,
       cpu->params + spec->fc_weight, cpu->params + spec->fc_bias, cpu->logits);
   cpu->logits_samples = n;
@@ -418,14 +346,14 @@ unit_backward (CpuBackend *cpu, Unit *unit, const float *x, int n, int relu,
     const float *dy, float *dconv, float *dx, float *dresidual)
 {
   const GtNormSpec *norm = unit->norm;
-  size_t rows = (size_t)n * unit->out_h * unit->out_w;
+  size_t rows = (size_t)n * unit->conv->out_h * unit->conv->out_w;
 
   gt_cpu_norm_backward (cpu->pool, &cpu->scratch, rows, norm->channels,
       unit->conv_out, unit->mean, unit->invstd, cpu->params + norm->weight,
       relu ? unit->out : NULL, dy, dconv, cpu->grads + norm->weight,
       cpu->grads + norm->bias, dresidual);
-  gt_cpu_conv_backward (cpu->pool, &cpu->scratch, unit->conv, x, n, unit->in_h,
-      unit->in_w, cpu->params + unit->conv->weight, dconv, dx,
+  gt_cpu_conv_backward (cpu->pool, &cpu->scratch, unit->conv, x, n,
+      cpu->params + unit->conv->weight, dconv, dx,
       cpu->grads + unit->conv->weight);
 }
 
@@ -456,7 +384,7 @@ block_backward (CpuBackend *cpu, Block *block, const float *x, int n, int *at)
   }
   {
     AddTask task = { grad[in], grad[shortcut],
-      (size_t)n * block->units[0].in_h * block->units[0].in_w
+      (size_t)n * block->units[0].conv->in_h * block->units[0].conv->in_w
           * block->units[0].conv->in_channels };
 
     gt_cpu_pool_run (cpu->pool, add_task, &task);
@@ -475,7 +403,7 @@ network_backward (CpuBackend *cpu, int n)
       cpu->params + spec->fc_weight, cpu->dlogits, cpu->dfeatures,
       cpu->grads + spec->fc_weight, cpu->grads + spec->fc_bias);
   gt_cpu_avgpool_backward (cpu->pool, cpu->dfeatures, n,
-      cpu->last_h * cpu->last_w, spec->features, grad[at]);
+      spec->last_h * spec->last_w, spec->features, grad[at]);
   for (i = spec->num_blocks - 1; i >= 0; i--) {
     const float *x = i > 0
         ? cpu->blocks[i - 1].units[cpu->blocks[i - 1].num_units - 1].out
@@ -486,8 +414,8 @@ network_backward (CpuBackend *cpu, int n)
   if (spec->has_maxpool) {
     int to = (at + 1) % 4;
 
-    gt_cpu_maxpool_backward (cpu->pool, grad[at], n, cpu->stem.out_h,
-        cpu->stem.out_w, spec->stem.out_channels, cpu->argmax, grad[to]);
+    gt_cpu_maxpool_backward (cpu->pool, grad[at], n, spec->stem.out_h,
+        spec->stem.out_w, spec->stem.out_channels, cpu->argmax, grad[to]);
     at = to;
   }
   /* The input needs no gradient. */
@@ -539,60 +467,17 @@ sgd_task (void *data, int thread, int num_threads)
 /* ---- entry points ---- */
 
 static int
-check_batch (CpuBackend *cpu, const GtBatch *batch, int training, char *why,
-    size_t why_size)
-{
-  const GtTrainerConfig *config = &cpu->config;
-  int i;
-
-  if (batch == NULL || batch->images == NULL || batch->labels == NULL) {
-    snprintf (why, why_size, "no batch");
-    return GT_ERROR_INVALID;
-  }
-  if (batch->num_samples < 1 || batch->num_samples > config->batch_size) {
-    snprintf (why, why_size, "batch of %d samples: expected 1 to %d",
-        batch->num_samples, config->batch_size);
-    return GT_ERROR_INVALID;
-  }
-  if (batch->height != config->height || batch->width != config->width
-      || (batch->channels != 1 && batch->channels != 3)) {
-    snprintf (why, why_size,
-        "batch of %dx%d images with %d channels: the trainer takes %dx%d "
-        "with 1 or 3",
-        batch->width, batch->height, batch->channels, config->width,
-        config->height);
-    return GT_ERROR_INVALID;
-  }
-  for (i = 0; i < batch->num_samples; i++)
-    if (batch->labels[i] < 0 || batch->labels[i] >= config->num_classes) {
-      snprintf (why, why_size,
-          "label %d of sample %d is outside the model's %d classes",
-          (int)batch->labels[i], i, config->num_classes);
-      return GT_ERROR_INVALID;
-    }
-  if (training && (size_t)batch->num_samples * cpu->last_h * cpu->last_w < 2) {
-    snprintf (why, why_size,
-        "a batch of one %dx%d image leaves batch-norm one value per channel "
-        "(PyTorch refuses it too): use a larger batch or larger images",
-        config->width, config->height);
-    return GT_ERROR_INVALID;
-  }
-  return GT_OK;
-}
-
-static int
 cpu_step_begin (
     void *data, const GtBatch *batch, float lr, char *why, size_t why_size)
 {
   CpuBackend *cpu = data;
   const GtModelSpec *spec = cpu->spec;
   GtStepResult *result = &cpu->pending_result;
-  int n = batch ? batch->num_samples : 0;
-  int status = check_batch (cpu, batch, 1, why, why_size);
+  int n = batch->num_samples;
   double loss_sum;
 
-  if (status != GT_OK)
-    return status;
+  (void)why;
+  (void)why_size;
   memset (result, 0, sizeof (*result));
   cpu->pending_why[0] = '\0';
   memcpy (cpu->saved_stats, cpu->stats, spec->num_stats * sizeof (float));
@@ -641,12 +526,11 @@ cpu_eval (void *data, const GtBatch *batch, GtEvalTotals *totals, char *why,
     size_t why_size)
 {
   CpuBackend *cpu = data;
-  int status = check_batch (cpu, batch, 0, why, why_size);
   int top1, top5;
   double loss_sum;
 
-  if (status != GT_OK)
-    return status;
+  (void)why;
+  (void)why_size;
   gt_cpu_normalize_input (
       cpu->pool, batch, cpu->config.mean, cpu->config.std, cpu->input);
   network_forward (cpu, batch->num_samples, 0);

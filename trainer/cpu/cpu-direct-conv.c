@@ -18,11 +18,11 @@ typedef void (*ForwardKernel) (
 typedef void (*WeightGradKernel) (
     const float *pad, int h, int w, int c_in, const float *dy, float *grads);
 
-typedef struct
+struct GtDirectKernels
 {
   ForwardKernel forward[3]; /* 16, 32, 64 output channels */
   WeightGradKernel weight_grad[3];
-} GtDirectKernels;
+};
 
 #define SUFFIX avx512
 #define TARGET __attribute__ ((target ("avx512f,fma")))
@@ -54,30 +54,22 @@ typedef struct
 #undef VW
 #undef TILE_FLOATS
 
-/* The widest kernels the CPU runs; GT_CPU_ISA=avx2 or sse picks narrower
- * ones (so that the tests check every variant on any machine). */
-static const GtDirectKernels *
-pick_kernels (void)
+/* The widest kernels the CPU runs, or narrower ones that the configuration
+ * names (so that the tests check every variant on any machine). */
+const GtDirectKernels *
+gt_cpu_direct_conv_kernels (GtCpuIsa isa)
 {
-  static const GtDirectKernels *kernels;
+  int avx2 = 0;
 
-  if (kernels == NULL) {
-    const char *isa = getenv ("GT_CPU_ISA");
-
-    __builtin_cpu_init ();
-    if (isa && strcmp (isa, "sse") == 0)
-      kernels = &kernels_sse;
-    else if (isa && strcmp (isa, "avx2") == 0 && __builtin_cpu_supports ("avx2")
-        && __builtin_cpu_supports ("fma"))
-      kernels = &kernels_avx2;
-    else if (__builtin_cpu_supports ("avx512f"))
-      kernels = &kernels_avx512;
-    else if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma"))
-      kernels = &kernels_avx2;
-    else
-      kernels = &kernels_sse;
-  }
-  return kernels;
+  __builtin_cpu_init ();
+  avx2 = __builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma");
+  if (isa == GT_CPU_ISA_SSE)
+    return &kernels_sse;
+  if (isa == GT_CPU_ISA_AVX2 && avx2)
+    return &kernels_avx2;
+  if (__builtin_cpu_supports ("avx512f"))
+    return &kernels_avx512;
+  return avx2 ? &kernels_avx2 : &kernels_sse;
 }
 
 static int
@@ -108,6 +100,17 @@ gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad)
     return 0;
   return width_index (for_input_grad ? conv->in_channels : conv->out_channels)
       >= 0;
+}
+
+size_t
+gt_cpu_direct_conv_needs (const GtConvSpec *conv)
+{
+  int widest = conv->in_channels > conv->out_channels ? conv->in_channels
+                                                      : conv->out_channels;
+
+  if (!gt_cpu_direct_conv_applies (conv, 0))
+    return 0;
+  return gt_cpu_direct_conv_pad_floats (conv->in_h, conv->in_w, widest);
 }
 
 /* Copies image @x (h x w x c) into the middle of a zeroed (h+2) x (w+2). */
@@ -180,13 +183,14 @@ direct_weight_grad_task (void *data, int thread, int num_threads)
 
 void
 gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, float *y)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y)
 {
   int in_c = conv->in_channels, out_c = conv->out_channels, k, c;
   float *weights = scratch->direct_weights;
-  DirectTask task = { scratch, x, n, h, w, in_c, out_c, weights, NULL, y,
-    pick_kernels ()->forward[width_index (out_c)], NULL };
+  DirectTask task = { scratch, x, n, conv->in_h, conv->in_w, in_c, out_c,
+    weights, NULL, y, scratch->direct_kernels->forward[width_index (out_c)],
+    NULL };
 
   /* OHWI -> HWIO: the output channels of a tap and input channel are the
    * vector the kernel loads */
@@ -198,15 +202,15 @@ gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
 
 void
 gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, const float *dy, float *dx, float *dweight)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    const float *dy, float *dx, float *dweight)
 {
   int in_c = conv->in_channels, out_c = conv->out_channels;
   int num_threads = gt_cpu_pool_size (pool), t, k, c, tap;
   size_t count = 9 * (size_t)in_c * out_c, i;
   float *weights = scratch->direct_weights;
-  DirectTask task = { scratch, x, n, h, w, in_c, out_c, NULL, dy, NULL, NULL,
-    pick_kernels ()->weight_grad[width_index (out_c)] };
+  DirectTask task = { scratch, x, n, conv->in_h, conv->in_w, in_c, out_c, NULL,
+    dy, NULL, NULL, scratch->direct_kernels->weight_grad[width_index (out_c)] };
 
   /* weight gradient: per-thread sums in [tap][c][k], then added up and
    * turned back into OHWI */
@@ -233,6 +237,6 @@ gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
   task.c_out = in_c;
   task.weights = weights;
   task.out = dx;
-  task.forward = pick_kernels ()->forward[width_index (in_c)];
+  task.forward = scratch->direct_kernels->forward[width_index (in_c)];
   gt_cpu_pool_run (pool, direct_forward_task, &task);
 }

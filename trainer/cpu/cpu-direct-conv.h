@@ -13,11 +13,17 @@ int gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad);
 /* Floats of the per-thread buffer a padded h x w x channels image needs. */
 size_t gt_cpu_direct_conv_pad_floats (int h, int w, int channels);
 
-void gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, float *y);
-void gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, const float *dy, float *dx, float *dweight);
+/* The padded-image floats @conv needs for its forward pass on the direct
+ * kernels, or 0 when they do not apply to it. */
+size_t gt_cpu_direct_conv_needs (const GtConvSpec *conv);
+
+/* The kernels for @isa: the widest the CPU runs for GT_CPU_ISA_AUTO, else
+ * the one named when the CPU has it (SSE always), falling back as auto. */
+const GtDirectKernels *gt_cpu_direct_conv_kernels (GtCpuIsa isa);
+
+/* The contracts of gt_cpu_conv_forward and gt_cpu_conv_backward, on the
+ * direct kernels of the scratch. */
+GtConvForward gt_cpu_direct_conv_forward;
+GtConvBackward gt_cpu_direct_conv_backward;
 
 #endif /* GT_CPU_DIRECT_CONV_H */

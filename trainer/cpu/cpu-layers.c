@@ -90,6 +90,9 @@ typedef struct
   float *y;
   float *dx;
   float *dweight;
+  /* derived once: output pixels of the batch, floats of one im2col row,
+   * rows per im2col chunk */
+  size_t rows, width, chunk;
 } ConvTask;
 
 static int
@@ -104,13 +107,30 @@ conv_column_width (const GtConvSpec *conv)
   return (size_t)conv->kernel * conv->kernel * conv->in_channels;
 }
 
-/* Rows of output pixels per im2col chunk: as many as the scratch holds. */
-static size_t
-conv_chunk_rows (const ConvTask *task)
+/* A task over @n images through @conv (sizes from its plan); the caller
+ * sets the tensors it reads and writes. */
+static ConvTask
+conv_task (GtCpuScratch *scratch, const GtConvSpec *conv, const float *x, int n,
+    const float *weight)
 {
-  size_t rows = task->scratch->column_floats / conv_column_width (task->conv);
+  ConvTask task = { 0 };
 
-  return rows > 0 ? rows : 1;
+  task.scratch = scratch;
+  task.conv = conv;
+  task.x = x;
+  task.n = n;
+  task.h = conv->in_h;
+  task.w = conv->in_w;
+  task.out_h = conv->out_h;
+  task.out_w = conv->out_w;
+  task.weight = weight;
+  task.rows = (size_t)n * conv->out_h * conv->out_w;
+  task.width = conv_column_width (conv);
+  /* as many rows per im2col chunk as the scratch holds */
+  task.chunk = scratch->column_floats / task.width;
+  if (task.chunk == 0)
+    task.chunk = 1;
+  return task;
 }
 
 /* The kernel columns [*first, *last) of a kernel row that land inside an
@@ -229,13 +249,11 @@ conv_forward_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
-  size_t rows = (size_t)task->n * task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   size_t begin, end, r;
 
-  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   if (begin == end)
     return;
   if (conv_is_direct (conv)) {
@@ -256,31 +274,31 @@ conv_forward_task (void *data, int thread, int num_threads)
   }
 }
 
-/* The direct kernels take narrow 3x3 layers whose padded image fits the
- * scratch; the rest goes through im2col + sgemm. */
+/* The direct kernels, when the configuration picked them (the scratch then
+ * holds their table), take narrow 3x3 layers whose padded image fits the
+ * scratch; the rest, and everything in the reference configuration, goes
+ * through im2col + sgemm. */
 static int
-direct_fits (const GtCpuScratch *scratch, const GtConvSpec *conv, int h, int w,
-    int with_input_grad)
+direct_fits (
+    const GtCpuScratch *scratch, const GtConvSpec *conv, int with_input_grad)
 {
-  int widest = conv->in_channels > conv->out_channels ? conv->in_channels
-                                                      : conv->out_channels;
+  size_t pad = gt_cpu_direct_conv_needs (conv);
 
-  return gt_cpu_direct_conv_applies (conv, 0)
+  return scratch->direct_kernels != NULL && pad > 0
       && (!with_input_grad || gt_cpu_direct_conv_applies (conv, 1))
-      && gt_cpu_direct_conv_pad_floats (h, w, widest) <= scratch->pad_floats
-      && !getenv ("GT_CPU_NO_DIRECT_CONV");
+      && pad <= scratch->pad_floats;
 }
 
 void
 gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, float *y)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y)
 {
-  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
-    gt_conv_output_size (conv, w), weight, NULL, y, NULL, NULL };
+  ConvTask task = conv_task (scratch, conv, x, n, weight);
 
-  if (direct_fits (scratch, conv, h, w, 0)) {
-    gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, h, w, weight, y);
+  task.y = y;
+  if (direct_fits (scratch, conv, 0)) {
+    gt_cpu_direct_conv_forward (pool, scratch, conv, x, n, weight, y);
     return;
   }
   gt_cpu_pool_run (pool, conv_forward_task, &task);
@@ -293,15 +311,13 @@ conv_weight_grad_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
-  size_t rows = (size_t)task->n * task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   float *dweight =
       thread == 0 ? task->dweight : task->scratch->weight_partials[thread];
   size_t begin, end, r;
 
-  gt_cpu_split (rows, thread, num_threads, &begin, &end);
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
   if (begin == end) {
     memset (dweight, 0, out_c * width * sizeof (float));
     return;
@@ -327,7 +343,7 @@ static void
 conv_weight_sum_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
-  size_t count = conv_column_width (task->conv) * task->conv->out_channels;
+  size_t count = task->width * task->conv->out_channels;
   size_t begin, end, i;
   int t;
 
@@ -348,8 +364,7 @@ conv_data_grad_task (void *data, int thread, int num_threads)
   ConvTask *task = data;
   const GtConvSpec *conv = task->conv;
   size_t pixels = (size_t)task->out_h * task->out_w;
-  size_t width = conv_column_width (conv);
-  size_t chunk = conv_chunk_rows (task);
+  size_t width = task->width, chunk = task->chunk;
   int out_c = conv->out_channels;
   size_t begin, end, r;
 
@@ -381,15 +396,17 @@ conv_data_grad_task (void *data, int thread, int num_threads)
 
 void
 gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, const float *dy, float *dx, float *dweight)
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    const float *dy, float *dx, float *dweight)
 {
-  ConvTask task = { scratch, conv, x, n, h, w, gt_conv_output_size (conv, h),
-    gt_conv_output_size (conv, w), weight, dy, NULL, dx, dweight };
+  ConvTask task = conv_task (scratch, conv, x, n, weight);
 
-  if (direct_fits (scratch, conv, h, w, dx != NULL)) {
+  task.dy = dy;
+  task.dx = dx;
+  task.dweight = dweight;
+  if (direct_fits (scratch, conv, dx != NULL)) {
     gt_cpu_direct_conv_backward (
-        pool, scratch, conv, x, n, h, w, weight, dy, dx, dweight);
+        pool, scratch, conv, x, n, weight, dy, dx, dweight);
     return;
   }
   gt_cpu_pool_run (pool, conv_weight_grad_task, &task);
@@ -506,6 +523,21 @@ norm_apply_task (void *data, int thread, int num_threads)
   }
 }
 
+/* y = relu?(x * scale + bias (+ residual)) over the task's rows: the last
+ * pass of both forward batch-norms. */
+static void
+norm_apply (GtCpuPool *pool, NormTask *task, const float *scale,
+    const float *bias, const float *residual, int relu, float *y)
+{
+  task->shift = NULL;
+  task->scale = scale;
+  task->bias = bias;
+  task->residual = residual;
+  task->relu = relu;
+  task->y = y;
+  gt_cpu_pool_run (pool, norm_apply_task, task);
+}
+
 void
 gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     int channels, const float *x, const float *gamma, const float *beta,
@@ -541,14 +573,7 @@ gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     running_var[c] = (float)((1.0 - NORM_MOMENTUM) * running_var[c]
         + NORM_MOMENTUM * unbiased);
   }
-
-  task.shift = NULL;
-  task.scale = scale;
-  task.bias = bias;
-  task.residual = residual;
-  task.relu = relu;
-  task.y = y;
-  gt_cpu_pool_run (pool, norm_apply_task, &task);
+  norm_apply (pool, &task, scale, bias, residual, relu, y);
 }
 
 void
@@ -568,12 +593,7 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
   task.rows = rows;
   task.channels = channels;
   task.x = x;
-  task.scale = scale;
-  task.bias = bias;
-  task.residual = residual;
-  task.relu = relu;
-  task.y = y;
-  gt_cpu_pool_run (pool, norm_apply_task, &task);
+  norm_apply (pool, &task, scale, bias, residual, relu, y);
 }
 
 /* Per-channel sums of g and of g * xhat over this thread's rows, g being
@@ -773,19 +793,28 @@ maxpool_forward_task (void *data, int thread, int num_threads)
   }
 }
 
-void
-gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
-    int channels, float *y, int *argmax)
+/* A max-pool task over @n images of @h x @w x @channels. */
+static PoolTask
+maxpool_task (int n, int h, int w, int channels)
 {
   PoolTask task = { 0 };
 
-  task.x = x;
   task.n = n;
   task.h = h;
   task.w = w;
   task.channels = channels;
   task.out_h = gt_maxpool_output_size (h);
   task.out_w = gt_maxpool_output_size (w);
+  return task;
+}
+
+void
+gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
+    int channels, float *y, int *argmax)
+{
+  PoolTask task = maxpool_task (n, h, w, channels);
+
+  task.x = x;
   task.y = y;
   task.argmax = argmax;
   gt_cpu_pool_run (pool, maxpool_forward_task, &task);
@@ -813,15 +842,9 @@ void
 gt_cpu_maxpool_backward (GtCpuPool *pool, const float *dy, int n, int h, int w,
     int channels, const int *argmax, float *dx)
 {
-  PoolTask task = { 0 };
+  PoolTask task = maxpool_task (n, h, w, channels);
 
   task.dy = dy;
-  task.n = n;
-  task.h = h;
-  task.w = w;
-  task.channels = channels;
-  task.out_h = gt_maxpool_output_size (h);
-  task.out_w = gt_maxpool_output_size (w);
   task.argmax = (int *)argmax;
   task.dx = dx;
   gt_cpu_pool_run (pool, maxpool_backward_task, &task);

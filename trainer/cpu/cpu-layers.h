@@ -11,6 +11,9 @@
 #include "cpu-pool.h"
 #include "model.h"
 
+/* The direct 3x3 kernels for one instruction set (cpu-direct-conv.c). */
+typedef struct GtDirectKernels GtDirectKernels;
+
 /* Per-thread scratch the layers share: im2col columns, partial weight
  * gradients, partial per-channel sums. */
 typedef struct
@@ -28,6 +31,8 @@ typedef struct
   float **pads;
   float *direct_weights;
   float **direct_grads;
+  /* NULL in the reference configuration: im2col + sgemm only */
+  const GtDirectKernels *direct_kernels;
 } GtCpuScratch;
 
 int gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
@@ -35,22 +40,22 @@ int gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
     size_t pad_floats);
 void gt_cpu_scratch_clear (GtCpuScratch *scratch);
 
-static inline int
-gt_conv_output_size (const GtConvSpec *conv, int input_size)
-{
-  return (input_size + 2 * conv->padding - conv->kernel) / conv->stride + 1;
-}
-
-/* y[n, oh, ow, out] = conv(x[n, h, w, in], weight OHWI), no bias. */
-void gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, float *y);
+/* y[n, oh, ow, out] = conv(x[n, h, w, in], weight OHWI), no bias, the
+ * sizes being @conv's plan. */
+typedef void GtConvForward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y);
 
 /* dweight (overwritten) and, when @dx is not NULL, dx (overwritten) from
  * dy and the forward input x. */
-void gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, int h, int w,
-    const float *weight, const float *dy, float *dx, float *dweight);
+typedef void GtConvBackward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    const float *dy, float *dx, float *dweight);
+
+/* The convolution: the direct kernels where the scratch has them and they
+ * apply, im2col + sgemm (the reference) everywhere else. */
+GtConvForward gt_cpu_conv_forward;
+GtConvBackward gt_cpu_conv_backward;
 
 /* Training batch-norm over @rows rows of @channels: y = relu?(gamma * xhat +
  * beta (+ residual)) with batch statistics, saved as mean and invstd for

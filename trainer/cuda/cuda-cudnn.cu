@@ -124,10 +124,7 @@ plan_describe (GtCudnn *cudnn, ConvPlan *plan, char *why, size_t why_size)
   const GtConvShape *shape = &plan->shape;
   cudnnConvolutionDescriptor_t *descs[3] = { &plan->forward_desc,
     &plan->data_desc, &plan->filter_desc };
-  int out_h =
-      (shape->h + 2 * shape->padding - shape->kernel) / shape->stride + 1;
-  int out_w =
-      (shape->w + 2 * shape->padding - shape->kernel) / shape->stride + 1;
+  int out_h = shape->out_h, out_w = shape->out_w;
   int dims[4], i;
 
   CUDNN_TRY (cudnnCreateTensorDescriptor (&plan->x_desc));
@@ -246,6 +243,34 @@ fallback_filter (GtCudnn *cudnn, ConvPlan *plan)
   return 0;
 }
 
+/* The steps every direction takes: @find measures (in bf16, when
+ * @measure), @heuristics predicts, @fallback takes the documented
+ * deterministic algorithm; the chosen one goes to *@algo and its math type
+ * to @desc. The three directions differ only in their cuDNN calls and
+ * result types. */
+template <typename Perf, int Count, typename Algo, typename Find,
+    typename Heuristics, typename Fallback>
+static int
+choose_algo (GtCudnn *cudnn, cudnnConvolutionDescriptor_t desc, int measure,
+    Find find, Heuristics heuristics, Fallback fallback, Algo *algo)
+{
+  Perf results[Count];
+  int count = 0, chosen = -1;
+
+  if (measure && find (Count, &count, results) == CUDNN_STATUS_SUCCESS)
+    chosen = pick (cudnn, results, count);
+  if (chosen < 0 && heuristics (Count, &count, results) == CUDNN_STATUS_SUCCESS)
+    chosen = pick (cudnn, results, count);
+  if (chosen < 0)
+    return fallback ();
+  *algo = results[chosen].algo;
+  return cudnnSetConvolutionMathType (
+             desc, math_to_use (cudnn, results[chosen].mathType))
+          == CUDNN_STATUS_SUCCESS
+      ? 0
+      : -1;
+}
+
 /* Each direction's algorithm: the fastest measured one when the scratch
  * buffers are given (bf16), else the heuristics' first choice, else (or
  * when neither offers one that fits, or a search fails) the first of
@@ -254,92 +279,66 @@ static int
 choose_forward (GtCudnn *cudnn, ConvPlan *plan, const void *x, const void *w,
     void *y, int measure)
 {
-  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0, chosen = -1;
+  typedef cudnnConvolutionFwdAlgoPerf_t Perf;
 
-  if (measure
-      && cudnnFindConvolutionForwardAlgorithmEx (cudnn->handle, plan->x_desc, x,
-             plan->w_desc, w, plan->forward_desc, plan->y_desc, y,
-             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results,
-             cudnn->workspace, cudnn->workspace_bytes)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0
-      && cudnnGetConvolutionForwardAlgorithm_v7 (cudnn->handle, plan->x_desc,
-             plan->w_desc, plan->forward_desc, plan->y_desc,
-             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0)
-    return fallback_forward (cudnn, plan);
-  plan->forward_algo = results[chosen].algo;
-  return cudnnSetConvolutionMathType (
-             plan->forward_desc, math_to_use (cudnn, results[chosen].mathType))
-          == CUDNN_STATUS_SUCCESS
-      ? 0
-      : -1;
+  return choose_algo<Perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> (
+      cudnn, plan->forward_desc, measure,
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnFindConvolutionForwardAlgorithmEx (cudnn->handle,
+            plan->x_desc, x, plan->w_desc, w, plan->forward_desc, plan->y_desc,
+            y, capacity, count, results, cudnn->workspace,
+            cudnn->workspace_bytes);
+      },
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnGetConvolutionForwardAlgorithm_v7 (cudnn->handle,
+            plan->x_desc, plan->w_desc, plan->forward_desc, plan->y_desc,
+            capacity, count, results);
+      },
+      [&] () { return fallback_forward (cudnn, plan); }, &plan->forward_algo);
 }
 
 static int
 choose_data (GtCudnn *cudnn, ConvPlan *plan, const void *w, const void *dy,
     void *dx, int measure)
 {
-  cudnnConvolutionBwdDataAlgoPerf_t
-      results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int count = 0, chosen = -1;
+  typedef cudnnConvolutionBwdDataAlgoPerf_t Perf;
 
-  if (measure
-      && cudnnFindConvolutionBackwardDataAlgorithmEx (cudnn->handle,
-             plan->w_desc, w, plan->y_desc, dy, plan->data_desc, plan->x_desc,
-             dx, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results,
-             cudnn->workspace, cudnn->workspace_bytes)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0
-      && cudnnGetConvolutionBackwardDataAlgorithm_v7 (cudnn->handle,
-             plan->w_desc, plan->y_desc, plan->data_desc, plan->x_desc,
-             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0)
-    return fallback_data (cudnn, plan);
-  plan->data_algo = results[chosen].algo;
-  return cudnnSetConvolutionMathType (
-             plan->data_desc, math_to_use (cudnn, results[chosen].mathType))
-          == CUDNN_STATUS_SUCCESS
-      ? 0
-      : -1;
+  return choose_algo<Perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> (
+      cudnn, plan->data_desc, measure,
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnFindConvolutionBackwardDataAlgorithmEx (cudnn->handle,
+            plan->w_desc, w, plan->y_desc, dy, plan->data_desc, plan->x_desc,
+            dx, capacity, count, results, cudnn->workspace,
+            cudnn->workspace_bytes);
+      },
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7 (cudnn->handle,
+            plan->w_desc, plan->y_desc, plan->data_desc, plan->x_desc, capacity,
+            count, results);
+      },
+      [&] () { return fallback_data (cudnn, plan); }, &plan->data_algo);
 }
 
 static int
 choose_filter (GtCudnn *cudnn, ConvPlan *plan, const void *x, const void *dy,
     void *dw, int measure)
 {
-  cudnnConvolutionBwdFilterAlgoPerf_t
-      results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int count = 0, chosen = -1;
+  typedef cudnnConvolutionBwdFilterAlgoPerf_t Perf;
 
-  if (measure
-      && cudnnFindConvolutionBackwardFilterAlgorithmEx (cudnn->handle,
-             plan->x_desc, x, plan->y_desc, dy, plan->filter_desc, plan->w_desc,
-             dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results,
-             cudnn->workspace, cudnn->workspace_bytes)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0
-      && cudnnGetConvolutionBackwardFilterAlgorithm_v7 (cudnn->handle,
-             plan->x_desc, plan->y_desc, plan->filter_desc, plan->w_desc,
-             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results)
-          == CUDNN_STATUS_SUCCESS)
-    chosen = pick (cudnn, results, count);
-  if (chosen < 0)
-    return fallback_filter (cudnn, plan);
-  plan->filter_algo = results[chosen].algo;
-  return cudnnSetConvolutionMathType (
-             plan->filter_desc, math_to_use (cudnn, results[chosen].mathType))
-          == CUDNN_STATUS_SUCCESS
-      ? 0
-      : -1;
+  return choose_algo<Perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> (
+      cudnn, plan->filter_desc, measure,
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnFindConvolutionBackwardFilterAlgorithmEx (cudnn->handle,
+            plan->x_desc, x, plan->y_desc, dy, plan->filter_desc, plan->w_desc,
+            dw, capacity, count, results, cudnn->workspace,
+            cudnn->workspace_bytes);
+      },
+      [&] (int capacity, int *count, Perf *results) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7 (cudnn->handle,
+            plan->x_desc, plan->y_desc, plan->filter_desc, plan->w_desc,
+            capacity, count, results);
+      },
+      [&] () { return fallback_filter (cudnn, plan); }, &plan->filter_algo);
 }
 
 static int

@@ -22,6 +22,7 @@ typedef struct
   int n, h, w;
   int in_channels, out_channels;
   int kernel, stride, padding;
+  int out_h, out_w; /* the model's plan, which cuDNN must agree with */
 } GtConvShape;
 
 typedef struct GtCudnn GtCudnn;
