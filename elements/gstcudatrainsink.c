@@ -64,57 +64,14 @@
 #include "config.h"
 #endif
 
-#include "gstcudatrainsink.h"
-#include "gstcudatrainsink-settings.h"
-#include "train-meta.h"
-#include "train-report.h"
-#include "trainer.h"
+#include "gstcudatrainsink-private.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-GST_DEBUG_CATEGORY_STATIC (gst_cuda_train_sink_debug);
+GST_DEBUG_CATEGORY (gst_cuda_train_sink_debug);
 #define GST_CAT_DEFAULT gst_cuda_train_sink_debug
-
-/* A batch buffer (a ref) with its two memories mapped, and the GtBatch
- * that points into them; all zero when nothing is mapped. */
-typedef struct
-{
-  GstBuffer *buffer;
-  GstMapInfo images;
-  GstMapInfo labels;
-  GtBatch batch;
-} GstTrainMappedBatch;
-
-struct _GstCudaTrainSink
-{
-  GstBaseSink parent;
-
-  /* Properties, under the object lock. */
-  GstCudaTrainSinkSettings props;
-
-  /* Streaming state, set at start and then touched by the streaming thread
-   * only. @settings is @props as they were at start: a property set
-   * meanwhile can neither change a run half-way nor pull a string from
-   * under a checkpoint being written. */
-  GstCudaTrainSinkSettings settings;
-  gint width, height, channels, batch_size; /* from the caps */
-  GstTrainDatasetInfo dataset;
-  gboolean have_dataset;
-  GtTrainer *trainer;
-  gint min_train_batch; /* fewest images a training step takes */
-  guint64 skip_batches; /* left to skip after an exact resume */
-  guint64 last_saved_step;
-  guint64 next_snapshot; /* fresh images at which the next one is due */
-  gboolean reached_max;  /* change_state reads it too */
-  FILE *metrics;
-  TrainStats stats;
-  GtEvalTotals eval;
-  /* the step in flight and its batch, mapped until the step ends */
-  GstTrainMappedBatch pending;
-  gint64 pending_start;
-};
 
 #define gst_cuda_train_sink_parent_class parent_class
 G_DEFINE_TYPE (GstCudaTrainSink, gst_cuda_train_sink, GST_TYPE_BASE_SINK);
@@ -146,6 +103,7 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSinkClass *base_class = GST_BASE_SINK_CLASS (klass);
+
   gobject_class->set_property = gst_cuda_train_sink_set_property;
   gobject_class->get_property = gst_cuda_train_sink_get_property;
   gobject_class->finalize = gst_cuda_train_sink_finalize;
@@ -201,7 +159,6 @@ gst_cuda_train_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
-
   gboolean known;
 
   GST_OBJECT_LOCK (sink);
@@ -216,7 +173,6 @@ gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
-
   gboolean known;
 
   GST_OBJECT_LOCK (sink);
@@ -377,115 +333,6 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
   return TRUE;
 }
 
-/* ---- the trainer ---- */
-
-/* Creates the trainer for @config where device says: on the GPU when asked
- * for (an error when it cannot be had) or when it can be had (auto); else
- * on the CPU reference backend, in fp32. */
-static gboolean
-gst_cuda_train_sink_create_trainer (
-    GstCudaTrainSink *sink, GtTrainerConfig *config)
-{
-  GstTrainDevice device = sink->settings.device;
-  gboolean on_cpu = TRUE;
-  gchar why[512];
-
-  if (device != GST_TRAIN_DEVICE_CPU) {
-    if (gt_cuda_device_count (why, sizeof (why)) > 0) {
-      config->backend = GT_BACKEND_CUDA;
-      sink->trainer = gt_trainer_new (config, why, sizeof (why));
-      on_cpu = sink->trainer == NULL;
-    }
-    if (sink->trainer == NULL && device == GST_TRAIN_DEVICE_CUDA) {
-      GST_ELEMENT_ERROR (sink, RESOURCE, NOT_FOUND,
-          ("device=cuda, but CUDA cannot train here: %s.", why), (NULL));
-      return FALSE;
-    }
-    if (sink->trainer == NULL)
-      GST_ELEMENT_WARNING (
-          sink, RESOURCE, NOT_FOUND, ("Training on the CPU: %s.", why), (NULL));
-  }
-  if (sink->trainer == NULL) {
-    config->backend = GT_BACKEND_CPU;
-    config->precision = GT_PRECISION_FP32;
-    sink->trainer = gt_trainer_new (config, why, sizeof (why));
-  }
-  if (sink->trainer == NULL) {
-    GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
-        ("Could not set up %s: %s.", gt_model_name (config->model), why),
-        (NULL));
-    return FALSE;
-  }
-  GST_INFO_OBJECT (sink, "%s, %d classes, %zu parameters, on the %s",
-      gt_model_name (config->model), config->num_classes,
-      gt_trainer_num_parameters (sink->trainer), on_cpu ? "CPU" : "GPU");
-  return TRUE;
-}
-
-/* Loads resume-from, when set: an exact resume skips as many batches as
- * the checkpoint has steps, so that a deterministic pipeline continues
- * where it left off. */
-static gboolean
-gst_cuda_train_sink_resume (GstCudaTrainSink *sink)
-{
-  const gchar *path = sink->settings.resume_from;
-  gint resumed = 0, status;
-  gchar *text;
-
-  if (path == NULL)
-    return TRUE;
-  status = gt_trainer_load (sink->trainer, path, &resumed);
-  if (status != GT_OK) {
-    text = g_strdup_printf ("Cannot resume from \"%s\": %s.", path,
-        gt_trainer_error (sink->trainer));
-    if (status == GT_ERROR_IO)
-      GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ, ("%s", text), (NULL));
-    else
-      GST_ELEMENT_ERROR (sink, RESOURCE, SETTINGS, ("%s", text), (NULL));
-    g_free (text);
-    return FALSE;
-  }
-  if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN)
-    sink->skip_batches = (guint64)gt_trainer_global_step (sink->trainer);
-  sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
-  GST_INFO_OBJECT (sink, "%s %s at step %" G_GUINT64_FORMAT,
-      resumed ? "resumed from" : "started from weights of", path,
-      sink->last_saved_step);
-  return TRUE;
-}
-
-/* Creates the trainer at the first batch, when caps and dataset facts are
- * known, and loads resume-from. */
-static gboolean
-gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
-{
-  GtTrainerConfig config;
-
-  gt_trainer_config_init (&config);
-  if (!gst_cuda_train_sink_settings_to_config (&sink->settings, &config)) {
-    GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
-        ("mean and std must be three numbers, \"R,G,B\"."), (NULL));
-    return FALSE;
-  }
-  config.height = sink->height;
-  config.width = sink->width;
-  config.batch_size = sink->batch_size;
-  if (config.num_classes == 0) {
-    if (!sink->have_dataset || sink->dataset.num_classes == 0) {
-      GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
-          ("num-classes is 0 and no dataset tags said how many classes "
-           "there are: set num-classes."),
-          (NULL));
-      return FALSE;
-    }
-    config.num_classes = (int)sink->dataset.num_classes;
-  }
-  if (!gst_cuda_train_sink_create_trainer (sink, &config))
-    return FALSE;
-  sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
-  return gst_cuda_train_sink_resume (sink);
-}
-
 /* Posts the error of the trainer's last failure. */
 static GstFlowReturn
 gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
@@ -497,15 +344,8 @@ gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
 
 /* ---- what the sink writes and posts ---- */
 
-/* Samples in an epoch, as the source announced them; 0 when unknown. */
-static guint64
-gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink)
-{
-  return sink->have_dataset ? sink->dataset.epoch_samples : 0;
-}
-
 /* Appends @s to metrics-location as a JSON line: {"type": NAME, fields}. */
-static void
+void
 gst_cuda_train_sink_write_json (GstCudaTrainSink *sink, const GstStructure *s)
 {
   GString *line;
@@ -564,70 +404,6 @@ gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
           eval->loss_sum / n, "top1", G_TYPE_DOUBLE, eval->correct_top1 / n,
           "top5", G_TYPE_DOUBLE, eval->correct_top5 / n, "images",
           G_TYPE_UINT64, (guint64)eval->num_samples, NULL));
-}
-
-/* Writes a checkpoint to checkpoint-location, when training and set. */
-static gboolean
-gst_cuda_train_sink_save (GstCudaTrainSink *sink)
-{
-  const gchar *path = sink->settings.checkpoint_location;
-  gchar epoch[32];
-
-  if (path == NULL || sink->trainer == NULL
-      || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
-    return TRUE;
-  g_snprintf (epoch, sizeof (epoch), "%.6f",
-      train_stats_epoch (
-          &sink->stats, gst_cuda_train_sink_epoch_samples (sink)));
-  gt_trainer_set_metadata (sink->trainer, "epoch", epoch);
-  if (gt_trainer_save (sink->trainer, path, 0) != GT_OK) {
-    GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
-        ("Could not write checkpoint \"%s\".", path),
-        ("%s", gt_trainer_error (sink->trainer)));
-    return FALSE;
-  }
-  sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
-  GST_DEBUG_OBJECT (
-      sink, "checkpoint at step %" G_GUINT64_FORMAT, sink->last_saved_step);
-  return TRUE;
-}
-
-/* Saves the weights as fresh-N.safetensors each time the fresh images pass
- * a multiple of snapshot-interval, and notes it in the metrics. */
-static gboolean
-gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
-{
-  const GstCudaTrainSinkSettings *s = &sink->settings;
-  const TrainStats *stats = &sink->stats;
-
-  while (s->snapshot_interval && stats->fresh_images >= sink->next_snapshot) {
-    gchar *name = g_strdup_printf (
-        "fresh-%012" G_GUINT64_FORMAT ".safetensors", sink->next_snapshot);
-    gchar *path = g_build_filename (s->snapshot_location, name, NULL);
-    gboolean ok = gt_trainer_save (sink->trainer, path, 1) == GT_OK;
-
-    if (ok) {
-      GstStructure *note = gst_structure_new ("snapshot", "mark", G_TYPE_UINT64,
-          sink->next_snapshot, "fresh-images", G_TYPE_UINT64,
-          stats->fresh_images, "images", G_TYPE_UINT64, stats->images, "step",
-          G_TYPE_UINT64, (guint64)gt_trainer_global_step (sink->trainer),
-          "time", G_TYPE_DOUBLE,
-          train_stats_elapsed (stats, g_get_monotonic_time ()), NULL);
-
-      gst_cuda_train_sink_write_json (sink, note);
-      gst_structure_free (note);
-    } else {
-      GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
-          ("Could not write snapshot \"%s\".", path),
-          ("%s", gt_trainer_error (sink->trainer)));
-    }
-    g_free (path);
-    g_free (name);
-    if (!ok)
-      return FALSE;
-    sink->next_snapshot += s->snapshot_interval;
-  }
-  return TRUE;
 }
 
 /* ---- steps ---- */
