@@ -159,13 +159,11 @@ gst_cuda_train_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
-  gboolean known;
 
   GST_OBJECT_LOCK (sink);
-  known = gst_cuda_train_sink_settings_set (&sink->props, prop_id, value);
-  GST_OBJECT_UNLOCK (sink);
-  if (!known)
+  if (!gst_cuda_train_sink_settings_set (&sink->props, prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  GST_OBJECT_UNLOCK (sink);
 }
 
 static void
@@ -173,13 +171,11 @@ gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
-  gboolean known;
 
   GST_OBJECT_LOCK (sink);
-  known = gst_cuda_train_sink_settings_get (&sink->props, prop_id, value);
-  GST_OBJECT_UNLOCK (sink);
-  if (!known)
+  if (!gst_cuda_train_sink_settings_get (&sink->props, prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  GST_OBJECT_UNLOCK (sink);
 }
 
 /* ---- state ---- */
