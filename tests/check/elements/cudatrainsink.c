@@ -114,6 +114,14 @@ get_uint64 (const GstStructure *s, const gchar *name)
   return value;
 }
 
+/* The last train-stats of @run, which ended without error. */
+static const GstStructure *
+last_stats (SinkRun *run)
+{
+  fail_unless (run->error == NULL, "%s", run->error);
+  return g_ptr_array_index (run->stats, run->stats->len - 1);
+}
+
 /* An ImageFolder of @per_class JPEGs of 12x12 in each of @classes classes. */
 static gchar *
 make_dataset (gint classes, gint per_class)
@@ -273,11 +281,8 @@ GST_START_TEST (test_max_steps_ends_the_pipeline)
       "max-factor=4 ! augment width=12 height=12 ! batcher batch-size=4 ! "
       "queue max-size-buffers=2 ! " SINK "max-steps=5 stats-interval=2",
       dir);
-  const GstStructure *last;
 
-  fail_unless (run->error == NULL, "%s", run->error);
-  last = g_ptr_array_index (run->stats, run->stats->len - 1);
-  fail_unless_equals_uint64 (get_uint64 (last, "step"), 5);
+  fail_unless_equals_uint64 (get_uint64 (last_stats (run), "step"), 5);
   sink_run_free (run);
   remove_dataset (dir);
 }
@@ -298,6 +303,7 @@ GST_START_TEST (test_max_steps_eos_survives_pause)
   GstMessage *eos_before, *eos_after = NULL;
   GstStateChangeReturn paused = GST_STATE_CHANGE_FAILURE;
 
+  g_free (launch);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   eos_before = gst_bus_timed_pop_filtered (
       bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
@@ -318,7 +324,6 @@ GST_START_TEST (test_max_steps_eos_survives_pause)
   gst_message_unref (eos_after);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
-  g_free (launch);
   remove_dataset (dir);
 }
 
@@ -579,10 +584,8 @@ GST_START_TEST (test_too_small_last_batch_is_dropped)
       "batcher batch-size=4 drop-remainder=false ! " SINK
       "num-classes=2 checkpoint-location=%s",
       dir, checkpoint);
-  const GstStructure *last;
+  const GstStructure *last = last_stats (run);
 
-  fail_unless (run->error == NULL, "%s", run->error);
-  last = g_ptr_array_index (run->stats, run->stats->len - 1);
   fail_unless_equals_uint64 (get_uint64 (last, "step"), 1);
   fail_unless_equals_uint64 (get_uint64 (last, "images"), 4);
   fail_unless (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
