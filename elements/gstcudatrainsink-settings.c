@@ -95,6 +95,14 @@ static const gsize settings_offsets[N_PROPERTIES] = {
 
 #undef FIELD
 
+/* An enum property is kept in its C enum type and read and written as a
+ * gint, as GEnumValue holds it: the sizes must agree. */
+G_STATIC_ASSERT (sizeof (GtModel) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainDevice) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GtPrecision) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GtLrSchedule) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainMode) == sizeof (gint));
+
 static GParamSpec *properties[N_PROPERTIES];
 
 void
@@ -216,7 +224,7 @@ settings_store (
   gpointer field = G_STRUCT_MEMBER_P (settings, settings_offsets[prop_id]);
 
   switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_ENUM: /* the enum fields have int's size and sign */
+    case G_TYPE_ENUM:
       *(gint *)field = g_value_get_enum (value);
       break;
     case G_TYPE_BOOLEAN:
