@@ -366,6 +366,33 @@ GST_START_TEST (test_fresh_counts_at_every_position)
 
 GST_END_TEST;
 
+/* lr-schedule=step over max-steps=10 (total-steps 0 takes max-steps):
+ * times 0.1 every 3 steps, at 30%, 60% and 90% of the run. */
+GST_START_TEST (test_step_schedule_follows_max_steps)
+{
+  gchar *dir = make_dataset (2, 2);
+  SinkRun *run = sink_run_printf (
+      "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
+      "height=12 ! batcher batch-size=4 ! " SINK
+      "lr=0.01 lr-schedule=step max-steps=10 stats-interval=1",
+      dir);
+  guint i;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless_equals_int (run->stats->len, 10);
+  for (i = 0; i < run->stats->len; i++) {
+    gdouble lr = get_double (g_ptr_array_index (run->stats, i), "lr");
+    gdouble expected = 0.01 * pow (0.1, i / 3);
+
+    fail_unless (
+        fabs (lr - expected) < 1e-6 * expected, "step %u: lr %g", i + 1, lr);
+  }
+  sink_run_free (run);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
 /* A checkpoint whose classifier ignores the image and favours class 0 by
  * a margin of 3: every prediction is class 0. */
 static gchar *
@@ -668,6 +695,7 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_properties_read_back);
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_resume_is_exact);
+  tcase_add_test (tc, test_step_schedule_follows_max_steps);
   tcase_add_test (tc, test_max_steps_ends_the_pipeline);
   tcase_add_test (tc, test_max_steps_eos_survives_pause);
   tcase_add_test (tc, test_fresh_counts_at_every_position);
