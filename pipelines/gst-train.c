@@ -13,13 +13,12 @@
  * and a JSON summary (--summary). Exit status: 0 when the pipeline reached
  * EOS, 1 on an error (its text on stderr), 2 on bad usage, 130 when aborted.
  */
+#include "train-report.h"
+
 #include <gst/gst.h>
 #include <glib-unix.h>
 
 #include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 typedef struct
 {
@@ -214,48 +213,18 @@ on_interrupt (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Appends ,\n  "@key": {fields of @s} to the summary. */
 static void
 append_fields (GString *json, const gchar *key, const GstStructure *s)
 {
-  gint i;
+  TrainJsonObject object;
 
-  g_string_append_printf (json, ",\n  \"%s\": {", key);
-  for (i = 0; s && i < gst_structure_n_fields (s); i++) {
-    const gchar *name = gst_structure_nth_field_name (s, i);
-    const GValue *value = gst_structure_get_value (s, name);
-    gchar number[G_ASCII_DTOSTR_BUF_SIZE];
-
-    g_string_append_printf (json, "%s\"%s\": ", i ? ", " : "", name);
-    if (G_VALUE_HOLDS_DOUBLE (value) && isfinite (g_value_get_double (value)))
-      g_string_append (json,
-          g_ascii_formatd (
-              number, sizeof (number), "%.6g", g_value_get_double (value)));
-    else if (G_VALUE_HOLDS_UINT64 (value))
-      g_string_append_printf (
-          json, "%" G_GUINT64_FORMAT, g_value_get_uint64 (value));
-    else
-      g_string_append (json, "null");
-  }
-  g_string_append (json, "}");
-}
-
-/* Appends @text as a JSON string: quotes, backslashes and control
- * characters escaped, UTF-8 as it is. */
-static void
-append_json_string (GString *json, const gchar *text)
-{
-  const guchar *c;
-
-  g_string_append_c (json, '"');
-  for (c = (const guchar *)text; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      g_string_append_printf (json, "\\%c", *c);
-    else if (*c < 0x20)
-      g_string_append_printf (json, "\\u%04x", *c);
-    else
-      g_string_append_c (json, *c);
-  }
-  g_string_append_c (json, '"');
+  g_string_append (json, ",\n  ");
+  train_json_append_string (json, key);
+  g_string_append (json, ": ");
+  train_json_object_begin (&object, json);
+  gst_structure_foreach (s, train_json_object_add_field, &object);
+  train_json_object_end (&object);
 }
 
 static gboolean
@@ -269,11 +238,10 @@ write_summary (App *app, const gchar *path)
       "  \"exit-status\": %d,\n  \"seconds\": %.3f,\n", app->exit_status,
       (g_get_monotonic_time () - app->start) / 1e6);
   g_string_append (json, "  \"error\": ");
-  if (app->error) {
-    append_json_string (json, app->error);
-  } else {
+  if (app->error)
+    train_json_append_string (json, app->error);
+  else
     g_string_append (json, "null");
-  }
   if (app->last_stats)
     append_fields (json, "last-train-stats", app->last_stats);
   if (app->eval_result)

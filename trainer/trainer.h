@@ -320,6 +320,17 @@ int gt_cuda_device_count (char *why, size_t why_size);
 int gt_cuda_device_info (
     int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
 
+/* ---- The learning-rate policy (lr-policy.c) ---- */
+
+/* Sets the schedule fields of @config from a user's settings: peak @lr,
+ * @schedule, @warmup_steps, and the schedule's length @total_steps, which
+ * is @max_steps when 0 (and when that is 0 too, cosine and poly stay
+ * constant after the warmup). GT_LR_STEP multiplies the rate by 0.1 at 30%,
+ * 60% and 90% of the steps after the warmup. */
+void gt_trainer_config_set_lr_policy (GtTrainerConfig *config, float lr,
+    GtLrSchedule schedule, int64_t warmup_steps, int64_t total_steps,
+    int64_t max_steps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,24 @@ sink_run (const gchar *launch)
   return run;
 }
 
+/* sink_run on the launch line that @format makes. */
+static SinkRun *sink_run_printf (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
+
+static SinkRun *
+sink_run_printf (const gchar *format, ...)
+{
+  va_list args;
+  gchar *launch;
+  SinkRun *run;
+
+  va_start (args, format);
+  launch = g_strdup_vprintf (format, args);
+  va_end (args);
+  run = sink_run (launch);
+  g_free (launch);
+  return run;
+}
+
 static void
 sink_run_free (SinkRun *run)
 {
@@ -96,6 +114,14 @@ get_uint64 (const GstStructure *s, const gchar *name)
   return value;
 }
 
+/* The last train-stats of @run, which ended without error. */
+static const GstStructure *
+last_stats (SinkRun *run)
+{
+  fail_unless (run->error == NULL, "%s", run->error);
+  return g_ptr_array_index (run->stats, run->stats->len - 1);
+}
+
 /* An ImageFolder of @per_class JPEGs of 12x12 in each of @classes classes. */
 static gchar *
 make_dataset (gint classes, gint per_class)
@@ -113,6 +139,13 @@ make_dataset (gint classes, gint per_class)
   return dir;
 }
 
+static void
+remove_dataset (gchar *dir)
+{
+  fixture_remove_tree (dir);
+  g_free (dir);
+}
+
 /* The head of every pipeline here: deterministic given the seeds. */
 static gchar *
 input_stage (const gchar *dir, gint epochs)
@@ -127,12 +160,11 @@ input_stage (const gchar *dir, gint epochs)
 GST_START_TEST (test_loss_falls)
 {
   gchar *dir = make_dataset (2, 8);
-  gchar *launch = g_strdup_printf (
+  SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=40 seed=3 ! imagedec ! augment "
       "width=12 height=12 crop=center ! batcher batch-size=16 ! " SINK
       "lr=0.05 lr-schedule=constant label-smoothing=0 stats-interval=10",
       dir);
-  SinkRun *run = sink_run (launch);
   gdouble first_loss, last_loss;
 
   fail_unless (run->error == NULL, "%s", run->error);
@@ -149,9 +181,7 @@ GST_START_TEST (test_loss_falls)
       get_uint64 (g_ptr_array_index (run->stats, 3), "images"), 640);
 
   sink_run_free (run);
-  g_free (launch);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -185,6 +215,26 @@ assert_same_checkpoints (const gchar *a_path, const gchar *b_path)
   gt_st_close (b);
 }
 
+/* Trains in batches of 4 on a 4-step schedule (given: by default it is
+ * max-steps, which differs between the runs here) up to @max_steps, from
+ * @resume_from (NULL: fresh weights), checkpointing to @checkpoint; the
+ * run ended without error. */
+static SinkRun *
+train_to_step (const gchar *input, gint max_steps, const gchar *resume_from,
+    const gchar *checkpoint)
+{
+  gchar *resume = resume_from ? g_strdup_printf (" resume-from=%s", resume_from)
+                              : g_strdup ("");
+  SinkRun *run = sink_run_printf ("%s ! batcher batch-size=4 ! " SINK
+                                  "total-steps=4 max-steps=%d%s "
+                                  "checkpoint-location=%s",
+      input, max_steps, resume, checkpoint);
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  g_free (resume);
+  return run;
+}
+
 GST_START_TEST (test_resume_is_exact)
 {
   gchar *dir = make_dataset (2, 6);
@@ -192,65 +242,30 @@ GST_START_TEST (test_resume_is_exact)
   gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
   gchar *half = g_build_filename (dir, "half.safetensors", NULL);
   gchar *resumed = g_build_filename (dir, "resumed.safetensors", NULL);
-  gchar *launch;
+  gchar *contents;
+  gsize length;
   SinkRun *run;
 
-  /* 4 steps straight; 2 steps, a checkpoint, and 2 more after resuming.
-   * The schedule's length is given: by default it is max-steps, which
-   * differs between the runs. */
-  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
-                            "total-steps=4 max-steps=4 checkpoint-location=%s",
-      input, straight);
-  run = sink_run (launch);
-  fail_unless (run->error == NULL, "%s", run->error);
-  sink_run_free (run);
-  g_free (launch);
-
-  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
-                            "total-steps=4 max-steps=2 checkpoint-location=%s",
-      input, half);
-  run = sink_run (launch);
-  fail_unless (run->error == NULL, "%s", run->error);
-  sink_run_free (run);
-  g_free (launch);
-
-  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
-                            "total-steps=4 max-steps=4 resume-from=%s "
-                            "checkpoint-location=%s",
-      input, half, resumed);
-  run = sink_run (launch);
-  fail_unless (run->error == NULL, "%s", run->error);
-  sink_run_free (run);
-  g_free (launch);
-
+  /* 4 steps straight; 2 steps, a checkpoint, and 2 more after resuming */
+  sink_run_free (train_to_step (input, 4, NULL, straight));
+  sink_run_free (train_to_step (input, 2, NULL, half));
+  sink_run_free (train_to_step (input, 4, half, resumed));
   assert_same_checkpoints (straight, resumed);
 
   /* resuming a finished run trains nothing and rewrites nothing */
-  {
-    gchar *contents;
-    gsize length;
-
-    fail_unless (g_file_get_contents (straight, &contents, &length, NULL));
-    fail_unless (g_file_set_contents (half, contents, length, NULL));
-    g_free (contents);
-  }
-  launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
-                            "total-steps=4 max-steps=4 resume-from=%s "
-                            "checkpoint-location=%s",
-      input, half, half);
-  run = sink_run (launch);
-  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless (g_file_get_contents (straight, &contents, &length, NULL));
+  fail_unless (g_file_set_contents (half, contents, length, NULL));
+  g_free (contents);
+  run = train_to_step (input, 4, half, half);
   fail_unless_equals_int (run->stats->len, 0);
   sink_run_free (run);
-  g_free (launch);
   assert_same_checkpoints (straight, half);
 
   g_free (straight);
   g_free (half);
   g_free (resumed);
   g_free (input);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -261,21 +276,15 @@ GST_END_TEST;
 GST_START_TEST (test_max_steps_ends_the_pipeline)
 {
   gchar *dir = make_dataset (2, 4);
-  gchar *launch = g_strdup_printf (
+  SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=-1 ! imagedec ! echo mode=adaptive "
       "max-factor=4 ! augment width=12 height=12 ! batcher batch-size=4 ! "
       "queue max-size-buffers=2 ! " SINK "max-steps=5 stats-interval=2",
       dir);
-  SinkRun *run = sink_run (launch);
-  const GstStructure *last;
 
-  fail_unless (run->error == NULL, "%s", run->error);
-  last = g_ptr_array_index (run->stats, run->stats->len - 1);
-  fail_unless_equals_uint64 (get_uint64 (last, "step"), 5);
+  fail_unless_equals_uint64 (get_uint64 (last_stats (run), "step"), 5);
   sink_run_free (run);
-  g_free (launch);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -294,6 +303,7 @@ GST_START_TEST (test_max_steps_eos_survives_pause)
   GstMessage *eos_before, *eos_after = NULL;
   GstStateChangeReturn paused = GST_STATE_CHANGE_FAILURE;
 
+  g_free (launch);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   eos_before = gst_bus_timed_pop_filtered (
       bus, 60 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
@@ -314,9 +324,7 @@ GST_START_TEST (test_max_steps_eos_survives_pause)
   gst_message_unref (eos_after);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
-  g_free (launch);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -328,29 +336,21 @@ GST_START_TEST (test_fresh_counts_at_every_position)
 {
   gchar *dir = make_dataset (2, 8);
   const gchar *echo = "echo factor=2 shuffle-buffer-size=0";
-  gchar *launches[4];
-  gint i;
+  const gchar *stages[3] = { "imagedec", "augment width=12 height=12",
+    "batcher batch-size=8" };
+  gint i, k;
 
-  launches[0] = g_strdup_printf ("datasetsrc location=%s seed=3 ! %s ! "
-                                 "imagedec ! augment width=12 height=12 ! "
-                                 "batcher batch-size=8 ! " SINK,
-      dir, echo);
-  launches[1] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
-                                 "%s ! augment width=12 height=12 ! "
-                                 "batcher batch-size=8 ! " SINK,
-      dir, echo);
-  launches[2] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
-                                 "augment width=12 height=12 ! %s ! "
-                                 "batcher batch-size=8 ! " SINK,
-      dir, echo);
-  launches[3] = g_strdup_printf ("datasetsrc location=%s seed=3 ! imagedec ! "
-                                 "augment width=12 height=12 ! "
-                                 "batcher batch-size=8 ! %s ! " SINK,
-      dir, echo);
   for (i = 0; i < 4; i++) {
-    SinkRun *run = sink_run (launches[i]);
+    /* the stages from decoding to batching, with the echo before stage i */
+    GString *middle = g_string_new (NULL);
     const GstStructure *last;
+    SinkRun *run;
 
+    for (k = 0; k < 4; k++)
+      g_string_append_printf (middle, "%s%s", k ? " ! " : "",
+          k == i ? echo : stages[k < i ? k : k - 1]);
+    run = sink_run_printf (
+        "datasetsrc location=%s seed=3 ! %s ! " SINK, dir, middle->str);
     fail_unless (run->error == NULL, "%c: %s", 'A' + i, run->error);
     fail_unless (run->stats->len > 0);
     last = g_ptr_array_index (run->stats, run->stats->len - 1);
@@ -359,10 +359,36 @@ GST_START_TEST (test_fresh_counts_at_every_position)
     fail_unless_equals_uint64 (get_uint64 (last, "fresh-images"), 16);
     fail_unless (get_double (last, "echo-factor") == 2.0);
     sink_run_free (run);
-    g_free (launches[i]);
+    g_string_free (middle, TRUE);
   }
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* lr-schedule=step over max-steps=10 (total-steps 0 takes max-steps):
+ * times 0.1 every 3 steps, at 30%, 60% and 90% of the run. */
+GST_START_TEST (test_step_schedule_follows_max_steps)
+{
+  gchar *dir = make_dataset (2, 2);
+  SinkRun *run = sink_run_printf (
+      "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
+      "height=12 ! batcher batch-size=4 ! " SINK
+      "lr=0.01 lr-schedule=step max-steps=10 stats-interval=1",
+      dir);
+  guint i;
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless_equals_int (run->stats->len, 10);
+  for (i = 0; i < run->stats->len; i++) {
+    gdouble lr = get_double (g_ptr_array_index (run->stats, i), "lr");
+    gdouble expected = 0.01 * pow (0.1, i / 3);
+
+    fail_unless (
+        fabs (lr - expected) < 1e-6 * expected, "step %u: lr %g", i + 1, lr);
+  }
+  sink_run_free (run);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -422,20 +448,19 @@ GST_START_TEST (test_eval_on_a_known_checkpoint)
 {
   gchar *dir = make_dataset (2, 3); /* 3 of class 0, 3 of class 1 */
   gchar *extra = g_strdup_printf ("%s/class0/extra.jpg", dir);
-  gchar *checkpoint, *launch;
+  gchar *checkpoint;
   SinkRun *run;
   gdouble expected_loss;
 
   /* a fourth image in class 0: top-1 = 4 / 7 */
   fixture_write_jpeg (extra, 12, 12, 999);
   checkpoint = make_class0_checkpoint (dir);
-  launch = g_strdup_printf ("datasetsrc location=%s shuffle=false ! imagedec "
-                            "! augment width=12 height=12 crop=center ! "
-                            "batcher batch-size=4 drop-remainder=false ! " SINK
-                            "mode=eval label-smoothing=0 num-classes=2 "
-                            "resume-from=%s",
+  run = sink_run_printf ("datasetsrc location=%s shuffle=false ! imagedec ! "
+                         "augment width=12 height=12 crop=center ! "
+                         "batcher batch-size=4 drop-remainder=false ! " SINK
+                         "mode=eval label-smoothing=0 num-classes=2 "
+                         "resume-from=%s",
       dir, checkpoint);
-  run = sink_run (launch);
   fail_unless (run->error == NULL, "%s", run->error);
   fail_unless (run->eval != NULL);
   fail_unless_equals_uint64 (get_uint64 (run->eval, "images"), 7);
@@ -447,50 +472,50 @@ GST_START_TEST (test_eval_on_a_known_checkpoint)
       "loss %g, expected %g", get_double (run->eval, "loss"), expected_loss);
   sink_run_free (run);
 
-  g_free (launch);
   g_free (checkpoint);
   g_free (extra);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
+
+/* Checks that @run failed with an error that says @text; frees @run. */
+static void
+assert_error_says (SinkRun *run, const gchar *text)
+{
+  fail_unless (run->error && strstr (run->error, text), "%s", run->error);
+  sink_run_free (run);
+}
 
 GST_START_TEST (test_errors)
 {
   gchar *dir = make_dataset (3, 2);
   gchar *input = input_stage (dir, 1);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
-  gchar *launch;
   SinkRun *run;
 
   /* caps it cannot take */
-  run = sink_run ("fakesrc num-buffers=1 sizetype=fixed sizemax=96 ! "
-                  "capsfilter caps=\"other/tensors,format=static,"
-                  "num_tensors=2,types=(string)\\\"float32,int32\\\","
-                  "dimensions=(string)\\\"3:2:2:2,2\\\",framerate=0/1\" ! " SINK
-                  "num-classes=2");
-  fail_unless (
-      run->error && strstr (run->error, "uint8 images"), "%s", run->error);
-  sink_run_free (run);
+  assert_error_says (
+      sink_run ("fakesrc num-buffers=1 sizetype=fixed sizemax=96 ! "
+                "capsfilter caps=\"other/tensors,format=static,"
+                "num_tensors=2,types=(string)\\\"float32,int32\\\","
+                "dimensions=(string)\\\"3:2:2:2,2\\\",framerate=0/1\" ! " SINK
+                "num-classes=2"),
+      "uint8 images");
 
   /* labels outside the classes: 3 classes, a 2-class model */
-  launch = g_strdup_printf (
-      "%s ! batcher batch-size=6 ! " SINK "num-classes=2", input);
-  run = sink_run (launch);
-  fail_unless (run->error && strstr (run->error, "outside the model's 2"), "%s",
-      run->error);
-  sink_run_free (run);
-  g_free (launch);
+  assert_error_says (
+      sink_run_printf (
+          "%s ! batcher batch-size=6 ! " SINK "num-classes=2", input),
+      "outside the model's 2");
 
   /* a loss that goes to NaN or infinity: named, the last checkpoint kept */
   g_free (input);
   input = input_stage (dir, 50);
-  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! " SINK
-                            "lr=100000 lr-schedule=constant "
-                            "checkpoint-interval=1 checkpoint-location=%s",
+  run = sink_run_printf ("%s ! batcher batch-size=6 ! " SINK
+                         "lr=100000 lr-schedule=constant "
+                         "checkpoint-interval=1 checkpoint-location=%s",
       input, checkpoint);
-  run = sink_run (launch);
   fail_unless (run->error && strstr (run->error, "diverged")
           && strstr (run->error, "step "),
       "%s", run->error);
@@ -505,30 +530,21 @@ GST_START_TEST (test_errors)
     gt_st_close (file);
   }
   sink_run_free (run);
-  g_free (launch);
 
   /* a missing resume file, and one of another model */
-  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! " SINK
-                            "resume-from=%s/none.safetensors",
-      input, dir);
-  run = sink_run (launch);
-  fail_unless (
-      run->error && strstr (run->error, "none.safetensors"), "%s", run->error);
-  sink_run_free (run);
-  g_free (launch);
-  launch = g_strdup_printf ("%s ! batcher batch-size=6 ! cudatrainsink "
-                            "model=resnet32 device=cpu resume-from=%s",
-      input, checkpoint);
-  run = sink_run (launch);
-  fail_unless (
-      run->error && strstr (run->error, "does not fit"), "%s", run->error);
-  sink_run_free (run);
-  g_free (launch);
+  assert_error_says (sink_run_printf ("%s ! batcher batch-size=6 ! " SINK
+                                      "resume-from=%s/none.safetensors",
+                         input, dir),
+      "none.safetensors");
+  assert_error_says (
+      sink_run_printf ("%s ! batcher batch-size=6 ! cudatrainsink "
+                       "model=resnet32 device=cpu resume-from=%s",
+          input, checkpoint),
+      "does not fit");
 
   g_free (checkpoint);
   g_free (input);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -540,13 +556,12 @@ GST_START_TEST (test_snapshots_count_fresh_images)
   gchar *dir = make_dataset (2, 8);
   gchar *snapshots = g_build_filename (dir, "snapshots", NULL);
   gchar *metrics = g_build_filename (dir, "metrics.jsonl", NULL);
-  gchar *launch = g_strdup_printf (
+  SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=2 seed=3 ! imagedec ! echo factor=2 "
       "shuffle-buffer-size=0 ! augment width=12 height=12 ! batcher "
       "batch-size=4 ! " SINK
       "snapshot-interval=8 snapshot-location=%s metrics-location=%s",
       dir, snapshots, metrics);
-  SinkRun *run = sink_run (launch);
   gchar *contents, **lines;
   guint64 fresh;
   gint found = 0, i;
@@ -577,11 +592,9 @@ GST_START_TEST (test_snapshots_count_fresh_images)
   g_strfreev (lines);
   g_free (contents);
   sink_run_free (run);
-  g_free (launch);
   g_free (metrics);
   g_free (snapshots);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -593,24 +606,80 @@ GST_START_TEST (test_too_small_last_batch_is_dropped)
 {
   gchar *dir = make_dataset (1, 5);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
-  gchar *launch = g_strdup_printf (
+  SinkRun *run = sink_run_printf (
       "datasetsrc location=%s ! imagedec ! augment width=4 height=4 ! "
       "batcher batch-size=4 drop-remainder=false ! " SINK
       "num-classes=2 checkpoint-location=%s",
       dir, checkpoint);
-  SinkRun *run = sink_run (launch);
-  const GstStructure *last;
+  const GstStructure *last = last_stats (run);
 
-  fail_unless (run->error == NULL, "%s", run->error);
-  last = g_ptr_array_index (run->stats, run->stats->len - 1);
   fail_unless_equals_uint64 (get_uint64 (last, "step"), 1);
   fail_unless_equals_uint64 (get_uint64 (last, "images"), 4);
   fail_unless (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
   sink_run_free (run);
-  g_free (launch);
   g_free (checkpoint);
-  fixture_remove_tree (dir);
-  g_free (dir);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* Sets @value (initialised to @spec's type) to a value of @spec other
+ * than its default: the largest, the last enum value, the other boolean,
+ * a string. */
+static void
+set_other_than_default (GParamSpec *spec, GValue *value)
+{
+  if (G_IS_PARAM_SPEC_ENUM (spec)) {
+    GEnumClass *enums = G_PARAM_SPEC_ENUM (spec)->enum_class;
+
+    g_value_set_enum (value, enums->values[enums->n_values - 1].value);
+  } else if (G_IS_PARAM_SPEC_BOOLEAN (spec))
+    g_value_set_boolean (value, !G_PARAM_SPEC_BOOLEAN (spec)->default_value);
+  else if (G_IS_PARAM_SPEC_STRING (spec))
+    g_value_set_string (value, "1,2,3");
+  else if (G_IS_PARAM_SPEC_INT (spec))
+    g_value_set_int (value, G_PARAM_SPEC_INT (spec)->maximum);
+  else if (G_IS_PARAM_SPEC_UINT (spec))
+    g_value_set_uint (value, G_PARAM_SPEC_UINT (spec)->maximum);
+  else if (G_IS_PARAM_SPEC_UINT64 (spec))
+    g_value_set_uint64 (value, G_PARAM_SPEC_UINT64 (spec)->maximum);
+  else if (G_IS_PARAM_SPEC_DOUBLE (spec))
+    g_value_set_double (value, G_PARAM_SPEC_DOUBLE (spec)->maximum);
+  else
+    fail ("%s: a type this test does not know", spec->name);
+}
+
+/* Every property reads back its default, then what was set, whatever its
+ * type: the sink keeps its properties by table, not by a case for each. */
+GST_START_TEST (test_properties_read_back)
+{
+  GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
+  GParamSpec **specs;
+  guint n, i;
+
+  fail_unless (sink != NULL);
+  specs = g_object_class_list_properties (G_OBJECT_GET_CLASS (sink), &n);
+  for (i = 0; i < n; i++) {
+    GParamSpec *spec = specs[i];
+    GValue value = G_VALUE_INIT, back = G_VALUE_INIT;
+
+    if (spec->owner_type != G_OBJECT_TYPE (sink))
+      continue;
+    g_value_init (&value, spec->value_type);
+    g_value_init (&back, spec->value_type);
+    g_object_get_property (G_OBJECT (sink), spec->name, &back);
+    fail_unless (g_param_value_defaults (spec, &back), "%s", spec->name);
+    set_other_than_default (spec, &value);
+    fail_if (g_param_value_defaults (spec, &value), "%s", spec->name);
+    g_object_set_property (G_OBJECT (sink), spec->name, &value);
+    g_object_get_property (G_OBJECT (sink), spec->name, &back);
+    fail_unless (
+        g_param_values_cmp (spec, &value, &back) == 0, "%s", spec->name);
+    g_value_unset (&value);
+    g_value_unset (&back);
+  }
+  g_free (specs);
+  gst_object_unref (sink);
 }
 
 GST_END_TEST;
@@ -623,8 +692,10 @@ cudatrainsink_suite (void)
 
   tcase_set_timeout (tc, 600);
   suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_properties_read_back);
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_resume_is_exact);
+  tcase_add_test (tc, test_step_schedule_follows_max_steps);
   tcase_add_test (tc, test_max_steps_ends_the_pipeline);
   tcase_add_test (tc, test_max_steps_eos_survives_pause);
   tcase_add_test (tc, test_fresh_counts_at_every_position);

@@ -1,0 +1,390 @@
+/* gstcudatrainsink-settings.c: the properties declared in
+ * gstcudatrainsink-settings.h. */
+#include "gstcudatrainsink-settings.h"
+
+#include <gst/gst.h>
+
+#define DEFAULT_MODEL GT_MODEL_RESNET50
+#define DEFAULT_NUM_CLASSES 0
+#define DEFAULT_DEVICE GST_TRAIN_DEVICE_AUTO
+#define DEFAULT_GPU_ID 0
+#define DEFAULT_PRECISION GT_PRECISION_BF16
+#define DEFAULT_LR 0.1
+#define DEFAULT_MOMENTUM 0.9
+#define DEFAULT_WEIGHT_DECAY 1e-4
+#define DEFAULT_NESTEROV FALSE
+#define DEFAULT_WARMUP_STEPS 0
+#define DEFAULT_LR_SCHEDULE GT_LR_COSINE
+#define DEFAULT_TOTAL_STEPS 0
+#define DEFAULT_LABEL_SMOOTHING 0.1
+#define DEFAULT_SEED 0
+#define DEFAULT_MEAN "0.485,0.456,0.406"
+#define DEFAULT_STD "0.229,0.224,0.225"
+#define DEFAULT_MODE GST_TRAIN_MODE_TRAIN
+#define DEFAULT_CHECKPOINT_INTERVAL 0
+#define DEFAULT_MAX_STEPS 0
+#define DEFAULT_STATS_INTERVAL 10
+#define DEFAULT_NUM_THREADS 0
+#define DEFAULT_SNAPSHOT_INTERVAL 0
+
+enum
+{
+  PROP_0,
+  PROP_MODEL,
+  PROP_NUM_CLASSES,
+  PROP_DEVICE,
+  PROP_GPU_ID,
+  PROP_PRECISION,
+  PROP_LR,
+  PROP_MOMENTUM,
+  PROP_WEIGHT_DECAY,
+  PROP_NESTEROV,
+  PROP_WARMUP_STEPS,
+  PROP_LR_SCHEDULE,
+  PROP_TOTAL_STEPS,
+  PROP_LABEL_SMOOTHING,
+  PROP_SEED,
+  PROP_MEAN,
+  PROP_STD,
+  PROP_MODE,
+  PROP_CHECKPOINT_LOCATION,
+  PROP_CHECKPOINT_INTERVAL,
+  PROP_RESUME_FROM,
+  PROP_MAX_STEPS,
+  PROP_STATS_INTERVAL,
+  PROP_METRICS_LOCATION,
+  PROP_NUM_THREADS,
+  PROP_SNAPSHOT_INTERVAL,
+  PROP_SNAPSHOT_LOCATION,
+  N_PROPERTIES
+};
+
+/* Where each property is kept in GstCudaTrainSinkSettings. set_property and
+ * get_property copy between the GValue and that field by the property's
+ * fundamental type, so that a property is a field, a row here and its
+ * GParamSpec. */
+#define FIELD(name) G_STRUCT_OFFSET (GstCudaTrainSinkSettings, name)
+static const gsize settings_offsets[N_PROPERTIES] = {
+  [PROP_MODEL] = FIELD (model),
+  [PROP_NUM_CLASSES] = FIELD (num_classes),
+  [PROP_DEVICE] = FIELD (device),
+  [PROP_GPU_ID] = FIELD (gpu_id),
+  [PROP_PRECISION] = FIELD (precision),
+  [PROP_LR] = FIELD (lr),
+  [PROP_MOMENTUM] = FIELD (momentum),
+  [PROP_WEIGHT_DECAY] = FIELD (weight_decay),
+  [PROP_NESTEROV] = FIELD (nesterov),
+  [PROP_WARMUP_STEPS] = FIELD (warmup_steps),
+  [PROP_LR_SCHEDULE] = FIELD (lr_schedule),
+  [PROP_TOTAL_STEPS] = FIELD (total_steps),
+  [PROP_LABEL_SMOOTHING] = FIELD (label_smoothing),
+  [PROP_SEED] = FIELD (seed),
+  [PROP_MEAN] = FIELD (mean),
+  [PROP_STD] = FIELD (std),
+  [PROP_MODE] = FIELD (mode),
+  [PROP_CHECKPOINT_LOCATION] = FIELD (checkpoint_location),
+  [PROP_CHECKPOINT_INTERVAL] = FIELD (checkpoint_interval),
+  [PROP_RESUME_FROM] = FIELD (resume_from),
+  [PROP_MAX_STEPS] = FIELD (max_steps),
+  [PROP_STATS_INTERVAL] = FIELD (stats_interval),
+  [PROP_METRICS_LOCATION] = FIELD (metrics_location),
+  [PROP_NUM_THREADS] = FIELD (num_threads),
+  [PROP_SNAPSHOT_INTERVAL] = FIELD (snapshot_interval),
+  [PROP_SNAPSHOT_LOCATION] = FIELD (snapshot_location),
+};
+
+#undef FIELD
+
+/* An enum property is kept in its C enum type and read and written as a
+ * gint, as GEnumValue holds it: the sizes must agree. */
+G_STATIC_ASSERT (sizeof (GtModel) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainDevice) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GtPrecision) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GtLrSchedule) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainMode) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
+
+void
+gst_cuda_train_sink_install_properties (GObjectClass *klass)
+{
+  /* read at start: a change takes effect when the element starts again */
+  GParamFlags flags =
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+
+  properties[PROP_MODEL] = g_param_spec_enum ("model", "Model",
+      "The network to train", GST_TYPE_TRAIN_MODEL, DEFAULT_MODEL, flags);
+  properties[PROP_NUM_CLASSES] =
+      g_param_spec_uint ("num-classes", "Number of classes",
+          "Outputs of the classifier (0: the number the source announces in "
+          "its dataset tags)",
+          0, 1 << 20, DEFAULT_NUM_CLASSES, flags);
+  properties[PROP_DEVICE] = g_param_spec_enum ("device", "Device",
+      "Where the training steps run: GPU or CPU", GST_TYPE_TRAIN_DEVICE,
+      DEFAULT_DEVICE, flags);
+  properties[PROP_GPU_ID] = g_param_spec_int ("gpu-id", "GPU id",
+      "CUDA device to train on", 0, G_MAXINT, DEFAULT_GPU_ID, flags);
+  properties[PROP_PRECISION] = g_param_spec_enum ("precision", "Precision",
+      "Arithmetic of activations on the GPU (the CPU backend is fp32)",
+      GST_TYPE_TRAIN_PRECISION, DEFAULT_PRECISION, flags);
+  properties[PROP_LR] = g_param_spec_double ("lr", "Learning rate",
+      "Peak learning rate of SGD (after the warmup)", 0, 1e6, DEFAULT_LR,
+      flags);
+  properties[PROP_MOMENTUM] = g_param_spec_double ("momentum", "Momentum",
+      "Momentum of SGD, as torch.optim.SGD's", 0, 0.9999, DEFAULT_MOMENTUM,
+      flags);
+  properties[PROP_WEIGHT_DECAY] =
+      g_param_spec_double ("weight-decay", "Weight decay",
+          "L2 weight decay added to the gradients of convolution and "
+          "classifier weights (not batch-norm parameters or biases)",
+          0, 1, DEFAULT_WEIGHT_DECAY, flags);
+  properties[PROP_NESTEROV] = g_param_spec_boolean ("nesterov", "Nesterov",
+      "Nesterov momentum, as torch.optim.SGD(nesterov=True)", DEFAULT_NESTEROV,
+      flags);
+  properties[PROP_WARMUP_STEPS] = g_param_spec_uint64 ("warmup-steps",
+      "Warmup steps", "Steps over which the learning rate rises linearly to lr",
+      0, G_MAXINT64, DEFAULT_WARMUP_STEPS, flags);
+  properties[PROP_LR_SCHEDULE] =
+      g_param_spec_enum ("lr-schedule", "Learning-rate schedule",
+          "How the learning rate falls from lr after the warmup",
+          GST_TYPE_TRAIN_LR_SCHEDULE, DEFAULT_LR_SCHEDULE, flags);
+  properties[PROP_TOTAL_STEPS] =
+      g_param_spec_uint64 ("total-steps", "Total steps",
+          "Length of the schedule, warmup included (0: max-steps, or constant "
+          "after the warmup when that is 0 too)",
+          0, G_MAXINT64, DEFAULT_TOTAL_STEPS, flags);
+  properties[PROP_LABEL_SMOOTHING] = g_param_spec_double ("label-smoothing",
+      "Label smoothing", "Label smoothing of the cross-entropy loss", 0, 0.999,
+      DEFAULT_LABEL_SMOOTHING, flags);
+  properties[PROP_SEED] = g_param_spec_uint64 ("seed", "Seed",
+      "Seed of the initial weights", 0, G_MAXUINT64, DEFAULT_SEED, flags);
+  properties[PROP_MEAN] = g_param_spec_string ("mean", "Mean",
+      "Per-channel mean subtracted from pixels scaled to 0..1, as "
+      "\"R,G,B\" (ImageNet's by default)",
+      DEFAULT_MEAN, flags);
+  properties[PROP_STD] = g_param_spec_string ("std", "Standard deviation",
+      "Per-channel divisor after the mean, as \"R,G,B\" (ImageNet's by "
+      "default)",
+      DEFAULT_STD, flags);
+  properties[PROP_MODE] = g_param_spec_enum ("mode", "Mode",
+      "Train on every batch, or only evaluate", GST_TYPE_TRAIN_MODE,
+      DEFAULT_MODE, flags);
+  properties[PROP_CHECKPOINT_LOCATION] =
+      g_param_spec_string ("checkpoint-location", "Checkpoint location",
+          "safetensors file the checkpoints are written to (atomically); "
+          "NULL: none",
+          NULL, flags);
+  properties[PROP_CHECKPOINT_INTERVAL] =
+      g_param_spec_uint ("checkpoint-interval", "Checkpoint interval",
+          "Write a checkpoint every this many steps (0: only at EOS)", 0,
+          G_MAXUINT, DEFAULT_CHECKPOINT_INTERVAL, flags);
+  properties[PROP_RESUME_FROM] =
+      g_param_spec_string ("resume-from", "Resume from",
+          "Checkpoint to resume exactly from, or weights-only safetensors "
+          "file (for example torchvision's state_dict) to start from; NULL: "
+          "fresh weights",
+          NULL, flags);
+  properties[PROP_MAX_STEPS] =
+      g_param_spec_uint64 ("max-steps", "Maximum steps",
+          "Return EOS upstream once the global step reaches this (0: no "
+          "limit)",
+          0, G_MAXINT64, DEFAULT_MAX_STEPS, flags);
+  properties[PROP_STATS_INTERVAL] =
+      g_param_spec_uint ("stats-interval", "Statistics interval",
+          "Post a train-stats message every this many steps (0: never)", 0,
+          G_MAXUINT, DEFAULT_STATS_INTERVAL, flags);
+  properties[PROP_METRICS_LOCATION] =
+      g_param_spec_string ("metrics-location", "Metrics location",
+          "File the train-stats (and eval-result) fields are appended to as "
+          "JSON lines; NULL: none",
+          NULL, flags);
+  properties[PROP_NUM_THREADS] = g_param_spec_int ("num-threads",
+      "Number of threads", "CPU backend threads (0: one per online CPU)", 0,
+      1024, DEFAULT_NUM_THREADS, flags);
+  properties[PROP_SNAPSHOT_INTERVAL] =
+      g_param_spec_uint64 ("snapshot-interval", "Snapshot interval",
+          "Save the weights to snapshot-location every this many fresh "
+          "images (not echo repeats), for evaluating a run at fixed amounts "
+          "of fresh data (0: never)",
+          0, G_MAXUINT64, DEFAULT_SNAPSHOT_INTERVAL, flags);
+  properties[PROP_SNAPSHOT_LOCATION] =
+      g_param_spec_string ("snapshot-location", "Snapshot location",
+          "Folder the snapshots go to, as fresh-NNNNNNNNNNNN.safetensors "
+          "(weights only); each is also a \"snapshot\" JSON line in "
+          "metrics-location",
+          NULL, flags);
+  g_object_class_install_properties (klass, N_PROPERTIES, properties);
+}
+
+/* Stores @value in the field of @settings that property @prop_id names. */
+static void
+settings_store (
+    GstCudaTrainSinkSettings *settings, guint prop_id, const GValue *value)
+{
+  gpointer field = G_STRUCT_MEMBER_P (settings, settings_offsets[prop_id]);
+
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_ENUM:
+      *(gint *)field = g_value_get_enum (value);
+      break;
+    case G_TYPE_BOOLEAN:
+      *(gboolean *)field = g_value_get_boolean (value);
+      break;
+    case G_TYPE_INT:
+      *(gint *)field = g_value_get_int (value);
+      break;
+    case G_TYPE_UINT:
+      *(guint *)field = g_value_get_uint (value);
+      break;
+    case G_TYPE_UINT64:
+      *(guint64 *)field = g_value_get_uint64 (value);
+      break;
+    case G_TYPE_DOUBLE:
+      *(gdouble *)field = g_value_get_double (value);
+      break;
+    case G_TYPE_STRING:
+      g_free (*(gchar **)field);
+      *(gchar **)field = g_value_dup_string (value);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+/* Sets @value from the field of @settings that property @prop_id names. */
+static void
+settings_load (
+    const GstCudaTrainSinkSettings *settings, guint prop_id, GValue *value)
+{
+  const guint8 *field = (const guint8 *)settings + settings_offsets[prop_id];
+
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_ENUM:
+      g_value_set_enum (value, *(const gint *)field);
+      break;
+    case G_TYPE_BOOLEAN:
+      g_value_set_boolean (value, *(const gboolean *)field);
+      break;
+    case G_TYPE_INT:
+      g_value_set_int (value, *(const gint *)field);
+      break;
+    case G_TYPE_UINT:
+      g_value_set_uint (value, *(const guint *)field);
+      break;
+    case G_TYPE_UINT64:
+      g_value_set_uint64 (value, *(const guint64 *)field);
+      break;
+    case G_TYPE_DOUBLE:
+      g_value_set_double (value, *(const gdouble *)field);
+      break;
+    case G_TYPE_STRING:
+      g_value_set_string (value, *(gchar *const *)field);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+void
+gst_cuda_train_sink_settings_init (GstCudaTrainSinkSettings *settings)
+{
+  guint prop_id;
+
+  for (prop_id = PROP_0 + 1; prop_id < N_PROPERTIES; prop_id++) {
+    GValue value = G_VALUE_INIT;
+
+    g_value_init (&value, G_PARAM_SPEC_VALUE_TYPE (properties[prop_id]));
+    g_param_value_set_default (properties[prop_id], &value);
+    settings_store (settings, prop_id, &value);
+    g_value_unset (&value);
+  }
+}
+
+gboolean
+gst_cuda_train_sink_settings_set (
+    GstCudaTrainSinkSettings *settings, guint prop_id, const GValue *value)
+{
+  if (prop_id == PROP_0 || prop_id >= N_PROPERTIES)
+    return FALSE;
+  settings_store (settings, prop_id, value);
+  return TRUE;
+}
+
+gboolean
+gst_cuda_train_sink_settings_get (
+    const GstCudaTrainSinkSettings *settings, guint prop_id, GValue *value)
+{
+  if (prop_id == PROP_0 || prop_id >= N_PROPERTIES)
+    return FALSE;
+  settings_load (settings, prop_id, value);
+  return TRUE;
+}
+
+/* Copies @src into @dst, which owns copies of the strings. */
+void
+gst_cuda_train_sink_settings_copy (
+    GstCudaTrainSinkSettings *dst, const GstCudaTrainSinkSettings *src)
+{
+  *dst = *src;
+  dst->mean = g_strdup (src->mean);
+  dst->std = g_strdup (src->std);
+  dst->checkpoint_location = g_strdup (src->checkpoint_location);
+  dst->resume_from = g_strdup (src->resume_from);
+  dst->metrics_location = g_strdup (src->metrics_location);
+  dst->snapshot_location = g_strdup (src->snapshot_location);
+}
+
+void
+gst_cuda_train_sink_settings_clear (GstCudaTrainSinkSettings *settings)
+{
+  g_clear_pointer (&settings->mean, g_free);
+  g_clear_pointer (&settings->std, g_free);
+  g_clear_pointer (&settings->checkpoint_location, g_free);
+  g_clear_pointer (&settings->resume_from, g_free);
+  g_clear_pointer (&settings->metrics_location, g_free);
+  g_clear_pointer (&settings->snapshot_location, g_free);
+}
+
+/* Parses "a,b,c" into three floats; FALSE when it is not that. */
+static gboolean
+parse_triple (const gchar *text, float out[3])
+{
+  gchar **parts;
+  gboolean ok;
+  gint i;
+
+  if (text == NULL)
+    return FALSE;
+  parts = g_strsplit (text, ",", -1);
+  ok = g_strv_length (parts) == 3;
+  for (i = 0; ok && i < 3; i++) {
+    gchar *end;
+
+    out[i] = (float)g_ascii_strtod (parts[i], &end);
+    ok = end != parts[i] && *end == '\0';
+  }
+  g_strfreev (parts);
+  return ok;
+}
+
+gboolean
+gst_cuda_train_sink_settings_to_config (
+    const GstCudaTrainSinkSettings *settings, GtTrainerConfig *config)
+{
+  const GstCudaTrainSinkSettings *s = settings;
+
+  config->model = s->model;
+  config->num_classes = (int)s->num_classes;
+  config->gpu_id = s->gpu_id;
+  config->precision = s->precision;
+  config->momentum = (float)s->momentum;
+  config->weight_decay = (float)s->weight_decay;
+  config->nesterov = s->nesterov;
+  config->label_smoothing = (float)s->label_smoothing;
+  config->seed = s->seed;
+  config->num_threads = s->num_threads;
+  gt_trainer_config_set_lr_policy (config, (float)s->lr, s->lr_schedule,
+      (int64_t)s->warmup_steps, (int64_t)s->total_steps, (int64_t)s->max_steps);
+  return parse_triple (s->mean, config->mean)
+      && parse_triple (s->std, config->std);
+}

@@ -1,0 +1,116 @@
+/* train-report.h: what a training run reports, shared by cudatrainsink and
+ * the gst-train application.
+ *
+ * GLib only (no GStreamer): the statistics the sink keeps over a run and
+ * over each stats interval, and the JSON it writes them as. A GstStructure
+ * is written with gst_structure_foreach (s, train_json_object_add_field,
+ * &object): the callback has the GstStructureForeachFunc signature. */
+#ifndef __GST_TRAIN_REPORT_H__
+#define __GST_TRAIN_REPORT_H__
+
+#include <glib-object.h>
+#include <stdio.h>
+
+G_BEGIN_DECLS
+
+/* ---- Statistics ---- */
+
+/* What a run counts: over the whole run, and over the interval since the
+ * last report. Times are g_get_monotonic_time() microseconds. */
+typedef struct
+{
+  guint64 images;       /* trained on, echo repeats included */
+  guint64 fresh_images; /* of those, the ones no echo repeated */
+  gdouble lr;           /* of the last step */
+  gint64 run_start;
+  gint64 batch_done; /* when the last batch was handed back; 0: none yet */
+
+  gint64 interval_start;
+  guint steps;
+  gdouble loss_sum;
+  guint64 interval_images;
+  guint64 interval_fresh;
+  gdouble step_seconds;
+  gdouble wait_seconds; /* waiting for the next batch */
+} TrainStats;
+
+/* The fields of a train-stats report, as cudatrainsink documents them
+ * (the step, which the trainer counts, aside). */
+typedef struct
+{
+  gdouble epoch;
+  gdouble loss;
+  gdouble lr;
+  guint64 images;
+  guint64 fresh_images;
+  gdouble images_per_second;
+  gdouble fresh_images_per_second;
+  gdouble echo_factor;
+  gdouble step_time;
+  gdouble data_wait_fraction;
+  gdouble time;
+} TrainStatsReport;
+
+/* Zeroes @stats for a run that starts at @now. */
+void train_stats_init (TrainStats *stats, gint64 now);
+/* Starts the interval the next report covers at @now. */
+void train_stats_begin_interval (TrainStats *stats, gint64 now);
+/* A batch arrived at @now: the time since the last one was handed back
+ * (train_stats_batch_done) was spent waiting for it. */
+void train_stats_add_wait (TrainStats *stats, gint64 now);
+/* The sink handed a batch back at @now. */
+void train_stats_batch_done (TrainStats *stats, gint64 now);
+/* Counts one step of @images images, @fresh of them fresh, that took
+ * @seconds and reported @loss at learning rate @lr. */
+void train_stats_add_step (TrainStats *stats, guint images, guint fresh,
+    gdouble loss, gdouble lr, gdouble seconds);
+/* Fresh images so far / @epoch_samples; 0 when the epoch size is unknown
+ * (0). */
+gdouble train_stats_epoch (const TrainStats *stats, guint64 epoch_samples);
+/* Seconds from the start of the run to @now. */
+gdouble train_stats_elapsed (const TrainStats *stats, gint64 now);
+/* Fills @report for the interval that ends at @now (it must hold a step)
+ * and starts the next one. */
+void train_stats_take_report (TrainStats *stats, guint64 epoch_samples,
+    gint64 now, TrainStatsReport *report);
+
+/* ---- JSON ---- */
+
+/* A JSON object being appended to a GString, member by member, on one
+ * line: {"name": value, ...}. */
+typedef struct
+{
+  GString *text;
+  guint n_members;
+} TrainJsonObject;
+
+/* Opens an object at the end of @text. */
+void train_json_object_begin (TrainJsonObject *object, GString *text);
+/* Adds "@name": "@value" (escaped). */
+void train_json_object_add_string (
+    TrainJsonObject *object, const gchar *name, const gchar *value);
+/* Adds "@name": @value: a double as %.6g (null when not finite, as JSON
+ * has no NaN or infinity), a guint64 as it is, any other type as null. */
+void train_json_object_add_value (
+    TrainJsonObject *object, const gchar *name, const GValue *value);
+/* train_json_object_add_value as a GstStructureForeachFunc: @object is the
+ * TrainJsonObject. Always TRUE. */
+gboolean train_json_object_add_field (
+    GQuark field, const GValue *value, gpointer object);
+/* Closes the object. */
+void train_json_object_end (TrainJsonObject *object);
+
+/* Appends @text as a JSON string: quotes, backslashes and control
+ * characters escaped, UTF-8 as it is. */
+void train_json_append_string (GString *json, const gchar *text);
+
+/* Opens @path to append JSON lines to; NULL with @error set when it cannot
+ * be opened. */
+FILE *train_json_lines_open (const gchar *path, GError **error);
+/* Writes @line and a newline to @file and flushes it, so that a reader
+ * sees whole lines while the run goes on. */
+void train_json_lines_write (FILE *file, const GString *line);
+
+G_END_DECLS
+
+#endif /* __GST_TRAIN_REPORT_H__ */
