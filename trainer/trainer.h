@@ -161,6 +161,12 @@ typedef struct
   int num_samples;
   int correct_top1;
   int correct_top5;
+  /* Seconds the backend was busy computing a step, without any wait for
+   * the batch: on the CPU this step's; on the GPU the device time of the
+   * previous step, from CUDA events (this step's is not done when its loss
+   * is: its backward pass overlaps the caller's next batch), so 0 after
+   * the first step of a trainer. */
+  double busy_seconds;
 } GtStepResult;
 
 /* Sums over an eval pass: loss_sum / num_samples is the mean loss. */

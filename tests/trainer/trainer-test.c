@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *scratch_dir;
 
@@ -454,10 +455,20 @@ test_overfit (void)
   trainer = gt_trainer_new (&config, why, sizeof (why));
   fill_batch (&batch, images, labels, N, SIZE, CLASSES, 3);
   for (step = 0; step < MAX_STEPS; step++) {
+    struct timespec start, end;
+    double wall;
+
+    clock_gettime (CLOCK_MONOTONIC, &start);
     if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
       CHECK (0, "step %d: %s", step, gt_trainer_error (trainer));
       break;
     }
+    clock_gettime (CLOCK_MONOTONIC, &end);
+    wall = (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) * 1e-9;
+    /* the CPU's busy time is this step's computation: within the call */
+    CHECK (result.busy_seconds > 0 && result.busy_seconds <= wall,
+        "step %d: busy %.6f s, the call took %.6f s", step, result.busy_seconds,
+        wall);
     if (step == 0)
       first_loss = result.loss;
     if (step % 10 == 9) {

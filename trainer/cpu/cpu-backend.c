@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Floats of im2col columns per thread: large enough that the matrix
@@ -475,9 +476,11 @@ cpu_step_begin (
   GtStepResult *result = &cpu->pending_result;
   int n = batch->num_samples;
   double loss_sum;
+  struct timespec start, end;
 
   (void)why;
   (void)why_size;
+  clock_gettime (CLOCK_MONOTONIC, &start);
   memset (result, 0, sizeof (*result));
   cpu->pending_why[0] = '\0';
   memcpy (cpu->saved_stats, cpu->stats, spec->num_stats * sizeof (float));
@@ -507,6 +510,9 @@ cpu_step_begin (
   }
   cpu->num_batches_tracked++;
   cpu->pending_status = GT_OK;
+  clock_gettime (CLOCK_MONOTONIC, &end);
+  result->busy_seconds =
+      (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) * 1e-9;
   return GT_OK;
 }
 

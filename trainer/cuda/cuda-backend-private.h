@@ -52,6 +52,10 @@ typedef struct
   cudaEvent_t copied;     /* the batch is on the device */
   cudaEvent_t input_free; /* its staging buffer may be overwritten */
   cudaEvent_t loss_ready; /* the loss is in result_host */
+  /* each step's start and end on the compute stream, two pairs used in
+   * turn: a step's end reports the device time of the step before it */
+  cudaEvent_t step_marks[2][2];
+  int64_t steps_begun;
   GtCudnn *cudnn;
   cublasHandle_t cublas;
 

@@ -290,6 +290,8 @@ setup (CudaBackend *cuda)
       cudaEventCreateWithFlags (&cuda->input_free, cudaEventDisableTiming));
   CUDA_TRY (
       cudaEventCreateWithFlags (&cuda->loss_ready, cudaEventDisableTiming));
+  for (i = 0; i < 4; i++)
+    CUDA_TRY (cudaEventCreate (&cuda->step_marks[i / 2][i % 2]));
   if (cuda->profile) {
     for (i = 0; i < MAX_PROFILE_MARKS; i++)
       CUDA_TRY (cudaEventCreate (&cuda->marks[i]));
@@ -503,6 +505,9 @@ cuda_destroy (void *data)
     cudaEventDestroy (cuda->input_free);
   if (cuda->loss_ready)
     cudaEventDestroy (cuda->loss_ready);
+  for (i = 0; i < 4; i++)
+    if (cuda->step_marks[i / 2][i % 2])
+      cudaEventDestroy (cuda->step_marks[i / 2][i % 2]);
   if (cuda->copy)
     cudaStreamDestroy (cuda->copy);
   if (cuda->compute)

@@ -454,6 +454,7 @@ step_begin (CudaBackend *cuda, const GtBatch *batch, float lr)
 {
   int n = batch->num_samples, channels = batch->channels;
   int full = n == cuda->config.batch_size;
+  cudaEvent_t *marks;
 
   CUDA_TRY (cudaSetDevice (cuda->device));
   cuda->host_valid = 0;
@@ -474,11 +475,15 @@ step_begin (CudaBackend *cuda, const GtBatch *batch, float lr)
       cuda->use_graph = 0;
     }
   }
+  marks = cuda->step_marks[cuda->steps_begun % 2];
+  CUDA_TRY (cudaEventRecord (marks[0], cuda->compute));
   if (cuda->use_graph && full && cuda->graph_exec
       && cuda->graph_channels == channels)
     CUDA_TRY (cudaGraphLaunch (cuda->graph_exec, cuda->compute));
   else
     STATUS_TRY (run_step (cuda, n, channels));
+  CUDA_TRY (cudaEventRecord (marks[1], cuda->compute));
+  cuda->steps_begun++;
   if (full)
     cuda->full_steps_run++;
   cuda->pending_lr = lr;
@@ -507,6 +512,14 @@ step_end (CudaBackend *cuda, GtStepResult *result)
     profile_collect (cuda);
   }
   CUDA_TRY (cudaEventSynchronize (cuda->loss_ready));
+  /* the step before this one is done: it ran before this one's loss */
+  if (cuda->steps_begun >= 2) {
+    cudaEvent_t *marks = cuda->step_marks[cuda->steps_begun % 2];
+    float ms = 0;
+
+    CUDA_TRY (cudaEventElapsedTime (&ms, marks[0], marks[1]));
+    result->busy_seconds = ms * 1e-3;
+  }
   result->loss = loss->loss;
   result->lr = cuda->pending_lr;
   result->num_samples = cuda->pending_samples;
