@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct
 {
@@ -29,7 +30,17 @@ struct GtCudnn
   ConvPlan **plans;
   int num_plans;
   int capacity;
+  double choose_seconds; /* spent choosing algorithms, for the log */
 };
+
+static double
+seconds_now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int
 cudnn_status (cudnnStatus_t status)
@@ -375,6 +386,7 @@ add_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad, void *x,
 {
   ConvPlan *plan;
   int status;
+  double start;
 
   if (cudnn->num_plans == cudnn->capacity) {
     int capacity = cudnn->capacity ? 2 * cudnn->capacity : 32;
@@ -395,9 +407,12 @@ add_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad, void *x,
   }
   plan->shape = *shape;
   plan->with_data_grad = with_data_grad;
-  if ((status = plan_describe (cudnn, plan, why, why_size)) != GT_OK
-      || (status = plan_choose (cudnn, plan, x, w, y, dx, dw, why, why_size))
-          != GT_OK) {
+  start = seconds_now ();
+  status = plan_describe (cudnn, plan, why, why_size);
+  if (status == GT_OK)
+    status = plan_choose (cudnn, plan, x, w, y, dx, dw, why, why_size);
+  cudnn->choose_seconds += seconds_now () - start;
+  if (status != GT_OK) {
     plan_free (plan);
     return status;
   }
@@ -478,6 +493,13 @@ gt_cudnn_free (GtCudnn *cudnn)
 
   if (cudnn == NULL)
     return;
+  /* what the first steps spent on setup, so that a benchmark's first-step
+   * time can be read (bench/gpu-check.sh prints the logs' tails) */
+  if (cudnn->num_plans > 0)
+    fprintf (stderr,
+        "gst-train: cuDNN (version %zu) planned %d convolution shapes in "
+        "%.2f s\n",
+        cudnnGetVersion (), cudnn->num_plans, cudnn->choose_seconds);
   for (i = 0; i < cudnn->num_plans; i++)
     plan_free (cudnn->plans[i]);
   free (cudnn->plans);
