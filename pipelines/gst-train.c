@@ -430,9 +430,8 @@ announce_playing (App *app)
     } else {
       g_object_get (l->data, "stats-interval", &interval, NULL);
       if (interval == 0)
-        g_print ("%splaying; no progress lines (stats-interval=0), the "
-                 "closing line comes at the end\n",
-            prefix);
+        g_print (
+            "%splaying; progress only at the end (stats-interval=0)\n", prefix);
       else
         g_print ("%splaying; the first progress line comes after "
                  "stats-interval steps (%u)\n",
@@ -536,7 +535,18 @@ append_every_param (GString *label, GstElement *element)
       continue;
     g_value_init (&value, type);
     g_object_get_property (G_OBJECT (element), pspec->name, &value);
-    contents = g_strdup_value_contents (&value);
+    /* enums and flags by their nicks, as GStreamer's own labels show them;
+     * numbers with their significant digits (0.00005, not 0.000050) */
+    if (G_VALUE_HOLDS_ENUM (&value) || G_VALUE_HOLDS_FLAGS (&value))
+      contents = gst_value_serialize (&value);
+    else if (G_VALUE_HOLDS_DOUBLE (&value))
+      contents = g_strdup_printf ("%g", g_value_get_double (&value));
+    else if (G_VALUE_HOLDS_FLOAT (&value))
+      contents = g_strdup_printf ("%g", g_value_get_float (&value));
+    else
+      contents = NULL;
+    if (contents == NULL)
+      contents = g_strdup_value_contents (&value);
     escaped = g_strescape (contents, NULL);
     g_string_append_printf (label, "\\n%s=%s", pspec->name, escaped);
     g_free (escaped);
@@ -575,12 +585,13 @@ show_every_param (GString *dot, GstBin *pipeline)
       for (end = label; *end && *end != '"'; end++)
         if (*end == '\\' && end[1])
           end++;
-      /* after type, name and state */
-      for (cut = label; cut < end && newlines < 3; cut++)
-        if (cut[0] == '\\' && cut[1] == 'n')
-          newlines++;
-      if (*end == '"' && newlines == 3) {
-        gsize at = cut - 1 - dot->str, length = end - (cut - 1);
+      /* after type, name and state: the third "\n", or the end when
+       * GStreamer showed no property */
+      for (cut = label; cut < end; cut++)
+        if (cut[0] == '\\' && cut[1] == 'n' && ++newlines == 3)
+          break;
+      if (*end == '"' && newlines >= 2) {
+        gsize at = cut - dot->str, length = end - cut;
 
         replacement = g_string_new (NULL);
         append_every_param (replacement, element);
