@@ -737,9 +737,9 @@ on_interrupt (gpointer data)
      * it; EOS from the sources too, for pipelines without that sink (or
      * with one that has no "stop"), where what is queued is trained on */
     if (stop_train_sinks (app) > 0)
-      g_printerr ("interrupt: stopping after the step in flight; the final "
-                  "checkpoint is written, the batches still queued are not "
-                  "trained on (Ctrl-C again to abort)\n");
+      g_printerr ("interrupt: stopping after the step in flight; the "
+                  "batches still queued are not used, the final checkpoint "
+                  "(or eval result) is written (Ctrl-C again to abort)\n");
     else
       g_printerr ("interrupt: ending the stream; the batches already queued "
                   "are trained on, then the final checkpoint is written "
