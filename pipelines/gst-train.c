@@ -496,8 +496,12 @@ print_closing (App *app)
     g_object_get (l->data, "checkpoint-location", &location, NULL);
     where = step ? g_strdup_printf ("at step %" G_GUINT64_FORMAT, *step)
                  : g_strdup ("before training a step");
+    /* aborted: the step is the last one reported, and whatever the sink
+     * was writing was not waited for */
     if (app->exit_status == 130)
-      g_print ("%saborted %s; no final checkpoint written\n", prefix, where);
+      g_print ("%saborted (last reported %s); the final checkpoint was not "
+               "waited for\n",
+          prefix, where);
     else if (location)
       g_print (
           "%sstopped %s; checkpoint written to %s\n", prefix, where, location);
