@@ -499,9 +499,8 @@ print_closing (App *app)
     /* aborted: the step is the last one reported, and whatever the sink
      * was writing was not waited for */
     if (app->exit_status == 130)
-      g_print ("%saborted (last reported %s); the final checkpoint was not "
-               "waited for\n",
-          prefix, where);
+      g_print ("%saborted %s%s; the final checkpoint was not waited for\n",
+          prefix, step ? "after the last reported step, " : "", where);
     else if (location)
       g_print (
           "%sstopped %s; checkpoint written to %s\n", prefix, where, location);
