@@ -498,9 +498,12 @@ print_closing (App *app)
                  : g_strdup ("before training a step");
     /* aborted: the step is the last one reported, and whatever the sink
      * was writing was not waited for */
-    if (app->exit_status == 130)
-      g_print ("%saborted %s%s; the final checkpoint was not waited for\n",
-          prefix, step ? "after the last reported step, " : "", where);
+    if (app->exit_status == 130 && step)
+      g_print ("%saborted; the last step reported was %" G_GUINT64_FORMAT
+               "; the final checkpoint was not waited for\n",
+          prefix, *step);
+    else if (app->exit_status == 130)
+      g_print ("%saborted before a step was reported\n", prefix);
     else if (location)
       g_print (
           "%sstopped %s; checkpoint written to %s\n", prefix, where, location);
