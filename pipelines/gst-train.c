@@ -889,6 +889,10 @@ main (int argc, char **argv)
       report_refused_value (app.pipeline, launch, parse_log.messages->pdata[i]);
     g_ptr_array_unref (parse_log.messages);
     gst_object_unref (app.pipeline);
+    g_free (launch);
+    g_free (file);
+    g_free (dot_dir);
+    g_free (summary);
     return 2;
   }
   g_ptr_array_unref (parse_log.messages);
