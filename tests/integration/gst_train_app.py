@@ -1,13 +1,20 @@
 """gst-train, the application, end to end: Ctrl-C in the middle of training
-ends the run cleanly with a checkpoint that torchvision loads (strict=True),
---dot-dir writes dot files that graphviz parses, --summary, and the exit
-statuses (0, 1 with the error on stderr, 2 for bad usage).
+ends the run cleanly with a checkpoint that torchvision loads (strict=True)
+and a closing line that names its step and file; with a deep queue in front
+of the sink, Ctrl-C stops within a few steps (once cudatrainsink has its
+"stop" action signal); SIGTERM does what Ctrl-C does; a line says that the
+pipeline plays before the first progress line (not with --quiet);
+--dot-dir writes dot files that graphviz parses, one at EOS that shows
+default-valued properties too; --summary; the exit statuses (0, 1 with the
+error on stderr, 2 for bad usage, a property value out of its range
+included, before anything runs).
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,11 +33,47 @@ def check(condition, message):
         print("FAIL:", message)
 
 
-def training_line(data, checkpoint, extra=""):
+def training_line(data, checkpoint, extra="", size=16, before_sink=""):
     return (f"datasetsrc location={data}/train num-epochs=-1 seed=1 ! imagedec ! "
-            f"augment width=16 height=16 seed=1 ! batcher batch-size=32 ! "
-            f"cudatrainsink model=resnet20 device=cpu stats-interval=1 "
+            f"augment width={size} height={size} seed=1 ! batcher batch-size=32 ! "
+            f"{before_sink}cudatrainsink model=resnet20 device=cpu stats-interval=1 "
             f"checkpoint-location={checkpoint} {extra}")
+
+
+def interrupted_run(line, after_step, sig=signal.SIGINT):
+    """Runs gst-train on LINE, sends SIG once progress reached AFTER_STEP;
+    returns (process, stdout lines, the last step seen before, stderr)."""
+    process = subprocess.Popen([app, line], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    lines, last_step = [], 0
+    for output in process.stdout:
+        lines.append(output)
+        if output.startswith("step "):
+            last_step = int(output.split()[1])
+            if last_step >= after_step:
+                process.send_signal(sig)
+                break
+    out, err = process.communicate(timeout=300)
+    return process, lines + out.splitlines(keepends=True), last_step, err
+
+
+def closing_step(lines, checkpoint):
+    """The step of the closing line naming CHECKPOINT, or None."""
+    pattern = re.compile(r"^gst-train: stopped at step (\d+); checkpoint written to "
+                         + re.escape(checkpoint) + "$")
+    for output in lines:
+        match = pattern.match(output.rstrip("\n"))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def sink_has_stop_signal():
+    """Whether gst-inspect-1.0 lists cudatrainsink's "stop" action signal."""
+    inspect = subprocess.run(["gst-inspect-1.0", "cudatrainsink"], capture_output=True,
+                             text=True)
+    actions = inspect.stdout.split("Element Actions", 1)
+    return inspect.returncode == 0 and len(actions) == 2 and '"stop"' in actions[1]
 
 
 with tempfile.TemporaryDirectory() as work:
@@ -40,26 +83,27 @@ with tempfile.TemporaryDirectory() as work:
     subprocess.run([tool, "fashion-mnist", "--output", f"{work}/fm", "--limit-train", "300",
                     "--limit-test", "10"], check=True, stdout=subprocess.DEVNULL)
 
-    # Ctrl-C after a few steps: EOS, the final checkpoint, exit status 0.
+    # Ctrl-C after a few steps: EOS, the final checkpoint, exit status 0, a
+    # closing line with the step of the checkpoint.
     checkpoint = f"{work}/interrupted.safetensors"
-    process = subprocess.Popen([app, training_line(f"{work}/fm", checkpoint)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    steps_seen = 0
-    for line in process.stdout:
-        if line.startswith("step "):
-            steps_seen = int(line.split()[1])
-            if steps_seen >= 3:
-                process.send_signal(signal.SIGINT)
-                break
-    out, err = process.communicate(timeout=300)
+    process, lines, steps_seen, err = interrupted_run(
+        training_line(f"{work}/fm", checkpoint), 3)
     check(steps_seen >= 3, f"no progress lines before the interrupt: {err}")
     check(process.returncode == 0, f"Ctrl-C: exit status {process.returncode}: {err}")
     check("interrupt" in err, f"Ctrl-C was not acknowledged: {err}")
+    playing = "gst-train: playing; the first progress line comes after stats-interval steps (1)\n"
+    check(playing in lines and lines.index(playing) < min(
+        [i for i, output in enumerate(lines) if output.startswith("step ")] or [0]),
+        f"no playing line before the first progress line: {lines[:3]}")
+    closing = closing_step(lines, checkpoint)
+    check(closing is not None and closing >= steps_seen,
+          f"Ctrl-C: no closing line naming the checkpoint: {lines[-3:]}")
     check(os.path.exists(checkpoint), "Ctrl-C left no checkpoint")
     if os.path.exists(checkpoint):
         tensors, metadata = torch_reference.load_safetensors(checkpoint)
         step = int(metadata["gst_train.step"])
         check(step >= steps_seen, f"checkpoint at step {step}, saw {steps_seen}")
+        check(closing == step, f"closing line says step {closing}, checkpoint {step}")
         state = {k: v for k, v in tensors.items() if not k.startswith("optimizer.")}
         model = torch_reference.build_model("resnet20", 10)
         try:
@@ -67,6 +111,35 @@ with tempfile.TemporaryDirectory() as work:
             print(f"ok: interrupted at step {step}; torchvision loads the checkpoint")
         except RuntimeError as error:
             check(False, f"torchvision does not load the checkpoint: {error}")
+
+    # A deep queue before a slow sink (32x32): Ctrl-C stops after the step in
+    # flight, not behind the queued batches, once the sink has "stop"
+    # (max-steps bounds the run where it has not).
+    checkpoint = f"{work}/queued.safetensors"
+    process, lines, steps_seen, err = interrupted_run(
+        training_line(f"{work}/fm", checkpoint, "max-steps=60", size=32,
+                      before_sink="queue max-size-buffers=200 ! "), 5)
+    closing = closing_step(lines, checkpoint)
+    check(process.returncode == 0 and closing is not None,
+          f"queued Ctrl-C: exit status {process.returncode}, no closing line: "
+          f"{lines[-3:]} {err}")
+    if sink_has_stop_signal():
+        check(closing is not None and closing <= steps_seen + 3,
+              f"queued Ctrl-C: stopped at step {closing}, {steps_seen} before it")
+        check("stopping after the step in flight" in err,
+              f"queued Ctrl-C: the sink was not asked to stop: {err}")
+        print(f"ok: Ctrl-C at step {steps_seen} behind a full queue stopped at step {closing}")
+    else:
+        print(f"ok: Ctrl-C at step {steps_seen} behind a full queue closed at step {closing} "
+              "(cudatrainsink has no \"stop\" signal yet: the queue was trained on)")
+
+    # SIGTERM does what Ctrl-C does.
+    checkpoint = f"{work}/terminated.safetensors"
+    process, lines, steps_seen, err = interrupted_run(
+        training_line(f"{work}/fm", checkpoint), 2, signal.SIGTERM)
+    check(process.returncode == 0 and closing_step(lines, checkpoint) is not None
+          and os.path.exists(checkpoint),
+          f"SIGTERM: exit status {process.returncode}: {lines[-3:]} {err}")
 
     # --dot-dir and --summary on a short run.
     dots = f"{work}/dots"
@@ -84,6 +157,16 @@ with tempfile.TemporaryDirectory() as work:
               f"graphviz cannot read {path}: {rendered.stderr[:200]}")
     if files:
         print(f"ok: {len(files)} dot files, graphviz reads them all")
+    eos_dots = [path for path in files if path.endswith("-eos.dot")]
+    check(len(eos_dots) == 1, f"no dot file at EOS: {files}")
+    if eos_dots:
+        with open(eos_dots[0]) as f:
+            eos_dot = f.read()
+        # shuffle and model are at their defaults in training_line
+        check("\\nshuffle=TRUE" in eos_dot and "\\nmodel=resnet20" in eos_dot
+              and "\\nmax-steps=2" in eos_dot,
+              "the EOS dot file does not show default-valued properties")
+    check("playing" not in result.stdout, f"--quiet printed: {result.stdout}")
     with open(summary) as f:
         data = json.load(f)
     check(data["exit-status"] == 0 and data["last-train-stats"]["step"] == 2,
@@ -106,5 +189,32 @@ with tempfile.TemporaryDirectory() as work:
     check(failed["exit-status"] == 1 and "nowhere" in (failed["error"] or ""),
           f"summary of a failed run: {failed}")
     print("ok: exit statuses 2 (usage), 1 (bad line), 1 (runtime error)")
+
+    # A value out of a property's range: GLib only warns and keeps the
+    # default; gst-train refuses the line, names the value, the property and
+    # its range, exit status 2, and nothing runs.
+    for name, element, setting, allowed in [
+            ("echo", "echo factor=-1 ! ", "factor=-1", "1 to "),
+            ("batcher", "", "batch-size=0", "1 to "),
+            ("augment", "", "width=0", "1 to "),
+            ("cudatrainsink", "", "lr=-0.1", "0 to ")]:
+        line = training_line(f"{work}/fm", f"{work}/refused.safetensors", "max-steps=1")
+        if name == "echo":
+            line = line.replace("imagedec ! ", "imagedec ! " + element)
+        elif name == "batcher":
+            line = line.replace("batch-size=32", setting)
+        elif name == "augment":
+            line = line.replace("width=16", setting)
+        else:
+            line += " " + setting
+        refused = subprocess.run([app, line], capture_output=True, text=True, timeout=120)
+        prop = setting.split("=")[0]
+        check(refused.returncode == 2 and re.search(
+            re.escape(f"{name}0: {setting} is out of range: {prop} takes {allowed}")
+            + r"[0-9e+.]+\n", refused.stderr)
+            and not os.path.exists(f"{work}/refused.safetensors")
+            and not refused.stdout,
+            f"{setting}: {refused.returncode} {refused.stderr!r} {refused.stdout!r}")
+    print("ok: out-of-range values refused with exit status 2")
 
 sys.exit(1 if failures else 0)
