@@ -307,6 +307,7 @@ gst_dataset_src_finalize (GObject *object)
 
   gst_dataset_src_settings_clear (&src->props);
   gst_dataset_src_settings_clear (&src->settings);
+  gst_train_bad_samples_clear (&src->bad);
   g_mutex_clear (&src->lock);
   g_cond_clear (&src->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -529,7 +530,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   GST_OBJECT_LOCK (src);
   src->num_classes = index->class_names->len;
   src->dataset_size = index->entries->len;
-  src->bad.skipped = 0;
+  gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
 
   src->index = index;
@@ -795,7 +796,7 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     g_mutex_unlock (&src->lock);
     path =
         g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
-    ret = gst_train_report_bad_sample (src, &src->bad, GST_RESOURCE_ERROR,
+    ret = gst_train_report_bad_sample (src, &src->bad, path, GST_RESOURCE_ERROR,
         GST_RESOURCE_ERROR_READ, "read",
         g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT
                          " from \"%s\": %s.",

@@ -267,6 +267,7 @@ gst_image_dec_finalize (GObject *object)
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
   g_ptr_array_unref (dec->handles);
+  gst_train_bad_samples_clear (&dec->bad);
   g_mutex_clear (&dec->lock);
   g_cond_clear (&dec->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -650,7 +651,7 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
 {
   GstBuffer *output;
   GstFlowReturn ret;
-  gchar *name;
+  gchar *name, *key;
 
   if (job->output != NULL) {
     if (!gst_image_dec_negotiate (dec, job->width, job->height)) {
@@ -672,10 +673,14 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
   }
 
   name = gst_train_describe_sample (job->input);
-  ret = gst_train_report_bad_sample (dec, &dec->bad, GST_STREAM_ERROR,
+  /* datasetsrc reads a corrupt file again every epoch: it is warned about
+   * and counted against max-errors once. */
+  key = gst_train_sample_key (job->input);
+  ret = gst_train_report_bad_sample (dec, &dec->bad, key, GST_STREAM_ERROR,
       GST_STREAM_ERROR_DECODE, "decode",
       g_strdup_printf ("Could not decode sample %s: %s.", name, job->error),
       g_strdup_printf ("Skipping sample %s: %s.", name, job->error));
+  g_free (key);
   g_free (name);
   return ret;
 }
@@ -824,7 +829,7 @@ gst_image_dec_start (GstImageDec *dec)
 {
   GST_OBJECT_LOCK (dec);
   dec->settings = dec->props;
-  dec->bad.skipped = 0;
+  gst_train_bad_samples_reset (&dec->bad);
   GST_OBJECT_UNLOCK (dec);
 
   dec->n_workers = dec->settings.n_threads > 0 ? dec->settings.n_threads
