@@ -53,8 +53,8 @@ gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
   max_errors = bad->max_errors;
   if (on_error == GST_TRAIN_ON_ERROR_SKIP) {
     if (key != NULL && bad->reported == NULL)
-      bad->reported = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-          NULL);
+      bad->reported =
+          g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     if (key != NULL)
       known = !g_hash_table_add (bad->reported, g_strdup (key));
     if (!known)
@@ -64,7 +64,8 @@ gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
 
   if (known) {
     /* Warned about and counted when it first failed. */
-    GST_DEBUG_OBJECT (element, "dropping %s again (reported before): %s", key, skip_text);
+    GST_DEBUG_OBJECT (
+        element, "dropping %s again (reported before): %s", key, skip_text);
     g_free (fail_text);
     g_free (skip_text);
     return GST_FLOW_OK;
