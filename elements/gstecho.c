@@ -76,9 +76,19 @@
  * (repeats only fill time in which downstream would otherwise wait, and at
  * EOS nothing is coming).
  *
- * A flush drops everything held. Allocation queries are not passed upstream:
- * the buffers stay here far longer than a downstream pool sized for a short
- * queue expects, so upstream allocates its own.
+ * A flush drops everything held.
+ *
+ * ## Allocation
+ *
+ * Allocation queries go downstream and their answer back upstream, so that
+ * batcher ! echo ! cudatrainsink keeps the sink's buffer pool (pinned
+ * memory for the copy to the GPU). Echo holds buffers while it waits for
+ * more input, up to @shuffle-buffer-size + 1 items: a pool sized for
+ * downstream alone would run dry with its buffers here, and upstream,
+ * waiting for a free one, would never send what lets echo release them. So
+ * echo raises the most buffers of every bounded pool in the answer by
+ * what it can hold (an unbounded pool stays unbounded): the pool grows
+ * rather than deadlocks. Held buffers are never copied.
  *
  * ## Message
  *
@@ -1257,6 +1267,39 @@ gst_echo_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
   return gst_echo_fixed_event (echo, event);
 }
 
+/* Asks downstream where upstream's buffers should live, and widens each
+ * bounded pool it proposes by the buffers echo may hold: echo keeps buffers
+ * while it waits for more input, so a pool sized for downstream alone would
+ * run dry with its buffers in echo, and upstream, waiting for a free one,
+ * would never send the input that lets echo let go of them. */
+static gboolean
+gst_echo_proxy_allocation (GstEcho *echo, GstQuery *query)
+{
+  guint i, n_pools;
+
+  if (!gst_pad_peer_query (echo->srcpad, query))
+    return FALSE;
+  n_pools = gst_query_get_n_allocation_pools (query);
+  for (i = 0; i < n_pools; i++) {
+    GstBufferPool *pool = NULL;
+    guint size, min, max;
+
+    gst_query_parse_nth_allocation_pool (query, i, &pool, &size, &min, &max);
+    /* Held items (n_items) and, in adaptive mode, the one being pushed. */
+    if (max != 0)
+      max = (guint64)max + echo->n_items + 1 > G_MAXUINT
+          ? 0
+          : max + echo->n_items + 1;
+    GST_DEBUG_OBJECT (echo,
+        "downstream pool %" GST_PTR_FORMAT ": %u .. %u buffers with ours", pool,
+        min, max);
+    gst_query_set_nth_allocation_pool (query, i, pool, size, min, max);
+    if (pool != NULL)
+      gst_object_unref (pool);
+  }
+  return TRUE;
+}
+
 static gboolean
 gst_echo_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
 {
@@ -1264,9 +1307,10 @@ gst_echo_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
 
   switch (GST_QUERY_TYPE (query)) {
     case GST_QUERY_ALLOCATION:
-      /* Held buffers would drain a downstream pool sized for a short
-       * queue: upstream allocates its own. */
-      return FALSE;
+      /* Serialized, but its answer describes downstream's memory, not a
+       * place in the stream: it may overtake the items in adaptive mode's
+       * line. */
+      return gst_echo_proxy_allocation (echo, query);
     default:
       /* Adaptive mode pushes from its own thread: a serialized query
        * answered from here would overtake the data in line. */
