@@ -18,14 +18,29 @@
  * images wherever an echo sits.
  *
  * Memory: when downstream answers the allocation query with a buffer pool
- * whose buffers hold two memories of the batch's sizes (images, labels),
- * batches are taken from that pool (cudatrainsink hands out pinned host
- * memory this way); else the memories come from the first allocator it
- * offers, else from system memory. Each image is copied exactly once.
+ * whose buffers hold at least a batch's images (W * H * 3 * N bytes), the
+ * images memory of every batch is a pool buffer's own memory, so that a
+ * sink that proposes pinned host memory (cudatrainsink) gets its batches
+ * there; the labels (4 * N bytes) are a system memory beside it, which
+ * keeps the pool buffer until the batch is freed and then gives it back
+ * whole. (Only the images come from the pool: a memory added to or taken
+ * from a pool buffer makes the pool discard it, and a labels memory of the
+ * pool's size would waste it.) A bounded pool paces the batcher: it waits
+ * for a free buffer. Without a pool that fits, both memories come from the
+ * first allocator downstream offers, else from system memory. Each image is
+ * copied exactly once.
  *
  * At EOS a last, partial batch is pushed with its own caps (N smaller) or
- * dropped, per @drop-remainder. An image of another size than the first, or
- * without a label, is an error that names the sample.
+ * dropped, per @drop-remainder.
+ *
+ * ## Messages
+ *
+ * batcher posts no message of its own while it works. Errors (which stop
+ * the pipeline) name the sample: an image of another size than the first
+ * (put augment before batcher), an image without a label (a
+ * #GstTrainSampleMeta from datasetsrc), a buffer smaller than its caps, an
+ * image before any caps, downstream refusing the batch caps, a batch that
+ * cannot be allocated.
  *
  * ## Example launch line
  * |[
@@ -114,7 +129,8 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
         GST_STATIC_CAPS ("other/tensors, format = (string) static, "
-                         "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+                         "num_tensors = (int) 2, types = (string) "
+                         "\"uint8,int32\", framerate = (fraction) 0/1"));
 
 #define gst_batcher_parent_class parent_class
 G_DEFINE_TYPE (GstBatcher, gst_batcher, GST_TYPE_ELEMENT);
@@ -163,7 +179,12 @@ gst_batcher_class_init (GstBatcherClass *klass)
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Training batcher",
       "Filter/Converter/Video",
-      "Gathers fixed-size labelled images into NNStreamer batch tensors",
+      "Gathers batch-size RGB images of one size and their labels into "
+      "NNStreamer tensors: other/tensors, format=static, num_tensors=2, "
+      "types=uint8,int32, dimensions=3:W:H:N,N (tensor 0 the images in NHWC "
+      "order, tensor 1 the int32 labels; one memory each); a partial last "
+      "batch has its own caps. Posts no message but errors, which name the "
+      "sample",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_batcher_change_state);
@@ -305,7 +326,8 @@ gst_batcher_decide_allocation (GstBatcher *batcher, GstCaps *caps, guint n)
     guint size, min, max;
 
     gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
-    if (pool != NULL && (gsize)size < images) {
+    /* A pool's buffer size is a guint: larger batches do without. */
+    if (pool != NULL && ((gsize)size < images || images > G_MAXUINT)) {
       GST_DEBUG_OBJECT (batcher,
           "downstream pool buffers of %u bytes are too small for "
           "%" G_GSIZE_FORMAT " bytes of images",

@@ -376,16 +376,19 @@ gst_echo_class_init (GstEchoClass *klass)
           0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_EFFECTIVE_FACTOR,
       g_param_spec_double ("effective-factor", "Effective factor",
-          "items-out / fresh-out: how many times each item that went out "
-          "went out so far, on average (1 before the first; readable at any "
-          "time, also while the shuffle buffer fills)",
+          "Emissions per item so far, items-out / fresh-out (1 before "
+          "anything went out); meaningful at any time, also while the "
+          "shuffle buffer fills",
           1.0, G_MAXDOUBLE, 1.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Data echo", "Generic",
       "Repeats every item (fixed factor, shuffled) or only while downstream "
-      "would wait (adaptive), sharing the payload memory",
+      "would wait (adaptive), sharing the payload memory; passes allocation "
+      "queries on. Before EOS posts an element message echo-stats: items-in, "
+      "items-out, fresh-out (guint64), effective-factor (gdouble, items-out "
+      "/ fresh-out), mode (string)",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_echo_change_state);
