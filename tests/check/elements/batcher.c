@@ -467,6 +467,13 @@ pool_sink_init (PoolSink *sink)
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
 }
 
+static void
+register_pool_sink (void)
+{
+  fail_unless (gst_element_register (
+      NULL, "testpoolsink", GST_RANK_NONE, pool_sink_get_type ()));
+}
+
 /* Runs 15 images x 2 epochs in batches of 2 (15 batches) through @echo (a
  * launch fragment ending in "!", or "") into a pool sink with a pool of 4
  * buffers; returns the sink (a reference) once the pipeline reached EOS. */
@@ -500,8 +507,7 @@ GST_START_TEST (test_batches_reach_the_sink_in_its_pool)
   PoolSink *sink;
   guint i;
 
-  fail_unless (gst_element_register (
-      NULL, "testpoolsink", GST_RANK_NONE, pool_sink_get_type ()));
+  register_pool_sink ();
   for (i = 0; i < 15; i++) {
     gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 3, i);
     gchar *path = g_build_filename (root, name, NULL);
@@ -531,6 +537,37 @@ GST_START_TEST (test_batches_reach_the_sink_in_its_pool)
   fail_unless_equals_int (sink->in_pool, sink->rendered);
   gst_object_unref (sink);
 
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* Stopping mid-stream is clean while a slow sink behind a queue and an echo
+ * keeps the small pool's buffers busy (batcher mostly waits for one). */
+GST_START_TEST (test_stop_while_batches_fill_the_pool)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *launch;
+  guint i;
+
+  register_pool_sink ();
+  for (i = 0; i < 6; i++) {
+    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 2, i);
+    gchar *path = g_build_filename (root, name, NULL);
+
+    fixture_write_jpeg (path, 6, 4, i);
+    g_free (path);
+    g_free (name);
+  }
+  launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec ! "
+      "batcher batch-size=2 ! queue ! identity sleep-time=20000 ! "
+      "echo factor=2 shuffle-buffer-size=2 ! testpoolsink",
+      root);
+  fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
 }
@@ -597,6 +634,7 @@ batcher_suite (void)
   tcase_add_test (tc, test_errors_name_the_sample);
   tcase_add_test (tc, test_batches_come_from_downstream_pool);
   tcase_add_test (tc, test_batches_reach_the_sink_in_its_pool);
+  tcase_add_test (tc, test_stop_while_batches_fill_the_pool);
   tcase_add_test (tc, test_pipeline_labels_match_the_samples);
   return s;
 }
