@@ -391,8 +391,10 @@ gst_batcher_memories_from_pool (
   *ret = gst_buffer_pool_acquire_buffer (batcher->pool, &buffer, NULL);
   if (*ret != GST_FLOW_OK)
     return FALSE;
-  memory = gst_buffer_peek_memory (buffer, 0);
-  if (gst_buffer_n_memory (buffer) != 1 || memory->size < images
+  memory = gst_buffer_n_memory (buffer) == 1
+      ? gst_buffer_peek_memory (buffer, 0)
+      : NULL;
+  if (memory == NULL || memory->size < images
       || !gst_memory_is_writable (memory)) {
     GST_WARNING_OBJECT (batcher,
         "downstream pool buffers are not one writable memory of "
