@@ -37,6 +37,14 @@
  * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
  * the input that has no tags travel on to the output.
  *
+ * ## Messages
+ *
+ * augment posts no message of its own while it works. Errors (which stop
+ * the pipeline): scale-min above scale-max or ratio-min above ratio-max (at
+ * start, naming the properties), an image before any caps or smaller than
+ * its caps say (naming the sample), caps that are not RGB, downstream
+ * refusing the output size.
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 datasetsrc location=/data/train ! imagedec min-short-side=256 ! augment width=224 height=224 seed=1 ! fakesink
@@ -289,8 +297,10 @@ gst_augment_class_init (GstAugmentClass *klass)
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Training image augmentation", "Filter/Effect/Video",
-      "Random-resized or centre crops and random flips to a fixed size, as "
-      "torchvision computes them",
+      "Random-resized or centre crops and random flips of RGB images of any "
+      "size to width x height, as torchvision computes them. Posts no "
+      "message but errors (bad ranges at start, naming the properties; an "
+      "image its caps do not describe, naming the sample)",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_augment_change_state);

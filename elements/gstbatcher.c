@@ -18,14 +18,29 @@
  * images wherever an echo sits.
  *
  * Memory: when downstream answers the allocation query with a buffer pool
- * whose buffers hold two memories of the batch's sizes (images, labels),
- * batches are taken from that pool (cudatrainsink hands out pinned host
- * memory this way); else the memories come from the first allocator it
- * offers, else from system memory. Each image is copied exactly once.
+ * whose buffers hold at least a batch's images (W * H * 3 * N bytes), the
+ * images memory of every batch is a pool buffer's own memory, so that a
+ * sink that proposes pinned host memory (cudatrainsink) gets its batches
+ * there; the labels (4 * N bytes) are a system memory beside it, which
+ * keeps the pool buffer until the batch is freed and then gives it back
+ * whole. (Only the images come from the pool: a memory added to or taken
+ * from a pool buffer makes the pool discard it, and a labels memory of the
+ * pool's size would waste it.) A bounded pool paces the batcher: it waits
+ * for a free buffer. Without a pool that fits, both memories come from the
+ * first allocator downstream offers, else from system memory. Each image is
+ * copied exactly once.
  *
  * At EOS a last, partial batch is pushed with its own caps (N smaller) or
- * dropped, per @drop-remainder. An image of another size than the first, or
- * without a label, is an error that names the sample.
+ * dropped, per @drop-remainder.
+ *
+ * ## Messages
+ *
+ * batcher posts no message of its own while it works. Errors (which stop
+ * the pipeline) name the sample: an image of another size than the first
+ * (put augment before batcher), an image without a label (a
+ * #GstTrainSampleMeta from datasetsrc), a buffer smaller than its caps, an
+ * image before any caps, downstream refusing the batch caps, a batch that
+ * cannot be allocated.
  *
  * ## Example launch line
  * |[
@@ -83,16 +98,28 @@ struct _GstBatcher
   gint width; /* size of the images in the batch */
   gint height;
   guint negotiated_n;      /* N of the caps last pushed, 0 = none */
-  GstBufferPool *pool;     /* downstream's, when it fits */
+  GstBufferPool *pool;     /* downstream's, when it fits (set under the object
+                         lock: a state change makes it flush) */
   GstAllocator *allocator; /* downstream's, else NULL */
   GstAllocationParams params;
   guint effective_size; /* batch-size fixed at the first image */
-  GstBuffer *batch;     /* being filled, or NULL */
+  /* The batch being filled: its two memories, mapped, until it is pushed
+   * (images NULL when none is). */
+  GstMemory *images;
+  GstMemory *labels;
   GstMapInfo images_map;
   GstMapInfo labels_map;
   guint filled;
   guint fresh;
 };
+
+/* The labels of a batch whose images live in a downstream pool buffer: the
+ * labels memory wraps this block, and freeing it returns the pool buffer. */
+typedef struct
+{
+  GstBuffer *pool_buffer;
+  gint32 labels[];
+} GstBatcherPoolLabels;
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -102,7 +129,8 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
         GST_STATIC_CAPS ("other/tensors, format = (string) static, "
-                         "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+                         "num_tensors = (int) 2, types = (string) "
+                         "\"uint8,int32\", framerate = (fraction) 0/1"));
 
 #define gst_batcher_parent_class parent_class
 G_DEFINE_TYPE (GstBatcher, gst_batcher, GST_TYPE_ELEMENT);
@@ -151,7 +179,12 @@ gst_batcher_class_init (GstBatcherClass *klass)
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Training batcher",
       "Filter/Converter/Video",
-      "Gathers fixed-size labelled images into NNStreamer batch tensors",
+      "Gathers batch-size RGB images of one size and their labels into "
+      "NNStreamer tensors: other/tensors, format=static, num_tensors=2, "
+      "types=uint8,int32, dimensions=3:W:H:N,N (tensor 0 the images in NHWC "
+      "order, tensor 1 the int32 labels; one memory each); a partial last "
+      "batch has its own caps. Posts no message but errors, which name the "
+      "sample",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_batcher_change_state);
@@ -246,12 +279,30 @@ gst_batcher_make_caps (GstBatcher *batcher, guint n)
 static void
 gst_batcher_clear_allocation (GstBatcher *batcher)
 {
-  if (batcher->pool != NULL) {
-    gst_buffer_pool_set_active (batcher->pool, FALSE);
-    gst_clear_object (&batcher->pool);
+  GstBufferPool *pool;
+
+  GST_OBJECT_LOCK (batcher);
+  pool = batcher->pool;
+  batcher->pool = NULL;
+  GST_OBJECT_UNLOCK (batcher);
+  if (pool != NULL) {
+    gst_buffer_pool_set_active (pool, FALSE);
+    gst_object_unref (pool);
   }
   gst_clear_object (&batcher->allocator);
   gst_allocation_params_init (&batcher->params);
+}
+
+/* Makes a wait for a pool buffer return (@flushing) or lets it wait again:
+ * a chain function blocked in the pool must not hold up a flush or a state
+ * change. */
+static void
+gst_batcher_set_pool_flushing (GstBatcher *batcher, gboolean flushing)
+{
+  GST_OBJECT_LOCK (batcher);
+  if (batcher->pool != NULL)
+    gst_buffer_pool_set_flushing (batcher->pool, flushing);
+  GST_OBJECT_UNLOCK (batcher);
 }
 
 /* Asks downstream where batches of @n images should live. */
@@ -275,16 +326,29 @@ gst_batcher_decide_allocation (GstBatcher *batcher, GstCaps *caps, guint n)
     guint size, min, max;
 
     gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+    /* A pool's buffer size is a guint: larger batches do without. */
+    if (pool != NULL && ((gsize)size < images || images > G_MAXUINT)) {
+      GST_DEBUG_OBJECT (batcher,
+          "downstream pool buffers of %u bytes are too small for "
+          "%" G_GSIZE_FORMAT " bytes of images",
+          size, images);
+      gst_clear_object (&pool);
+    }
     if (pool != NULL) {
       GstStructure *config = gst_buffer_pool_get_config (pool);
 
-      gst_buffer_pool_config_set_params (
-          config, caps, (guint)(images + (gsize)n * sizeof (gint32)), min, max);
+      /* Only the images come from the pool (see start_batch): its buffers
+       * hold exactly them. */
+      gst_buffer_pool_config_set_params (config, caps, (guint)images, min, max);
       if (gst_buffer_pool_set_config (pool, config)
           && gst_buffer_pool_set_active (pool, TRUE)) {
+        GST_OBJECT_LOCK (batcher);
         batcher->pool = pool;
-        GST_DEBUG_OBJECT (
-            batcher, "batches from downstream pool %" GST_PTR_FORMAT, pool);
+        GST_OBJECT_UNLOCK (batcher);
+        GST_DEBUG_OBJECT (batcher,
+            "images from downstream pool %" GST_PTR_FORMAT
+            " (%u .. %u buffers)",
+            pool, min, max);
       } else {
         GST_WARNING_OBJECT (batcher,
             "downstream pool %" GST_PTR_FORMAT
@@ -297,86 +361,114 @@ gst_batcher_decide_allocation (GstBatcher *batcher, GstCaps *caps, guint n)
   gst_query_unref (query);
 }
 
-/* A buffer from the pool, if its layout is images + labels of @n. */
-static GstBuffer *
-gst_batcher_buffer_from_pool (GstBatcher *batcher, guint n)
+static void
+gst_batcher_pool_labels_free (gpointer data)
 {
-  GstBuffer *buffer = NULL;
+  GstBatcherPoolLabels *block = data;
 
-  if (gst_buffer_pool_acquire_buffer (batcher->pool, &buffer, NULL)
-      != GST_FLOW_OK)
-    return NULL;
-  if (gst_buffer_n_memory (buffer) == 2
-      && gst_buffer_peek_memory (buffer, 0)->size
-          == gst_batcher_images_size (batcher, n)
-      && gst_buffer_peek_memory (buffer, 1)->size == n * sizeof (gint32))
-    return buffer;
-  GST_WARNING_OBJECT (batcher,
-      "downstream pool buffers are not two memories "
-      "(images, labels) of a batch of %u; not using the pool",
-      n);
-  gst_buffer_unref (buffer);
-  gst_batcher_clear_allocation (batcher);
-  return NULL;
+  /* The batch's images memory went first (memories are freed in order):
+   * the pool buffer gets its memory back untouched and is reused. */
+  gst_buffer_unref (block->pool_buffer);
+  g_free (block);
+}
+
+/* The images memory of a batch of @n from a downstream pool buffer, and
+ * the labels memory that keeps that buffer until the batch is freed. FALSE
+ * when the pool has no buffer for it (flushing) or its buffers do not fit;
+ * @ret says which. */
+static gboolean
+gst_batcher_memories_from_pool (
+    GstBatcher *batcher, guint n, GstFlowReturn *ret)
+{
+  gsize images = gst_batcher_images_size (batcher, n);
+  gsize labels = n * sizeof (gint32);
+  GstBuffer *buffer = NULL;
+  GstBatcherPoolLabels *block;
+  GstMemory *memory;
+
+  /* Blocks while downstream holds every buffer of a bounded pool: the
+   * pool paces the batcher. */
+  *ret = gst_buffer_pool_acquire_buffer (batcher->pool, &buffer, NULL);
+  if (*ret != GST_FLOW_OK)
+    return FALSE;
+  memory = gst_buffer_n_memory (buffer) == 1
+      ? gst_buffer_peek_memory (buffer, 0)
+      : NULL;
+  if (memory == NULL || memory->size < images
+      || !gst_memory_is_writable (memory)) {
+    GST_WARNING_OBJECT (batcher,
+        "downstream pool buffers are not one writable memory of "
+        "%" G_GSIZE_FORMAT " bytes or more; not using the pool",
+        images);
+    gst_buffer_unref (buffer);
+    gst_batcher_clear_allocation (batcher);
+    return FALSE;
+  }
+  /* Still the pool buffer's alone: a resize is undone by the pool when the
+   * buffer returns. */
+  if (memory->size > images)
+    gst_memory_resize (memory, 0, images);
+
+  /* The images memory itself goes into the batch, the pool buffer stays
+   * whole (a memory taken out or added would make the pool discard it), and
+   * the labels memory holds it. */
+  block = g_malloc (sizeof (GstBatcherPoolLabels) + labels);
+  block->pool_buffer = buffer;
+  batcher->images = gst_memory_ref (memory);
+  batcher->labels = gst_memory_new_wrapped (
+      0, block->labels, labels, 0, labels, block, gst_batcher_pool_labels_free);
+  return TRUE;
 }
 
 /* Starts an empty batch of @n images. */
-static gboolean
+static GstFlowReturn
 gst_batcher_start_batch (GstBatcher *batcher, guint n)
 {
-  GstBuffer *buffer = NULL;
+  GstFlowReturn ret = GST_FLOW_OK;
 
-  if (batcher->pool != NULL)
-    buffer = gst_batcher_buffer_from_pool (batcher, n);
-  if (buffer == NULL) {
-    GstMemory *images = gst_allocator_alloc (batcher->allocator,
+  if (batcher->pool == NULL
+      || !gst_batcher_memories_from_pool (batcher, n, &ret)) {
+    if (ret != GST_FLOW_OK)
+      return ret;
+    batcher->images = gst_allocator_alloc (batcher->allocator,
         gst_batcher_images_size (batcher, n), &batcher->params);
-    GstMemory *labels = gst_allocator_alloc (
+    batcher->labels = gst_allocator_alloc (
         batcher->allocator, n * sizeof (gint32), &batcher->params);
-
-    if (images == NULL || labels == NULL) {
-      if (images != NULL)
-        gst_memory_unref (images);
-      if (labels != NULL)
-        gst_memory_unref (labels);
-      return FALSE;
-    }
-    buffer = gst_buffer_new ();
-    gst_buffer_append_memory (buffer, images);
-    gst_buffer_append_memory (buffer, labels);
   }
 
-  batcher->batch = buffer;
-  if (!gst_buffer_map_range (
-          buffer, 0, 1, &batcher->images_map, GST_MAP_WRITE)) {
-    gst_clear_buffer (&batcher->batch);
-    return FALSE;
-  }
-  if (!gst_buffer_map_range (
-          buffer, 1, 1, &batcher->labels_map, GST_MAP_WRITE)) {
-    gst_buffer_unmap (buffer, &batcher->images_map);
-    gst_clear_buffer (&batcher->batch);
-    return FALSE;
+  if (batcher->images == NULL || batcher->labels == NULL
+      || !gst_memory_map (batcher->images, &batcher->images_map, GST_MAP_WRITE))
+    goto failed;
+  if (!gst_memory_map (batcher->labels, &batcher->labels_map, GST_MAP_WRITE)) {
+    gst_memory_unmap (batcher->images, &batcher->images_map);
+    goto failed;
   }
   batcher->filled = 0;
   batcher->fresh = 0;
-  return TRUE;
+  return GST_FLOW_OK;
+
+failed:
+  /* Images first: the labels may hold the pool buffer they belong to. */
+  g_clear_pointer (&batcher->images, gst_memory_unref);
+  g_clear_pointer (&batcher->labels, gst_memory_unref);
+  return GST_FLOW_ERROR;
 }
 
 static void
 gst_batcher_unmap_batch (GstBatcher *batcher)
 {
-  gst_buffer_unmap (batcher->batch, &batcher->labels_map);
-  gst_buffer_unmap (batcher->batch, &batcher->images_map);
+  gst_memory_unmap (batcher->labels, &batcher->labels_map);
+  gst_memory_unmap (batcher->images, &batcher->images_map);
 }
 
 static void
 gst_batcher_drop_batch (GstBatcher *batcher)
 {
-  if (batcher->batch == NULL)
+  if (batcher->images == NULL)
     return;
   gst_batcher_unmap_batch (batcher);
-  gst_clear_buffer (&batcher->batch);
+  g_clear_pointer (&batcher->images, gst_memory_unref);
+  g_clear_pointer (&batcher->labels, gst_memory_unref);
 }
 
 /* Sends caps for batches of @n images unless they are already out. */
@@ -394,7 +486,10 @@ gst_batcher_negotiate (GstBatcher *batcher, guint n)
       batcher->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
   if (ok) {
     batcher->negotiated_n = n;
-    gst_batcher_decide_allocation (batcher, caps, n);
+    /* A last, partial batch already has its memory: the allocation is for
+     * full ones. */
+    if (n == batcher->effective_size)
+      gst_batcher_decide_allocation (batcher, caps, n);
   }
   gst_caps_unref (caps);
   return ok;
@@ -415,17 +510,22 @@ gst_batcher_fix_size (GstBatcher *batcher)
 static GstFlowReturn
 gst_batcher_push_batch (GstBatcher *batcher)
 {
-  GstBuffer *batch = batcher->batch;
+  GstBuffer *batch;
   guint n = batcher->filled;
 
   gst_batcher_unmap_batch (batcher);
-  batcher->batch = NULL;
   if (n < batcher->effective_size) {
-    /* The partial batch was allocated for a full one: shrink it. */
-    gst_buffer_resize_range (
-        batch, 0, 1, 0, gst_batcher_images_size (batcher, n));
-    gst_buffer_resize_range (batch, 1, 1, 0, n * sizeof (gint32));
+    /* The partial batch was allocated for a full one: shrink it (while the
+     * memories are still ours alone). */
+    gst_memory_resize (
+        batcher->images, 0, gst_batcher_images_size (batcher, n));
+    gst_memory_resize (batcher->labels, 0, n * sizeof (gint32));
   }
+  batch = gst_buffer_new ();
+  gst_buffer_append_memory (batch, batcher->images);
+  gst_buffer_append_memory (batch, batcher->labels);
+  batcher->images = NULL;
+  batcher->labels = NULL;
   if (!gst_batcher_negotiate (batcher, n)) {
     gst_buffer_unref (batch);
     if (GST_PAD_IS_FLUSHING (batcher->srcpad))
@@ -472,7 +572,9 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_ERROR;
   }
 
-  if (batcher->batch == NULL) {
+  if (batcher->images == NULL) {
+    GstFlowReturn ret;
+
     if (batcher->width == 0) {
       /* The first image fixes the size of every batch. */
       if (!gst_batcher_fix_size (batcher)) {
@@ -484,7 +586,12 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
         return GST_FLOW_NOT_NEGOTIATED;
       }
     }
-    if (!gst_batcher_start_batch (batcher, batcher->effective_size)) {
+    ret = gst_batcher_start_batch (batcher, batcher->effective_size);
+    if (ret == GST_FLOW_FLUSHING) {
+      gst_buffer_unref (buffer);
+      return ret;
+    }
+    if (ret != GST_FLOW_OK) {
       gst_buffer_unref (buffer);
       GST_ELEMENT_ERROR (batcher, RESOURCE, NO_SPACE_LEFT,
           ("Could not allocate a batch of %u images of %dx%d.",
@@ -549,7 +656,7 @@ gst_batcher_finish (GstBatcher *batcher)
 {
   gboolean drop;
 
-  if (batcher->batch == NULL || batcher->filled == 0) {
+  if (batcher->images == NULL || batcher->filled == 0) {
     gst_batcher_drop_batch (batcher);
     return GST_FLOW_OK;
   }
@@ -592,8 +699,12 @@ gst_batcher_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     case GST_EVENT_EOS:
       gst_batcher_finish (batcher);
       break;
+    case GST_EVENT_FLUSH_START:
+      gst_batcher_set_pool_flushing (batcher, TRUE);
+      break;
     case GST_EVENT_FLUSH_STOP:
       gst_batcher_drop_batch (batcher);
+      gst_batcher_set_pool_flushing (batcher, FALSE);
       break;
     case GST_EVENT_SEGMENT:
       /* A segment before our first caps would break the sticky order:
@@ -632,6 +743,10 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
     batcher->batches_out = 0;
     GST_OBJECT_UNLOCK (batcher);
   }
+  /* Before the pads deactivate: that waits for a chain function that may
+   * wait for a pool buffer. */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_batcher_set_pool_flushing (batcher, TRUE);
   ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
     gst_batcher_reset (batcher);

@@ -20,6 +20,21 @@
  * (see train-meta.h): number of classes, class names in label order, the
  * dataset's size and the samples per epoch.
  *
+ * ## Messages
+ *
+ * * A warning (GST_RESOURCE_ERROR_READ) for each file that cannot be read:
+ *   "Skipping sample N: could not read "PATH": CAUSE." (debug text
+ *   "on-error=skip"). The sample is dropped and counted in @files-skipped.
+ *   A file is warned about and counted once per run: it is read again in
+ *   later epochs and, still unreadable, dropped quietly (a debug line).
+ *   With on-error=fail the first one is an error instead: "Could not read
+ *   sample N from "PATH": CAUSE."
+ * * A warning (GST_RESOURCE_ERROR_NOT_FOUND) at start for each class folder
+ *   that holds no image: its label stays reserved.
+ * * Errors at start: no location, a dataset that is missing, unreadable or
+ *   holds no image, shard-index not below num-shards, a shard that gets no
+ *   sample.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 datasetsrc location=/data/train num-epochs=2 ! imagedec ! fakesink
@@ -192,8 +207,9 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_EPOCHS,
       g_param_spec_int ("num-epochs", "Number of epochs",
-          "Passes over the dataset before EOS (-1 = forever)", -1, G_MAXINT,
-          DEFAULT_NUM_EPOCHS,
+          "Passes over the dataset before EOS (-1 = forever, 0 = none: EOS "
+          "at once)",
+          -1, G_MAXINT, DEFAULT_NUM_EPOCHS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SHARD_INDEX,
@@ -256,7 +272,12 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Dataset source",
-      "Source/File", "Reads a labelled image dataset, one sample per buffer",
+      "Source/File",
+      "Reads a labelled image dataset (ImageFolder or list file), one "
+      "image/jpeg sample per buffer with its label, in a fresh order each "
+      "epoch; sends the dataset facts as stream tags. Posts a warning "
+      "(resource, read) naming each unreadable file it skips, once per file "
+      "(an error with on-error=fail), and one per empty class folder",
       "gst-train developers");
 
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_dataset_src_start);
@@ -307,6 +328,7 @@ gst_dataset_src_finalize (GObject *object)
 
   gst_dataset_src_settings_clear (&src->props);
   gst_dataset_src_settings_clear (&src->settings);
+  gst_train_bad_samples_clear (&src->bad);
   g_mutex_clear (&src->lock);
   g_cond_clear (&src->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -519,8 +541,9 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
       index->entries->len, s->shard_index, s->num_shards, s->num_samples);
   if (epoch_samples == 0) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("Shard %u of %u gets no sample of the %u in \"%s\".", s->shard_index,
-            s->num_shards, index->entries->len, s->location),
+        ("Shard %u of %u (shard-index, num-shards) gets no sample of the %u "
+         "in \"%s\".",
+            s->shard_index, s->num_shards, index->entries->len, s->location),
         (NULL));
     gst_train_dataset_index_free (index);
     return FALSE;
@@ -529,7 +552,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   GST_OBJECT_LOCK (src);
   src->num_classes = index->class_names->len;
   src->dataset_size = index->entries->len;
-  src->bad.skipped = 0;
+  gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
 
   src->index = index;
@@ -795,7 +818,7 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     g_mutex_unlock (&src->lock);
     path =
         g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
-    ret = gst_train_report_bad_sample (src, &src->bad, GST_RESOURCE_ERROR,
+    ret = gst_train_report_bad_sample (src, &src->bad, path, GST_RESOURCE_ERROR,
         GST_RESOURCE_ERROR_READ, "read",
         g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT
                          " from \"%s\": %s.",

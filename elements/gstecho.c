@@ -76,9 +76,19 @@
  * (repeats only fill time in which downstream would otherwise wait, and at
  * EOS nothing is coming).
  *
- * A flush drops everything held. Allocation queries are not passed upstream:
- * the buffers stay here far longer than a downstream pool sized for a short
- * queue expects, so upstream allocates its own.
+ * A flush drops everything held.
+ *
+ * ## Allocation
+ *
+ * Allocation queries go downstream and their answer back upstream, so that
+ * batcher ! echo ! cudatrainsink keeps the sink's buffer pool (pinned
+ * memory for the copy to the GPU). Echo holds buffers while it waits for
+ * more input, up to @shuffle-buffer-size + 1 items: a pool sized for
+ * downstream alone would run dry with its buffers here, and upstream,
+ * waiting for a free one, would never send what lets echo release them. So
+ * echo raises the most buffers of every bounded pool in the answer by
+ * what it can hold (an unbounded pool stays unbounded): the pool grows
+ * rather than deadlocks. Held buffers are never copied.
  *
  * ## Message
  *
@@ -87,11 +97,19 @@
  *
  * * #guint64 `items-in`: fresh buffers received.
  * * #guint64 `items-out`: buffers pushed downstream (fresh and repeats).
- * * #gdouble `effective-factor`: items-out / items-in (0 when nothing came).
+ * * #guint64 `fresh-out`: buffers pushed downstream for the first time;
+ *   items-out - fresh-out are repeats.
+ * * #gdouble `effective-factor`: items-out / fresh-out, how many times each
+ *   item went out on average (1 when nothing went out). At EOS every fresh
+ *   item has gone out, so this is also items-out / items-in.
  * * #gchararray `mode`: "fixed" or "adaptive".
  *
- * The counters are also readable at any time as the @items-in, @items-out
- * and @effective-factor properties; they restart from 0 at READY to PAUSED.
+ * The counters are also readable at any time as the @items-in, @items-out,
+ * @fresh-out and @effective-factor properties; they restart at READY to
+ * PAUSED. effective-factor reads the same way at any time: while the
+ * shuffle buffer still fills (items in, few out) it counts only the items
+ * that went out, so a dot dump taken then shows the factor so far, not a
+ * fraction.
  *
  * ## Example launch lines
  * |[
@@ -149,6 +167,7 @@ enum
   PROP_SEED,
   PROP_ITEMS_IN,
   PROP_ITEMS_OUT,
+  PROP_FRESH_OUT,
   PROP_EFFECTIVE_FACTOR,
 };
 
@@ -195,6 +214,7 @@ struct _GstEcho
   GstEchoSettings props;
   guint64 items_in;
   guint64 items_out;
+  guint64 fresh_out; /* first emissions among items_out */
 
   /* Chosen at READY to PAUSED from @settings, the copy of @props then. */
   GstEchoSettings settings;
@@ -349,17 +369,26 @@ gst_echo_class_init (GstEchoClass *klass)
           "Buffers pushed downstream (fresh and repeats) since the element "
           "last went to PAUSED",
           0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_FRESH_OUT,
+      g_param_spec_uint64 ("fresh-out", "Fresh items out",
+          "Items pushed downstream for the first time (the others in "
+          "items-out are repeats) since the element last went to PAUSED",
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_EFFECTIVE_FACTOR,
       g_param_spec_double ("effective-factor", "Effective factor",
-          "items-out / items-in: how many times each item went out on "
-          "average (0 before the first item)",
-          0.0, G_MAXDOUBLE, 0.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "Emissions per item so far, items-out / fresh-out (1 before "
+          "anything went out); meaningful at any time, also while the "
+          "shuffle buffer fills",
+          1.0, G_MAXDOUBLE, 1.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Data echo", "Generic",
       "Repeats every item (fixed factor, shuffled) or only while downstream "
-      "would wait (adaptive), sharing the payload memory",
+      "would wait (adaptive), sharing the payload memory; passes allocation "
+      "queries on. Before EOS posts an element message echo-stats: items-in, "
+      "items-out, fresh-out (guint64), effective-factor (gdouble, items-out "
+      "/ fresh-out), mode (string)",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_echo_change_state);
@@ -416,11 +445,13 @@ gst_echo_finalize (GObject *object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* items-out / items-in, 0 before the first item. */
+/* items-out / fresh-out, 1 before the first item went out. Dividing by
+ * items-in instead would read 0.2 while the shuffle buffer fills (items in,
+ * few out yet); at EOS every fresh item has gone out and the two agree. */
 static gdouble
-gst_echo_effective_factor (guint64 items_in, guint64 items_out)
+gst_echo_effective_factor (guint64 fresh_out, guint64 items_out)
 {
-  return items_in > 0 ? (gdouble)items_out / items_in : 0.0;
+  return fresh_out > 0 ? (gdouble)items_out / fresh_out : 1.0;
 }
 
 static void
@@ -488,9 +519,12 @@ gst_echo_get_property (
     case PROP_ITEMS_OUT:
       g_value_set_uint64 (value, echo->items_out);
       break;
+    case PROP_FRESH_OUT:
+      g_value_set_uint64 (value, echo->fresh_out);
+      break;
     case PROP_EFFECTIVE_FACTOR:
       g_value_set_double (
-          value, gst_echo_effective_factor (echo->items_in, echo->items_out));
+          value, gst_echo_effective_factor (echo->fresh_out, echo->items_out));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -547,18 +581,20 @@ gst_echo_item_free (GstEcho *echo, guint index)
 }
 
 /* The buffer for the next emission of item @index, and its caps (a
- * reference, or NULL) in @caps. The last emission hands out the stored
+ * reference, or NULL) in @caps; @fresh says whether it is the item's first
+ * emission here. The last emission hands out the stored
  * buffer itself and frees the item; the others a new reference to it, or a
  * shallow copy (same memory) when the emission count in its meta must
  * differ from the stored one. */
 static GstBuffer *
-gst_echo_item_emit (GstEcho *echo, guint index, GstCaps **caps)
+gst_echo_item_emit (GstEcho *echo, guint index, GstCaps **caps, gboolean *fresh)
 {
   GstEchoItem *item = &echo->items[index];
   guint emissions = item->base + item->emitted++;
   gboolean write_meta = item->has_meta && emissions != item->base;
   GstBuffer *out;
 
+  *fresh = item->emitted == 1;
   if (--item->left > 0) {
     *caps = item->caps ? gst_caps_ref (item->caps) : NULL;
     if (!write_meta)
@@ -607,9 +643,10 @@ gst_echo_clear (GstEcho *echo)
 /* ---- pushing (the streaming thread in fixed mode, the task in adaptive) */
 
 /* Pushes @buffer after @caps (both taken; @caps may be NULL), sending the
- * caps first when they differ from the last ones sent. */
+ * caps first when they differ from the last ones sent; @fresh: it is an
+ * item's first emission. */
 static GstFlowReturn
-gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps)
+gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps, gboolean fresh)
 {
   GstFlowReturn ret;
 
@@ -642,6 +679,7 @@ gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps)
   if (ret == GST_FLOW_OK) {
     GST_OBJECT_LOCK (echo);
     echo->items_out++;
+    echo->fresh_out += fresh;
     GST_OBJECT_UNLOCK (echo);
   }
   return ret;
@@ -650,17 +688,19 @@ gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps)
 static void
 gst_echo_post_stats (GstEcho *echo)
 {
-  guint64 items_in, items_out;
+  guint64 items_in, items_out, fresh_out;
   GstStructure *s;
 
   GST_OBJECT_LOCK (echo);
   items_in = echo->items_in;
   items_out = echo->items_out;
+  fresh_out = echo->fresh_out;
   GST_OBJECT_UNLOCK (echo);
 
   s = gst_structure_new ("echo-stats", "items-in", G_TYPE_UINT64, items_in,
-      "items-out", G_TYPE_UINT64, items_out, "effective-factor", G_TYPE_DOUBLE,
-      gst_echo_effective_factor (items_in, items_out), "mode", G_TYPE_STRING,
+      "items-out", G_TYPE_UINT64, items_out, "fresh-out", G_TYPE_UINT64,
+      fresh_out, "effective-factor", G_TYPE_DOUBLE,
+      gst_echo_effective_factor (fresh_out, items_out), "mode", G_TYPE_STRING,
       echo->adaptive ? "adaptive" : "fixed", NULL);
   GST_DEBUG_OBJECT (echo, "at EOS: %" GST_PTR_FORMAT, s);
   gst_element_post_message (
@@ -707,10 +747,11 @@ gst_echo_fixed_emit_random (GstEcho *echo)
   guint index = echo->slots[slot];
   GstBuffer *out;
   GstCaps *caps;
+  gboolean fresh;
 
   echo->slots[slot] = echo->slots[--echo->n_slots];
-  out = gst_echo_item_emit (echo, index, &caps);
-  return gst_echo_push (echo, out, caps);
+  out = gst_echo_item_emit (echo, index, &caps, &fresh);
+  return gst_echo_push (echo, out, caps, fresh);
 }
 
 static gboolean
@@ -769,9 +810,10 @@ gst_echo_fixed_chain (GstEcho *echo, GstBuffer *buffer)
   if (echo->capacity == 0) {
     for (i = 0; i < copies && ret == GST_FLOW_OK; i++) {
       GstCaps *caps;
-      GstBuffer *out = gst_echo_item_emit (echo, index, &caps);
+      gboolean fresh;
+      GstBuffer *out = gst_echo_item_emit (echo, index, &caps, &fresh);
 
-      ret = gst_echo_push (echo, out, caps);
+      ret = gst_echo_push (echo, out, caps, fresh);
     }
     if (i < copies)
       gst_echo_fixed_drop_copies (echo, index, copies - i);
@@ -1022,8 +1064,8 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
  * a random kept item. FALSE when there is nothing. With an event, @caps may
  * say which caps to send first. Called with the lock. */
 static gboolean
-gst_echo_adaptive_next (
-    GstEcho *echo, GstBuffer **out, GstCaps **caps, GstEvent **event)
+gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
+    GstEvent **event, gboolean *fresh)
 {
   while (!gst_queue_array_is_empty (echo->line)) {
     GstEchoEntry *entry = gst_queue_array_pop_head_struct (echo->line);
@@ -1061,7 +1103,7 @@ gst_echo_adaptive_next (
     echo->line_bytes -= item->size;
     if (item->left > 1)
       echo->slots[echo->n_slots++] = index;
-    *out = gst_echo_item_emit (echo, index, caps);
+    *out = gst_echo_item_emit (echo, index, caps, fresh);
     ECHO_SIGNAL_ITEM_DELETED (echo);
     return TRUE;
   }
@@ -1072,7 +1114,7 @@ gst_echo_adaptive_next (
 
     if (echo->items[index].left == 1)
       echo->slots[slot] = echo->slots[--echo->n_slots];
-    *out = gst_echo_item_emit (echo, index, caps);
+    *out = gst_echo_item_emit (echo, index, caps, fresh);
     return TRUE;
   }
   return FALSE;
@@ -1108,19 +1150,19 @@ gst_echo_loop (GstPad *pad)
   GstEvent *event = NULL;
   GstCaps *caps = NULL;
   GstFlowReturn ret;
-  gboolean eos;
+  gboolean eos, fresh = FALSE;
 
   g_mutex_lock (&echo->lock);
   if (echo->srcresult != GST_FLOW_OK)
     goto out_flushing;
-  while (!gst_echo_adaptive_next (echo, &out, &caps, &event))
+  while (!gst_echo_adaptive_next (echo, &out, &caps, &event, &fresh))
     ECHO_WAIT_ITEM_ADDED (echo, out_flushing);
   g_mutex_unlock (&echo->lock);
 
   if (event != NULL)
     ret = gst_echo_adaptive_push_event (echo, event, caps);
   else
-    ret = gst_echo_push (echo, out, caps);
+    ret = gst_echo_push (echo, out, caps, fresh);
   if (ret == GST_FLOW_OK)
     return;
 
@@ -1228,6 +1270,39 @@ gst_echo_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
   return gst_echo_fixed_event (echo, event);
 }
 
+/* Asks downstream where upstream's buffers should live, and widens each
+ * bounded pool it proposes by the buffers echo may hold: echo keeps buffers
+ * while it waits for more input, so a pool sized for downstream alone would
+ * run dry with its buffers in echo, and upstream, waiting for a free one,
+ * would never send the input that lets echo let go of them. */
+static gboolean
+gst_echo_proxy_allocation (GstEcho *echo, GstQuery *query)
+{
+  guint i, n_pools;
+
+  if (!gst_pad_peer_query (echo->srcpad, query))
+    return FALSE;
+  n_pools = gst_query_get_n_allocation_pools (query);
+  for (i = 0; i < n_pools; i++) {
+    GstBufferPool *pool = NULL;
+    guint size, min, max;
+
+    gst_query_parse_nth_allocation_pool (query, i, &pool, &size, &min, &max);
+    /* Held items (n_items) and, in adaptive mode, the one being pushed. */
+    if (max != 0)
+      max = (guint64)max + echo->n_items + 1 > G_MAXUINT
+          ? 0
+          : max + echo->n_items + 1;
+    GST_DEBUG_OBJECT (echo,
+        "downstream pool %" GST_PTR_FORMAT ": %u .. %u buffers with ours", pool,
+        min, max);
+    gst_query_set_nth_allocation_pool (query, i, pool, size, min, max);
+    if (pool != NULL)
+      gst_object_unref (pool);
+  }
+  return TRUE;
+}
+
 static gboolean
 gst_echo_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
 {
@@ -1235,9 +1310,10 @@ gst_echo_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
 
   switch (GST_QUERY_TYPE (query)) {
     case GST_QUERY_ALLOCATION:
-      /* Held buffers would drain a downstream pool sized for a short
-       * queue: upstream allocates its own. */
-      return FALSE;
+      /* Serialized, but its answer describes downstream's memory, not a
+       * place in the stream: it may overtake the items in adaptive mode's
+       * line. */
+      return gst_echo_proxy_allocation (echo, query);
     default:
       /* Adaptive mode pushes from its own thread: a serialized query
        * answered from here would overtake the data in line. */
@@ -1316,6 +1392,7 @@ gst_echo_start (GstEcho *echo)
   echo->settings = echo->props;
   echo->items_in = 0;
   echo->items_out = 0;
+  echo->fresh_out = 0;
   GST_OBJECT_UNLOCK (echo);
 
   echo->adaptive = s->mode == GST_ECHO_MODE_ADAPTIVE;

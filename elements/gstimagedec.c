@@ -18,7 +18,22 @@
  *
  * A corrupt, truncated, empty or non-JPEG buffer is a warning that names the
  * sample and its file, and is dropped (on-error=skip, at most @max-errors
- * times), or an error that stops the pipeline (on-error=fail).
+ * times), or an error that stops the pipeline (on-error=fail). A file is
+ * warned about and counted once per run: datasetsrc reads it again every
+ * epoch, and imagedec then drops it quietly (a debug line), by the file (or
+ * the dataset index) in its #GstTrainSampleMeta.
+ *
+ * ## Messages
+ *
+ * * A warning (GST_STREAM_ERROR_DECODE) per sample skipped: "Skipping
+ *   sample N ("PATH"): CAUSE." with the debug text "on-error=skip, K
+ *   skipped so far"; @samples-skipped counts them.
+ * * An error (GST_STREAM_ERROR_DECODE) once more than @max-errors samples
+ *   were skipped: "Too many samples did not decode: K skipped, max-errors
+ *   is M."; with on-error=fail, at the first: "Could not decode sample N
+ *   ("PATH"): CAUSE."
+ * * Errors when downstream takes neither RGB nor GRAY8, or refuses the caps
+ *   of an image's size.
  *
  * ## Example launch line
  * |[
@@ -223,7 +238,11 @@ gst_image_dec_class_init (GstImageDecClass *klass)
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Training image decoder", "Codec/Decoder/Image",
-      "Decodes JPEG samples with libjpeg-turbo on several threads, in order",
+      "Decodes JPEG samples with libjpeg-turbo on several threads, in order, "
+      "to RGB (or GRAY8) at full size or a DCT scale; new caps when the size "
+      "changes. Posts a warning (stream, decode) naming each sample that "
+      "does not decode, once per file (debug: the count so far), and an "
+      "error past max-errors or with on-error=fail",
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_image_dec_change_state);
@@ -267,6 +286,7 @@ gst_image_dec_finalize (GObject *object)
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
   g_ptr_array_unref (dec->handles);
+  gst_train_bad_samples_clear (&dec->bad);
   g_mutex_clear (&dec->lock);
   g_cond_clear (&dec->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -650,7 +670,7 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
 {
   GstBuffer *output;
   GstFlowReturn ret;
-  gchar *name;
+  gchar *name, *key;
 
   if (job->output != NULL) {
     if (!gst_image_dec_negotiate (dec, job->width, job->height)) {
@@ -672,10 +692,14 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
   }
 
   name = gst_train_describe_sample (job->input);
-  ret = gst_train_report_bad_sample (dec, &dec->bad, GST_STREAM_ERROR,
+  /* datasetsrc reads a corrupt file again every epoch: it is warned about
+   * and counted against max-errors once. */
+  key = gst_train_sample_key (job->input);
+  ret = gst_train_report_bad_sample (dec, &dec->bad, key, GST_STREAM_ERROR,
       GST_STREAM_ERROR_DECODE, "decode",
       g_strdup_printf ("Could not decode sample %s: %s.", name, job->error),
       g_strdup_printf ("Skipping sample %s: %s.", name, job->error));
+  g_free (key);
   g_free (name);
   return ret;
 }
@@ -824,7 +848,7 @@ gst_image_dec_start (GstImageDec *dec)
 {
   GST_OBJECT_LOCK (dec);
   dec->settings = dec->props;
-  dec->bad.skipped = 0;
+  gst_train_bad_samples_reset (&dec->bad);
   GST_OBJECT_UNLOCK (dec);
 
   dec->n_workers = dec->settings.n_threads > 0 ? dec->settings.n_threads

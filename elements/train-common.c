@@ -20,24 +20,56 @@ gst_train_on_error_get_type (void)
   return type;
 }
 
+void
+gst_train_bad_samples_reset (GstTrainBadSamples *bad)
+{
+  bad->skipped = 0;
+  if (bad->reported != NULL)
+    g_hash_table_remove_all (bad->reported);
+}
+
+void
+gst_train_bad_samples_clear (GstTrainBadSamples *bad)
+{
+  g_clear_pointer (&bad->reported, g_hash_table_unref);
+}
+
 GstFlowReturn
 gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
-    GQuark domain, gint code, const gchar *verb, gchar *fail_text,
-    gchar *skip_text, const gchar *file, const gchar *function, gint line)
+    const gchar *key, GQuark domain, gint code, const gchar *verb,
+    gchar *fail_text, gchar *skip_text, const gchar *file,
+    const gchar *function, gint line)
 {
   GstTrainOnError on_error;
   gboolean bounded;
   gint max_errors;
   guint64 skipped = 0;
+  gboolean known = FALSE;
   gchar *debug;
 
   GST_OBJECT_LOCK (element);
   on_error = bad->on_error;
   bounded = bad->bounded;
   max_errors = bad->max_errors;
-  if (on_error == GST_TRAIN_ON_ERROR_SKIP)
-    skipped = ++bad->skipped;
+  if (on_error == GST_TRAIN_ON_ERROR_SKIP) {
+    if (key != NULL && bad->reported == NULL)
+      bad->reported =
+          g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    if (key != NULL)
+      known = !g_hash_table_add (bad->reported, g_strdup (key));
+    if (!known)
+      skipped = ++bad->skipped;
+  }
   GST_OBJECT_UNLOCK (element);
+
+  if (known) {
+    /* Warned about and counted when it first failed. */
+    GST_DEBUG_OBJECT (
+        element, "dropping %s again (reported before): %s", key, skip_text);
+    g_free (fail_text);
+    g_free (skip_text);
+    return GST_FLOW_OK;
+  }
 
   if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
     g_free (skip_text);
@@ -80,6 +112,18 @@ void
 gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output)
 {
   gst_buffer_foreach_meta (input, gst_train_copy_untagged_meta, output);
+}
+
+gchar *
+gst_train_sample_key (GstBuffer *buffer)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  if (meta == NULL)
+    return NULL;
+  if (meta->location != NULL)
+    return g_strdup (meta->location);
+  return g_strdup_printf ("#%" G_GUINT64_FORMAT, meta->index);
 }
 
 gchar *

@@ -29,25 +29,44 @@ typedef struct
   gboolean bounded;
   gint max_errors;
   guint64 skipped;
+  /* The samples already reported, by key (their file): a later epoch drops
+   * them again without a second warning and without counting them again.
+   * Created at the first report. */
+  GHashTable *reported;
 } GstTrainBadSamples;
+
+/* Forgets the samples reported and the count: a new run starts. Call under
+ * the element's object lock. */
+void gst_train_bad_samples_reset (GstTrainBadSamples *bad);
+
+/* Frees what @bad holds (at finalize). */
+void gst_train_bad_samples_clear (GstTrainBadSamples *bad);
 
 /* Reports a sample that @element could not use, as @bad's on-error says
  * (read, and the skip counted, under @element's object lock): an error
  * @fail_text (on-error=fail), or a warning @skip_text and, past max-errors,
- * an error "Too many samples did not @verb". Both texts are taken. Returns
- * GST_FLOW_OK when the sample is dropped and the stream goes on,
- * GST_FLOW_ERROR when an error was posted. A macro, so that the messages
- * name the element's own source line. */
+ * an error "Too many samples did not @verb". A sample whose @key (see
+ * gst_train_sample_key(); NULL = not known) was reported before is dropped
+ * with a debug line only, neither warned about nor counted again: a bad file
+ * stays bad every epoch. Both texts are taken. Returns GST_FLOW_OK when the
+ * sample is dropped and the stream goes on, GST_FLOW_ERROR when an error was
+ * posted. A macro, so that the messages name the element's own source
+ * line. */
 #define gst_train_report_bad_sample(                                           \
-    element, bad, domain, code, verb, fail_text, skip_text)                    \
-  gst_train_report_bad_sample_full (GST_ELEMENT (element), (bad), (domain),    \
-      (code), (verb), (fail_text), (skip_text), __FILE__, GST_FUNCTION,        \
-      __LINE__)
+    element, bad, key, domain, code, verb, fail_text, skip_text)               \
+  gst_train_report_bad_sample_full (GST_ELEMENT (element), (bad), (key),       \
+      (domain), (code), (verb), (fail_text), (skip_text), __FILE__,            \
+      GST_FUNCTION, __LINE__)
 
 GstFlowReturn gst_train_report_bad_sample_full (GstElement *element,
-    GstTrainBadSamples *bad, GQuark domain, gint code, const gchar *verb,
-    gchar *fail_text, gchar *skip_text, const gchar *file,
+    GstTrainBadSamples *bad, const gchar *key, GQuark domain, gint code,
+    const gchar *verb, gchar *fail_text, gchar *skip_text, const gchar *file,
     const gchar *function, gint line);
+
+/* A new string that names the sample in @buffer the same way every epoch:
+ * its file, else its dataset index; NULL when it has no sample meta. Free
+ * with g_free(). */
+gchar *gst_train_sample_key (GstBuffer *buffer);
 
 /* Copies the untagged metas of @input (the sample meta among them) onto
  * @output; tagged ones describe the input's memory or pixels, not the

@@ -1,7 +1,9 @@
 /* batcher.c: tests of the batcher element. */
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
+#include <gst/base/gstbasesink.h>
 #include <gst/video/video.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fixtures.h"
@@ -213,13 +215,14 @@ GST_START_TEST (test_errors_name_the_sample)
 
 GST_END_TEST;
 
-/* A pool whose buffers hold two memories, as cudatrainsink's pinned pool
- * will; counts what it hands out. */
+/* A buffer pool that knows the memories it made, as cudatrainsink's pool of
+ * pinned memory will: a batch whose images memory is one of them reached
+ * the sink in the sink's memory. Counts the buffers it allocates. */
 typedef struct
 {
   GstBufferPool parent;
-  gsize images_size;
-  gsize labels_size;
+  GMutex lock;
+  GHashTable *memories;
   guint allocated;
 } TestPool;
 typedef GstBufferPoolClass TestPoolClass;
@@ -232,34 +235,84 @@ test_pool_alloc_buffer (
     GstBufferPool *pool, GstBuffer **buffer, GstBufferPoolAcquireParams *params)
 {
   TestPool *self = (TestPool *)pool;
+  GstFlowReturn ret = GST_BUFFER_POOL_CLASS (test_pool_parent_class)
+                          ->alloc_buffer (pool, buffer, params);
+  guint i;
 
-  *buffer = gst_buffer_new ();
-  gst_buffer_append_memory (
-      *buffer, gst_allocator_alloc (NULL, self->images_size, NULL));
-  gst_buffer_append_memory (
-      *buffer, gst_allocator_alloc (NULL, self->labels_size, NULL));
+  if (ret != GST_FLOW_OK)
+    return ret;
+  g_mutex_lock (&self->lock);
+  for (i = 0; i < gst_buffer_n_memory (*buffer); i++)
+    g_hash_table_add (self->memories, gst_buffer_peek_memory (*buffer, i));
   self->allocated++;
+  g_mutex_unlock (&self->lock);
   return GST_FLOW_OK;
+}
+
+static void
+test_pool_finalize (GObject *object)
+{
+  TestPool *self = (TestPool *)object;
+
+  g_hash_table_unref (self->memories);
+  g_mutex_clear (&self->lock);
+  G_OBJECT_CLASS (test_pool_parent_class)->finalize (object);
 }
 
 static void
 test_pool_class_init (TestPoolClass *klass)
 {
+  G_OBJECT_CLASS (klass)->finalize = test_pool_finalize;
   klass->alloc_buffer = test_pool_alloc_buffer;
 }
 
 static void
 test_pool_init (TestPool *self)
-{}
+{
+  g_mutex_init (&self->lock);
+  self->memories = g_hash_table_new (NULL, NULL);
+}
+
+static TestPool *
+test_pool_new (void)
+{
+  TestPool *pool = g_object_new (test_pool_get_type (), NULL);
+
+  gst_object_ref_sink (pool);
+  return pool;
+}
+
+static gboolean
+test_pool_made (TestPool *pool, GstMemory *memory)
+{
+  gboolean made;
+
+  g_mutex_lock (&pool->lock);
+  made = g_hash_table_contains (pool->memories, memory);
+  g_mutex_unlock (&pool->lock);
+  return made;
+}
+
+static guint
+test_pool_allocated (TestPool *pool)
+{
+  guint allocated;
+
+  g_mutex_lock (&pool->lock);
+  allocated = pool->allocated;
+  g_mutex_unlock (&pool->lock);
+  return allocated;
+}
 
 static TestPool *answer_pool;
+static guint answer_size;
 
 static gboolean
 answer_allocation (GstPad *pad, GstObject *parent, GstQuery *query)
 {
   if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
     gst_query_add_allocation_pool (
-        query, GST_BUFFER_POOL (answer_pool), 0, 0, 0);
+        query, GST_BUFFER_POOL (answer_pool), answer_size, 0, 0);
     return TRUE;
   }
   return gst_pad_query_default (pad, parent, query);
@@ -270,11 +323,10 @@ GST_START_TEST (test_batches_come_from_downstream_pool)
   GstHarness *h;
   guint i;
 
-  answer_pool = g_object_new (test_pool_get_type (), NULL);
-  gst_object_ref_sink (answer_pool);
-  answer_pool->images_size = 4 * W * H * 3;
-  answer_pool->labels_size = 4 * sizeof (gint32);
-  h = new_harness_with_query ("batch-size=4", answer_allocation);
+  answer_pool = test_pool_new ();
+  answer_size = 4 * W * H * 3;
+  h = new_harness_with_query (
+      "batch-size=4 drop-remainder=false", answer_allocation);
 
   for (i = 0; i < 12; i++)
     fail_unless_equals_int (
@@ -283,12 +335,241 @@ GST_START_TEST (test_batches_come_from_downstream_pool)
     GstBuffer *batch = gst_harness_pull (h);
 
     check_batch (batch, i * 4, 4);
+    /* The images are in the pool's memory, the labels beside them. */
+    fail_unless (
+        test_pool_made (answer_pool, gst_buffer_peek_memory (batch, 0)));
     gst_buffer_unref (batch);
   }
-  /* Every batch came from the pool, which recycles released buffers. */
-  fail_unless (answer_pool->allocated >= 1 && answer_pool->allocated <= 3);
+  /* The pool recycles the buffers released: a batch gives back its pool
+   * buffer whole. */
+  fail_unless (test_pool_allocated (answer_pool) >= 1
+      && test_pool_allocated (answer_pool) <= 3);
+
+  /* A partial last batch is shrunk in place, still in the pool's memory. */
+  for (i = 12; i < 14; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  {
+    GstBuffer *batch = gst_harness_pull (h);
+
+    check_batch (batch, 12, 2);
+    fail_unless (
+        test_pool_made (answer_pool, gst_buffer_peek_memory (batch, 0)));
+    gst_buffer_unref (batch);
+  }
   gst_harness_teardown (h);
   gst_object_unref (answer_pool);
+
+  /* A pool whose buffers are too small for the images is not used. */
+  answer_pool = test_pool_new ();
+  answer_size = 4 * W * H * 3 - 1;
+  h = new_harness_with_query ("batch-size=4", answer_allocation);
+  for (i = 0; i < 4; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  {
+    GstBuffer *batch = gst_harness_pull (h);
+
+    check_batch (batch, 0, 4);
+    fail_unless_equals_int (test_pool_allocated (answer_pool), 0);
+    gst_buffer_unref (batch);
+  }
+  gst_harness_teardown (h);
+  gst_object_unref (answer_pool);
+}
+
+GST_END_TEST;
+
+/* A sink that proposes a small TestPool, as cudatrainsink will propose its
+ * pinned one, and counts the batches that reach it in that pool's memory. */
+#define POOL_SINK_MAX_BUFFERS 4
+
+typedef struct
+{
+  GstBaseSink parent;
+  TestPool *pool;
+  guint rendered;
+  guint in_pool;
+} PoolSink;
+typedef GstBaseSinkClass PoolSinkClass;
+
+static GType pool_sink_get_type (void);
+G_DEFINE_TYPE (PoolSink, pool_sink, GST_TYPE_BASE_SINK);
+
+static GstStaticPadTemplate pool_sink_template = GST_STATIC_PAD_TEMPLATE (
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static gboolean
+pool_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
+{
+  PoolSink *sink = (PoolSink *)base;
+  GstCaps *caps = NULL;
+  guint c = 0, w = 0, h = 0, n = 0, size;
+  const gchar *dims;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  dims =
+      gst_structure_get_string (gst_caps_get_structure (caps, 0), "dimensions");
+  fail_unless (
+      dims != NULL && sscanf (dims, "%u:%u:%u:%u", &c, &w, &h, &n) == 4);
+  size = c * w * h * n;
+  if (!gst_buffer_pool_is_active (GST_BUFFER_POOL (sink->pool))) {
+    GstStructure *config =
+        gst_buffer_pool_get_config (GST_BUFFER_POOL (sink->pool));
+
+    gst_buffer_pool_config_set_params (
+        config, caps, size, 0, POOL_SINK_MAX_BUFFERS);
+    gst_buffer_pool_set_config (GST_BUFFER_POOL (sink->pool), config);
+  }
+  gst_query_add_allocation_pool (
+      query, GST_BUFFER_POOL (sink->pool), size, 0, POOL_SINK_MAX_BUFFERS);
+  return TRUE;
+}
+
+static GstFlowReturn
+pool_sink_render (GstBaseSink *base, GstBuffer *buffer)
+{
+  PoolSink *sink = (PoolSink *)base;
+
+  fail_unless_equals_int (gst_buffer_n_memory (buffer), 2);
+  GST_OBJECT_LOCK (sink);
+  sink->rendered++;
+  sink->in_pool +=
+      test_pool_made (sink->pool, gst_buffer_peek_memory (buffer, 0));
+  GST_OBJECT_UNLOCK (sink);
+  return GST_FLOW_OK;
+}
+
+static void
+pool_sink_finalize (GObject *object)
+{
+  gst_object_unref (((PoolSink *)object)->pool);
+  G_OBJECT_CLASS (pool_sink_parent_class)->finalize (object);
+}
+
+static void
+pool_sink_class_init (PoolSinkClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = pool_sink_finalize;
+  gst_element_class_add_static_pad_template (
+      GST_ELEMENT_CLASS (klass), &pool_sink_template);
+  gst_element_class_set_static_metadata (GST_ELEMENT_CLASS (klass), "Pool sink",
+      "Sink", "Proposes a small buffer pool (test)", "tests");
+  klass->propose_allocation = pool_sink_propose_allocation;
+  klass->render = pool_sink_render;
+}
+
+static void
+pool_sink_init (PoolSink *sink)
+{
+  sink->pool = test_pool_new ();
+  gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
+}
+
+static void
+register_pool_sink (void)
+{
+  fail_unless (gst_element_register (
+      NULL, "testpoolsink", GST_RANK_NONE, pool_sink_get_type ()));
+}
+
+/* Runs 15 images x 2 epochs in batches of 2 (15 batches) through @echo (a
+ * launch fragment ending in "!", or "") into a pool sink with a pool of 4
+ * buffers; returns the sink (a reference) once the pipeline reached EOS. */
+static PoolSink *
+run_into_pool_sink (const gchar *root, const gchar *echo)
+{
+  gchar *launch =
+      g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=2 ! imagedec ! "
+                       "batcher batch-size=2 ! %s testpoolsink name=sink",
+          root, echo);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *sink;
+  gchar *error;
+
+  fail_unless (pipeline != NULL, "%s", launch);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s: %s", launch, error);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  return (PoolSink *)sink;
+}
+
+/* Batches reach the sink in the memory of the pool it proposed, with and
+ * without echo between batcher and sink (position D); echo holds more
+ * batches than the pool has buffers without a deadlock. */
+GST_START_TEST (test_batches_reach_the_sink_in_its_pool)
+{
+  gchar *root = fixture_make_temp_dir ();
+  PoolSink *sink;
+  guint i;
+
+  register_pool_sink ();
+  for (i = 0; i < 15; i++) {
+    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 3, i);
+    gchar *path = g_build_filename (root, name, NULL);
+
+    fixture_write_jpeg (path, 6, 4, i);
+    g_free (path);
+    g_free (name);
+  }
+
+  sink = run_into_pool_sink (root, "");
+  fail_unless_equals_int (sink->rendered, 15);
+  fail_unless_equals_int (sink->in_pool, 15);
+  /* Released batches give their pool buffer back whole: it is reused. */
+  fail_unless (test_pool_allocated (sink->pool) <= POOL_SINK_MAX_BUFFERS);
+  gst_object_unref (sink);
+
+  /* Fixed mode: 8 copies held, more than the pool's 4 buffers. */
+  sink = run_into_pool_sink (root, "echo factor=2 shuffle-buffer-size=8 !");
+  fail_unless_equals_int (sink->rendered, 30);
+  fail_unless_equals_int (sink->in_pool, 30);
+  fail_unless (test_pool_allocated (sink->pool) > POOL_SINK_MAX_BUFFERS);
+  gst_object_unref (sink);
+
+  sink = run_into_pool_sink (
+      root, "echo mode=adaptive max-factor=3 shuffle-buffer-size=8 !");
+  fail_unless (sink->rendered >= 15);
+  fail_unless_equals_int (sink->in_pool, sink->rendered);
+  gst_object_unref (sink);
+
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* Stopping mid-stream is clean while a slow sink behind a queue and an echo
+ * keeps the small pool's buffers busy (batcher mostly waits for one). */
+GST_START_TEST (test_stop_while_batches_fill_the_pool)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *launch;
+  guint i;
+
+  register_pool_sink ();
+  for (i = 0; i < 6; i++) {
+    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 2, i);
+    gchar *path = g_build_filename (root, name, NULL);
+
+    fixture_write_jpeg (path, 6, 4, i);
+    g_free (path);
+    g_free (name);
+  }
+  launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec ! "
+      "batcher batch-size=2 ! queue ! identity sleep-time=20000 ! "
+      "echo factor=2 shuffle-buffer-size=2 ! testpoolsink",
+      root);
+  fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
 }
 
 GST_END_TEST;
@@ -352,6 +633,8 @@ batcher_suite (void)
   tcase_add_test (tc, test_remainder_dropped_or_pushed);
   tcase_add_test (tc, test_errors_name_the_sample);
   tcase_add_test (tc, test_batches_come_from_downstream_pool);
+  tcase_add_test (tc, test_batches_reach_the_sink_in_its_pool);
+  tcase_add_test (tc, test_stop_while_batches_fill_the_pool);
   tcase_add_test (tc, test_pipeline_labels_match_the_samples);
   return s;
 }

@@ -372,6 +372,15 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
   fail_unless (run_result_has_warning (r, dead, "No such file"));
   run_result_free (r);
 
+  /* Read again every epoch, it is warned about (and counted) once. */
+  r = run_src (root, "num-epochs=3");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (
+      r->samples->len, 3 * G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
+  fail_unless_equals_int (r->warnings->len, 1);
+  fail_unless (run_result_has_warning (r, dead, "No such file"));
+  run_result_free (r);
+
   /* Class "a" comes fifth: the four classes before it and a/IMG0.JPEG go
    * out ("a/dead.jpg" < "a/img1.jpg"), then the error. */
   expect_error_after (root, "shuffle=false on-error=fail", dead, "No such file",

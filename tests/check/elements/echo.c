@@ -156,6 +156,54 @@ GST_START_TEST (test_factor_three_back_to_back)
 
 GST_END_TEST;
 
+static gdouble
+get_effective_factor (GstElement *element)
+{
+  gdouble factor = 0;
+
+  g_object_get (element, "effective-factor", &factor, NULL);
+  return factor;
+}
+
+/* While the shuffle buffer fills, items come in and few go out: the factor
+ * counts the items that went out (items-out / fresh-out), so it reads 1
+ * before anything went out and never the fraction items-out / items-in. */
+GST_START_TEST (test_effective_factor_while_the_buffer_fills)
+{
+  GstHarness *h = echo_harness ("factor", 2.0, "shuffle-buffer-size", 16, NULL);
+  guint64 in, out, fresh;
+  guint i;
+
+  fail_unless_equals_float (get_effective_factor (h->element), 1.0);
+  for (i = 0; i < 8; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 8)), GST_FLOW_OK);
+  /* 16 copies fill the buffer: nothing went out yet. */
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), 0);
+  fail_unless_equals_float (get_effective_factor (h->element), 1.0);
+
+  for (; i < 12; i++) {
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 8)), GST_FLOW_OK);
+    in = get_uint64 (h->element, "items-in");
+    out = get_uint64 (h->element, "items-out");
+    fresh = get_uint64 (h->element, "fresh-out");
+    fail_unless (out > 0 && out < in);
+    fail_unless (fresh > 0 && fresh <= out);
+    fail_unless_equals_float (
+        get_effective_factor (h->element), (gdouble)out / fresh);
+    fail_unless (get_effective_factor (h->element) >= 1.0);
+  }
+  /* At EOS every item went out twice. */
+  push_eos (h);
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), 24);
+  fail_unless_equals_int (get_uint64 (h->element, "fresh-out"), 12);
+  fail_unless_equals_float (get_effective_factor (h->element), 2.0);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* Pushes @n items of @size bytes, then EOS, and pulls everything; checks that
  * each item came out 1 .. @max_copies times with emissions 0, 1, ... in order
  * and sharing its memory. Returns how often each item came out. */
@@ -1012,6 +1060,8 @@ GST_START_TEST (test_stats_message_at_eos)
   fail_unless (gst_structure_get_uint64 (stats, "items-out", &out));
   fail_unless_equals_int (in, 100);
   fail_unless_equals_int (out, 200);
+  fail_unless (gst_structure_get_uint64 (stats, "fresh-out", &in));
+  fail_unless_equals_int (in, 100);
   fail_unless_equals_float (stats_factor (stats, "fixed"), 2.0);
   gst_structure_free (stats);
 }
@@ -1057,6 +1107,7 @@ echo_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_factor_one_is_identity);
   tcase_add_test (tc, test_factor_three_back_to_back);
+  tcase_add_test (tc, test_effective_factor_while_the_buffer_fills);
   tcase_add_test (tc, test_fractional_factor);
   tcase_add_test (tc, test_shuffle_spreads_copies);
   tcase_add_test (tc, test_seed_reproduces);

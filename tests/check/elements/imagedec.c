@@ -3,6 +3,7 @@
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "fixtures.h"
@@ -380,6 +381,46 @@ GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
 
 GST_END_TEST;
 
+/* A corrupt file is read again every epoch: it is warned about and counted
+ * against max-errors once, then dropped quietly. */
+GST_START_TEST (test_bad_file_is_reported_once_across_epochs)
+{
+  gchar *bad[4];
+  gchar *root = write_bad_tree (bad);
+  const gchar *threads[] = { "n-threads=1", "n-threads=3" };
+  guint t, i;
+
+  /* Only the corrupt one: the others go. */
+  for (i = 0; i < 4; i++)
+    if (i != 1)
+      fail_unless (g_unlink (bad[i]) == 0);
+  for (t = 0; t < G_N_ELEMENTS (threads); t++) {
+    gchar *dec_props = g_strdup_printf ("%s max-errors=1", threads[t]);
+    RunResult *r = run_dec (root, "num-epochs=3", dec_props, NULL);
+
+    fail_unless (r->error == NULL, "%s", r->error);
+    fail_unless_equals_int (r->samples->len, 3 * 4);
+    fail_unless_equals_int (r->warnings->len, 1);
+    fail_unless (run_result_has_warning (r, bad[1], "imagedec"));
+    run_result_free (r);
+    g_free (dec_props);
+  }
+  /* max-errors=0 still fails at the first. */
+  {
+    RunResult *r = run_dec (root, "num-epochs=3", "max-errors=0", NULL);
+
+    fail_unless (r->error != NULL);
+    fail_unless (strstr (r->error, "max-errors is 0") != NULL, "%s", r->error);
+    run_result_free (r);
+  }
+  for (i = 0; i < 4; i++)
+    g_free (bad[i]);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_harness_buffers_without_meta)
 {
   GstHarness *h = gst_harness_new ("imagedec");
@@ -506,6 +547,7 @@ imagedec_suite (void)
   tcase_add_test (tc, test_min_short_side_picks_scale);
   tcase_add_test (tc, test_gray8_on_request);
   tcase_add_test (tc, test_bad_input_is_skipped_with_a_warning);
+  tcase_add_test (tc, test_bad_file_is_reported_once_across_epochs);
   tcase_add_test (tc, test_harness_buffers_without_meta);
   tcase_add_test (tc, test_flush_drops_queued_images);
   tcase_add_test (tc, test_stop_while_decoding);
