@@ -55,8 +55,7 @@ gst_cuda_train_sink_create_trainer (
           sink, RESOURCE, NOT_FOUND, ("Training on the CPU: %s.", why), (NULL));
     else if (sink->trainer == NULL)
       GST_ELEMENT_INFO (sink, RESOURCE, NOT_FOUND,
-          ("Training on the CPU: %s.", why),
-          ("Training on the CPU: %s (no NVIDIA driver on this machine).", why));
+          ("Training on the CPU: %s.", why), ("Training on the CPU: %s.", why));
   }
   if (sink->trainer == NULL) {
     config->backend = GT_BACKEND_CPU;
