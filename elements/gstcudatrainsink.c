@@ -55,7 +55,8 @@
  * The action signal `stop` ends a run in the same way from the
  * application (gst-train emits it on Ctrl-C): the step in flight is
  * finished, the last train-stats and the final checkpoint are written and
- * EOS is posted, without training on the batches queued upstream. A
+ * EOS is posted, without training on the batches queued upstream (with
+ * @mode=eval: the eval-result of the batches so far, and EOS). A
  * pipeline stopped without EOS (gst-launch-1.0 without -e, Ctrl-C) writes
  * the steps not yet checkpointed when the sink goes from PAUSED to READY,
  * with a warning that says so.
@@ -152,7 +153,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
    * Ends training at the next step boundary, as max-steps does: the step
    * in flight is finished, the last train-stats posted, the final
    * checkpoint written and EOS posted; the batches still queued upstream
-   * are not trained on. Safe to emit from any thread (a Ctrl-C handler,
+   * are not trained on. With mode=eval it posts the eval-result of the
+   * batches evaluated so far, and EOS. Safe to emit from any thread (a Ctrl-C handler,
    * a bus watch): it only sets a flag, which the streaming thread acts on
    * when the next batch or EOS arrives.
    */
@@ -601,9 +603,20 @@ gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
 
   if (sink->reached_max)
     return GST_FLOW_EOS;
-  if (sink->trainer == NULL || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
+  if (sink->trainer == NULL)
     return GST_FLOW_OK;
   stop = g_atomic_int_get (&sink->stop_requested) != 0;
+  if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
+    /* an evaluation ends with its result, at EOS or cut short by stop */
+    if (eos || stop)
+      gst_cuda_train_sink_post_eval_result (sink);
+    if (!stop)
+      return GST_FLOW_OK;
+    sink->reached_max = TRUE;
+    gst_element_post_message (
+        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
+    return GST_FLOW_EOS;
+  }
   step = (guint64)gt_trainer_global_step (sink->trainer);
   if (sink->pending.buffer
       && (eos || stop || (max_steps && step + 1 >= max_steps))) {
@@ -774,8 +787,6 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       break;
     }
     case GST_EVENT_EOS:
-      if (sink->trainer && sink->settings.mode == GST_TRAIN_MODE_EVAL)
-        gst_cuda_train_sink_post_eval_result (sink);
       ret = gst_cuda_train_sink_check_end (sink, TRUE);
       if (ret != GST_FLOW_OK) {
         /* EOS: max-steps posted the EOS message already; an error is
