@@ -806,6 +806,42 @@ GST_START_TEST (test_stop_signal)
   gst_object_unref (sink);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
+
+  /* an endless evaluation ends at stop too, with its result so far */
+  {
+    gchar *launch = g_strdup_printf (
+        "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment "
+        "width=12 height=12 ! batcher batch-size=4 ! queue ! " SINK
+        "name=sink mode=eval resume-from=%s",
+        dir, checkpoint);
+    gboolean result = FALSE;
+
+    pipeline = gst_parse_launch (launch, NULL);
+    g_free (launch);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    bus = gst_element_get_bus (pipeline);
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    g_signal_emit_by_name (sink, "stop");
+    eos = FALSE;
+    while ((message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+                GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+      GstMessageType type = GST_MESSAGE_TYPE (message);
+
+      if (type == GST_MESSAGE_ELEMENT)
+        result |= gst_structure_has_name (
+            gst_message_get_structure (message), "eval-result");
+      gst_message_unref (message);
+      if (type != GST_MESSAGE_ELEMENT) {
+        eos = type == GST_MESSAGE_EOS;
+        break;
+      }
+    }
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    fail_unless (eos && result, "eval: EOS %d, eval-result %d", eos, result);
+    gst_object_unref (sink);
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+  }
   g_free (checkpoint);
   remove_dataset (dir);
 }
