@@ -305,7 +305,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
       && !gst_cuda_train_sink_check_folder (sink, s->checkpoint_location))
     return FALSE;
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
-  sink->failed = FALSE;
+  sink->failed = sink->ended = FALSE;
   sink->skip_batches = 0;
   sink->last_saved_step = 0;
   sink->next_snapshot = s->snapshot_interval;
@@ -361,23 +361,18 @@ gst_cuda_train_sink_save_on_stop (GstCudaTrainSink *sink)
   const gchar *path = sink->settings.checkpoint_location;
   guint64 step;
 
-  if (sink->trainer == NULL || sink->settings.mode != GST_TRAIN_MODE_TRAIN
-      || sink->failed || sink->reached_max)
+  if (path == NULL || sink->trainer == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
+      || sink->ended)
     return;
   if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
     return; /* the error is posted */
   step = (guint64)gt_trainer_global_step (sink->trainer);
   if (step == sink->last_saved_step)
     return;
-  if (path == NULL) {
-    GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
-        ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
-         ": the steps trained were not saved, as checkpoint-location is not "
-         "set.",
-            step),
-        (NULL));
-    return;
-  }
+  GST_WARNING_OBJECT (sink,
+      "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
+      path);
   if (gst_cuda_train_sink_save (sink))
     GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
         ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
@@ -629,6 +624,7 @@ gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
   at_max = stop || (max_steps && step >= max_steps);
   if (!at_max && !eos)
     return GST_FLOW_OK;
+  sink->ended = TRUE;
   if (at_max) {
     GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
         stop ? "stopped" : "reached max-steps", step);
@@ -799,7 +795,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       /* a flushing seek restarts the stream: drop the step in flight, and
        * let max-steps be checked anew */
       gst_cuda_train_sink_drop_pending (sink);
-      sink->reached_max = FALSE;
+      sink->reached_max = sink->ended = FALSE;
       break;
     default:
       break;
