@@ -154,9 +154,9 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
    * in flight is finished, the last train-stats posted, the final
    * checkpoint written and EOS posted; the batches still queued upstream
    * are not trained on. With mode=eval it posts the eval-result of the
-   * batches evaluated so far, and EOS. Safe to emit from any thread (a Ctrl-C handler,
-   * a bus watch): it only sets a flag, which the streaming thread acts on
-   * when the next batch or EOS arrives.
+   * batches evaluated so far, and EOS. Safe to emit from any thread (the
+   * application's Ctrl-C handler, a bus watch): it only sets a flag, which
+   * the streaming thread acts on when the next batch or EOS arrives.
    */
   signals[SIGNAL_STOP] = g_signal_new_class_handler ("stop",
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
@@ -584,11 +584,11 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
  * reaches max-steps or stop is requested (the step in flight, when it is
  * the last one allowed, ends at once so that EOS goes out now), or at EOS,
  * the last statistics and the final checkpoint are written. At max-steps
- * and at stop the sink also posts EOS and
- * returns GST_FLOW_EOS from then on: EOS returned upstream stops the
- * sources, but the EOS event they then send need not come back (a queue
- * drops events once it got EOS from downstream), so the sink, where the
- * stream ends, says so itself. */
+ * and at stop the sink also posts EOS and returns GST_FLOW_EOS from then
+ * on: EOS returned upstream stops the sources, but the EOS event they then
+ * send need not come back (a queue drops events once it got EOS from
+ * downstream), so the sink, where the stream ends, says so itself. With
+ * mode=eval it posts the eval-result at EOS, and at stop that and EOS. */
 static GstFlowReturn
 gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
 {
@@ -641,7 +641,6 @@ gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
     return GST_FLOW_OK;
   if (!saved)
     return GST_FLOW_ERROR;
-
   gst_element_post_message (
       GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
   return GST_FLOW_EOS;
