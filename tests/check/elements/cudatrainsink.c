@@ -1,7 +1,9 @@
 /* cudatrainsink.c: whole training pipelines through gst_parse_launch, on
  * the CPU backend with resnet20 and small generated datasets: the loss
- * falls, resume is exact, fresh and total counts at every echo position,
- * eval on a known checkpoint, and every error the sink reports. */
+ * falls, resume is exact and the epoch goes on across it, fresh and total
+ * counts at every echo position, eval on a known checkpoint, the "stop"
+ * signal and a stop without EOS, and every error and warning the sink
+ * reports. */
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
