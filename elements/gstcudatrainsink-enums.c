@@ -42,7 +42,9 @@ gst_train_device_get_type (void)
   static GType type = 0;
   static const GEnumValue values[] = {
     { GST_TRAIN_DEVICE_AUTO,
-        "CUDA when a GPU is usable, else the CPU (with a warning)", "auto" },
+        "CUDA when a GPU is usable, else the CPU (a warning where the NVIDIA "
+        "driver is, else an info message)",
+        "auto" },
     { GST_TRAIN_DEVICE_CUDA, "CUDA: an error when no GPU is usable", "cuda" },
     { GST_TRAIN_DEVICE_CPU, "The fp32 CPU reference backend", "cpu" },
     { 0, NULL, NULL },

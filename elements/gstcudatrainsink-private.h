@@ -49,6 +49,11 @@ struct _GstCudaTrainSink
   guint64 last_saved_step;
   guint64 next_snapshot; /* fresh images at which the next one is due */
   gboolean reached_max;  /* change_state reads it too */
+  gboolean failed;       /* an error was posted: the last checkpoint stays */
+  gboolean ended;        /* the run ended (max-steps, stop or EOS) and saved */
+  /* set by the "stop" action signal, from any thread; read by the
+   * streaming thread (g_atomic_int) */
+  gint stop_requested;
   FILE *metrics;
   TrainStats stats;
   GtEvalTotals eval;

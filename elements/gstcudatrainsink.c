@@ -3,20 +3,26 @@
  * SECTION:element-cudatrainsink
  * @title: cudatrainsink
  *
- * Takes the batches `batcher` makes (`other/tensors`: uint8 NHWC images and
- * int32 labels) and trains a ResNet on them with gst-train's trainer
- * library: one SGD step per batch, or, with @mode=eval, a forward pass that
- * adds up loss and accuracy. @device=auto trains on the GPU when the CUDA
- * backend is built and a GPU is usable, else on the CPU reference backend
- * (with a warning). The CPU backend computes in fp32 whatever @precision
- * says.
+ * Takes the batches `batcher` makes and trains a ResNet on them with
+ * gst-train's trainer library: one SGD step per batch, or, with @mode=eval,
+ * a forward pass that adds up loss and accuracy. A batch is
+ * `other/tensors` with `types="uint8,int32"` and
+ * `dimensions="C:W:H:N,N"`: N images of WxH pixels with C channels (1 or 3),
+ * uint8, NHWC, in the first memory, and their N int32 labels in the second
+ * (the pad template can fix the types, not the sizes). @device=auto trains
+ * on the GPU when the CUDA backend is built and a GPU is usable, else on the
+ * CPU reference backend: with a warning when the machine has the NVIDIA
+ * driver (the GPU was to be expected), with an info message when it does
+ * not. The CPU backend computes in fp32 whatever @precision says.
  *
- * Every @stats-interval steps it posts a `train-stats` element message (and
- * appends the same fields as a JSON line to @metrics-location):
+ * Every @stats-interval steps, and once more at the end, it posts a
+ * `train-stats` element message (and appends the same fields as a JSON
+ * line, `{"type": "train-stats", ...}`, to @metrics-location):
  *
  * - `step` (guint64): steps done, counted across resumes
- * - `epoch` (gdouble): fresh images so far / images per epoch (when the
- *   source announced its epoch size, else 0)
+ * - `epoch` (gdouble): fresh images so far, those before a resume
+ *   included, / images per epoch (when the source announced its epoch
+ *   size, else 0)
  * - `loss` (gdouble): mean training loss over the interval
  * - `lr` (gdouble): the learning rate of the last step
  * - `images`, `fresh-images` (guint64): images trained on so far, and how
@@ -29,28 +35,46 @@
  *   the trainer spent waiting for the next batch
  * - `time` (gdouble): seconds since the sink started
  *
- * With @mode=eval it posts `eval-result` at EOS: `loss` (mean), `top1`,
- * `top5` (fractions) and `images` (guint64).
+ * With @mode=eval it posts an `eval-result` element message at EOS (and
+ * writes it as a JSON line): `loss` (gdouble, mean), `top1`, `top5`
+ * (gdouble, fractions) and `images` (guint64).
  *
  * Checkpoints (safetensors, written atomically; see the trainer's docs)
- * go to @checkpoint-location every @checkpoint-interval steps and at EOS.
+ * go to @checkpoint-location every @checkpoint-interval steps and at the
+ * end; its folder must exist and be writable when the sink starts.
  * @resume-from takes such a checkpoint (exact resume: weights, momentum,
- * step, schedule, RNG; the first batches, as many as the steps already
+ * step, schedule, RNG, and the fresh images seen, so that `epoch` goes on
+ * from where it was; the first batches, as many as the steps already
  * done, are skipped so that a deterministic pipeline continues where the
  * checkpoint left it) or a weights-only file (a starting point). With
  * @max-steps the sink returns EOS upstream once the global step reaches it,
  * so the pipeline ends by itself, at the same step whether or not it was
- * resumed.
+ * resumed; a checkpoint already at max-steps is a warning, trains nothing
+ * and is left as it is.
+ *
+ * The action signal `stop` ends a run in the same way from the
+ * application (gst-train emits it on Ctrl-C): the step in flight is
+ * finished, the last train-stats and the final checkpoint are written and
+ * EOS is posted, without training on the batches queued upstream (with
+ * @mode=eval: the eval-result of the batches so far, and EOS). A
+ * pipeline stopped without EOS (gst-launch-1.0 without -e, Ctrl-C) writes
+ * the steps not yet checkpointed when the sink goes from PAUSED to READY,
+ * with a warning that says so.
  *
  * For experiments that compare runs at equal amounts of fresh data (echo
  * makes images and fresh images differ), @snapshot-interval saves the
  * weights every that many fresh images into @snapshot-location, each noted
- * as a `snapshot` JSON line (mark: the multiple it passed, which names the
- * file; fresh-images, images, step, time: where training stood) in
- * @metrics-location; evaluate them afterwards with @mode=eval.
+ * as a `snapshot` JSON line in @metrics-location (not a message): `mark`
+ * (guint64: the multiple it passed, which names the file), `fresh-images`,
+ * `images`, `step` (guint64) and `time` (gdouble): where training stood;
+ * evaluate them afterwards with @mode=eval.
  *
- * A non-finite loss is an error naming the step; the step is not applied
- * and the last checkpoint written stays as it is.
+ * Other messages: a warning for a one-class dataset (nothing to learn), for
+ * a last batch too small to train on (dropped), and for the cases above;
+ * errors for caps it cannot take, labels outside the classes, files it
+ * cannot read or write (with the OS reason), and a non-finite loss, which
+ * names the step; that step is not applied and the last checkpoint written
+ * stays as it is.
  *
  * ## Example launch line
  * |[
@@ -67,8 +91,10 @@
 #include "gstcudatrainsink-private.h"
 
 #include <errno.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 GST_DEBUG_CATEGORY (gst_cuda_train_sink_debug);
 #define GST_CAT_DEFAULT gst_cuda_train_sink_debug
@@ -81,7 +107,16 @@ GST_ELEMENT_REGISTER_DEFINE (
 static GstStaticPadTemplate sink_template =
     GST_STATIC_PAD_TEMPLATE ("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
         GST_STATIC_CAPS ("other/tensors, format = (string) static, "
-                         "num_tensors = (int) 2, framerate = (fraction) 0/1"));
+                         "num_tensors = (int) 2, types = (string) "
+                         "\"uint8,int32\", framerate = (fraction) 0/1"));
+
+enum
+{
+  SIGNAL_STOP,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
 
 static void gst_cuda_train_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
@@ -96,6 +131,7 @@ static gboolean gst_cuda_train_sink_set_caps (GstBaseSink *sink, GstCaps *caps);
 static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
+static void gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink);
 
 static void
 gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
@@ -110,10 +146,37 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
 
   gst_cuda_train_sink_install_properties (gobject_class);
 
+  /**
+   * GstCudaTrainSink::stop:
+   * @sink: the sink
+   *
+   * Ends training at the next step boundary, as max-steps does: the step
+   * in flight is finished, the last train-stats posted, the final
+   * checkpoint written and EOS posted; the batches still queued upstream
+   * are not trained on. With mode=eval it posts the eval-result of the
+   * batches evaluated so far, and EOS. Safe to emit from any thread (the
+   * application's Ctrl-C handler, a bus watch): it only sets a flag, which
+   * the streaming thread acts on when the next batch or EOS arrives.
+   */
+  signals[SIGNAL_STOP] = g_signal_new_class_handler ("stop",
+      G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK (gst_cuda_train_sink_request_stop), NULL, NULL, NULL,
+      G_TYPE_NONE, 0);
+
   gst_element_class_set_static_metadata (element_class, "Train sink",
       "Sink/Tensor/Training",
       "Trains a ResNet on batches of images, one step per batch, on CUDA or "
-      "the CPU",
+      "the CPU. Takes other/tensors of types uint8,int32 and dimensions "
+      "C:W:H:N,N (N uint8 NHWC images, C 1 or 3, and N int32 labels), as "
+      "batcher makes them. Posts element messages: train-stats every "
+      "stats-interval steps and at the end (step, epoch, loss, lr, images, "
+      "fresh-images, images-per-second, fresh-images-per-second, "
+      "echo-factor, step-time, data-wait-fraction, time), and with "
+      "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
+      "also appended to metrics-location as JSON lines, with a snapshot "
+      "line for each snapshot (mark, fresh-images, images, step, time). "
+      "Action signal stop: finish the step in flight, write the final "
+      "statistics and checkpoint, and post EOS",
       "gst-train developers");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
 
@@ -180,6 +243,38 @@ gst_cuda_train_sink_get_property (
 
 /* ---- state ---- */
 
+/* The "stop" action signal: the streaming thread ends the run at its next
+ * batch (gst_cuda_train_sink_check_end). */
+static void
+gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink)
+{
+  GST_INFO_OBJECT (sink, "stop requested");
+  g_atomic_int_set (&sink->stop_requested, 1);
+}
+
+/* Checks at start that the folder checkpoints will be written in is there
+ * and writable, rather than after training every step; FALSE with an
+ * error posted. */
+static gboolean
+gst_cuda_train_sink_check_folder (GstCudaTrainSink *sink, const gchar *path)
+{
+  gchar *folder = g_path_get_dirname (path);
+  gboolean ok = g_access (folder, W_OK | X_OK) == 0;
+  int saved_errno = errno;
+
+  if (ok && !g_file_test (folder, G_FILE_TEST_IS_DIR)) {
+    ok = FALSE;
+    saved_errno = ENOTDIR;
+  }
+  if (!ok)
+    GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
+        ("Cannot write checkpoint-location \"%s\" in folder \"%s\": %s.", path,
+            folder, g_strerror (saved_errno)),
+        (NULL));
+  g_free (folder);
+  return ok;
+}
+
 static gboolean
 gst_cuda_train_sink_start (GstBaseSink *base)
 {
@@ -206,7 +301,11 @@ gst_cuda_train_sink_start (GstBaseSink *base)
         (NULL));
     return FALSE;
   }
+  if (s->checkpoint_location && s->mode == GST_TRAIN_MODE_TRAIN
+      && !gst_cuda_train_sink_check_folder (sink, s->checkpoint_location))
+    return FALSE;
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
+  sink->failed = sink->ended = FALSE;
   sink->skip_batches = 0;
   sink->last_saved_step = 0;
   sink->next_snapshot = s->snapshot_interval;
@@ -250,11 +349,46 @@ gst_cuda_train_sink_drop_pending (GstCudaTrainSink *sink)
   gst_train_mapped_batch_unmap (&sink->pending);
 }
 
+static GstFlowReturn gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink);
+
+/* The pipeline left PAUSED for READY in the middle of training, with no
+ * EOS (gst-launch-1.0 without -e, Ctrl-C): the streaming thread has
+ * stopped, the step in flight, its batch still mapped, can be finished
+ * here, and the steps not yet checkpointed are written. */
+static void
+gst_cuda_train_sink_save_on_stop (GstCudaTrainSink *sink)
+{
+  const gchar *path = sink->settings.checkpoint_location;
+  guint64 step;
+
+  if (path == NULL || sink->trainer == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
+      || sink->ended)
+    return;
+  if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
+    return; /* the error is posted */
+  step = (guint64)gt_trainer_global_step (sink->trainer);
+  if (step == sink->last_saved_step)
+    return;
+  GST_WARNING_OBJECT (sink,
+      "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
+      path);
+  if (gst_cuda_train_sink_save (sink))
+    GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
+        ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
+         ": checkpoint written to %s (use gst-launch-1.0 -e to stop at a "
+         "step boundary).",
+            step, path),
+        (NULL));
+}
+
 static gboolean
 gst_cuda_train_sink_stop (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
+  gst_cuda_train_sink_save_on_stop (sink);
+  g_atomic_int_set (&sink->stop_requested, 0);
   gst_cuda_train_sink_drop_pending (sink);
   g_clear_pointer (&sink->trainer, gt_trainer_free);
   if (sink->metrics)
@@ -333,6 +467,7 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
 static GstFlowReturn
 gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
 {
+  sink->failed = TRUE;
   GST_ELEMENT_ERROR (
       sink, STREAM, FAILED, ("%s.", gt_trainer_error (sink->trainer)), (NULL));
   return GST_FLOW_ERROR;
@@ -420,6 +555,7 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
     fresh = samples; /* no metadata: nothing says it repeats */
   gst_train_mapped_batch_unmap (&sink->pending);
   if (status == GT_ERROR_NONFINITE) {
+    sink->failed = TRUE;
     GST_ELEMENT_ERROR (sink, STREAM, FAILED,
         ("Training diverged: %s.", gt_trainer_error (sink->trainer)),
         ("the last checkpoint written (step %" G_GUINT64_FORMAT
@@ -443,38 +579,55 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   return GST_FLOW_OK;
 }
 
-/* Where training ends, by max-steps or at an EOS event (@eos), in one
- * place; after every batch and at EOS. Once the global step reaches
- * max-steps (the step in flight, when it is the last one allowed, ends at
- * once so that EOS goes out now), or at EOS, the last statistics and the
- * final checkpoint are written. At max-steps the sink also posts EOS and
- * returns GST_FLOW_EOS from then on: EOS returned upstream stops the
- * sources, but the EOS event they then send need not come back (a queue
- * drops events once it got EOS from downstream), so the sink, where the
- * stream ends, says so itself. */
+/* Where training ends, by max-steps, the "stop" signal or at an EOS event
+ * (@eos), in one place; after every batch and at EOS. Once the global step
+ * reaches max-steps or stop is requested (the step in flight, when it is
+ * the last one allowed, ends at once so that EOS goes out now), or at EOS,
+ * the last statistics and the final checkpoint are written. At max-steps
+ * and at stop the sink also posts EOS and returns GST_FLOW_EOS from then
+ * on: EOS returned upstream stops the sources, but the EOS event they then
+ * send need not come back (a queue drops events once it got EOS from
+ * downstream), so the sink, where the stream ends, says so itself. With
+ * mode=eval it posts the eval-result at EOS, and at stop that and EOS. */
 static GstFlowReturn
 gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
 {
   guint64 max_steps = sink->settings.max_steps, step;
-  gboolean at_max, saved = TRUE;
+  gboolean at_max, saved = TRUE, stop;
   GstFlowReturn ret;
 
   if (sink->reached_max)
     return GST_FLOW_EOS;
-  if (sink->trainer == NULL || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
+  if (sink->trainer == NULL)
     return GST_FLOW_OK;
+  stop = g_atomic_int_get (&sink->stop_requested) != 0;
+  if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
+    /* an evaluation ends with its result, at EOS or cut short by stop */
+    if (eos || stop)
+      gst_cuda_train_sink_post_eval_result (sink);
+    if (!stop)
+      return GST_FLOW_OK;
+    sink->reached_max = TRUE;
+    gst_element_post_message (
+        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
+    return GST_FLOW_EOS;
+  }
   step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (sink->pending.buffer && (eos || (max_steps && step + 1 >= max_steps))) {
+  if (sink->pending.buffer
+      && (eos || stop || (max_steps && step + 1 >= max_steps))) {
     ret = gst_cuda_train_sink_finish_step (sink);
     if (ret != GST_FLOW_OK)
       return ret;
     step = (guint64)gt_trainer_global_step (sink->trainer);
   }
-  at_max = max_steps && step >= max_steps;
+  /* the "stop" signal ends the run as max-steps does */
+  at_max = stop || (max_steps && step >= max_steps);
   if (!at_max && !eos)
     return GST_FLOW_OK;
+  sink->ended = TRUE;
   if (at_max) {
-    GST_INFO_OBJECT (sink, "reached max-steps %" G_GUINT64_FORMAT, max_steps);
+    GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
+        stop ? "stopped" : "reached max-steps", step);
     sink->reached_max = TRUE;
   }
   if (sink->stats.steps)
@@ -603,6 +756,8 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
     ret = gst_cuda_train_sink_train_batch (sink, &mapped, arrival);
   /* nothing left to unmap when the batch became the step in flight */
   gst_train_mapped_batch_unmap (&mapped);
+  if (ret == GST_FLOW_ERROR)
+    sink->failed = TRUE;
   return ret;
 }
 
@@ -627,8 +782,6 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       break;
     }
     case GST_EVENT_EOS:
-      if (sink->trainer && sink->settings.mode == GST_TRAIN_MODE_EVAL)
-        gst_cuda_train_sink_post_eval_result (sink);
       ret = gst_cuda_train_sink_check_end (sink, TRUE);
       if (ret != GST_FLOW_OK) {
         /* EOS: max-steps posted the EOS message already; an error is
@@ -641,7 +794,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       /* a flushing seek restarts the stream: drop the step in flight, and
        * let max-steps be checked anew */
       gst_cuda_train_sink_drop_pending (sink);
-      sink->reached_max = FALSE;
+      sink->reached_max = sink->ended = FALSE;
       break;
     default:
       break;

@@ -54,7 +54,9 @@ train_stats_add_step (TrainStats *stats, guint images, guint fresh,
 gdouble
 train_stats_epoch (const TrainStats *stats, guint64 epoch_samples)
 {
-  return epoch_samples ? (gdouble)stats->fresh_images / epoch_samples : 0.0;
+  return epoch_samples
+      ? (gdouble)(stats->fresh_before + stats->fresh_images) / epoch_samples
+      : 0.0;
 }
 
 gdouble

@@ -21,7 +21,9 @@ typedef struct
 {
   guint64 images;       /* trained on, echo repeats included */
   guint64 fresh_images; /* of those, the ones no echo repeated */
-  gdouble lr;           /* of the last step */
+  /* fresh images of the runs this one resumed, for the epoch only */
+  guint64 fresh_before;
+  gdouble lr; /* of the last step */
   gint64 run_start;
   gint64 batch_done; /* when the last batch was handed back; 0: none yet */
 
@@ -64,8 +66,8 @@ void train_stats_batch_done (TrainStats *stats, gint64 now);
  * @seconds and reported @loss at learning rate @lr. */
 void train_stats_add_step (TrainStats *stats, guint images, guint fresh,
     gdouble loss, gdouble lr, gdouble seconds);
-/* Fresh images so far / @epoch_samples; 0 when the epoch size is unknown
- * (0). */
+/* Fresh images so far, those before a resume included (fresh_before),
+ * / @epoch_samples; 0 when the epoch size is unknown (0). */
 gdouble train_stats_epoch (const TrainStats *stats, guint64 epoch_samples);
 /* Seconds from the start of the run to @now. */
 gdouble train_stats_elapsed (const TrainStats *stats, gint64 now);

@@ -1,7 +1,11 @@
 /* cudatrainsink.c: whole training pipelines through gst_parse_launch, on
  * the CPU backend with resnet20 and small generated datasets: the loss
- * falls, resume is exact, fresh and total counts at every echo position,
- * eval on a known checkpoint, and every error the sink reports. */
+ * falls, resume is exact and the epoch goes on across it, fresh and total
+ * counts at every echo position, eval on a known checkpoint, the "stop"
+ * signal and a stop without EOS, and every error and warning the sink
+ * reports. */
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
 #include <string.h>
 
@@ -14,6 +18,7 @@ typedef struct
   GPtrArray *stats; /* GstStructure, train-stats in order */
   GstStructure *eval;
   gchar *error;
+  GString *notes; /* warning and info messages, a line each */
 } SinkRun;
 
 static SinkRun *
@@ -29,13 +34,28 @@ sink_run (const gchar *launch)
       error ? error->message : "?");
   run->stats =
       g_ptr_array_new_with_free_func ((GDestroyNotify)gst_structure_free);
+  run->notes = g_string_new (NULL);
   bus = gst_element_get_bus (pipeline);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   while (!done) {
     GstMessage *message = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT
+            | GST_MESSAGE_WARNING | GST_MESSAGE_INFO);
 
     switch (GST_MESSAGE_TYPE (message)) {
+      case GST_MESSAGE_WARNING:
+      case GST_MESSAGE_INFO: {
+        GError *err = NULL;
+
+        if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_WARNING)
+          gst_message_parse_warning (message, &err, NULL);
+        else
+          gst_message_parse_info (message, &err, NULL);
+        g_string_append_printf (run->notes, "%s: %s\n",
+            GST_MESSAGE_TYPE_NAME (message), err->message);
+        g_error_free (err);
+        break;
+      }
       case GST_MESSAGE_ELEMENT: {
         const GstStructure *s = gst_message_get_structure (message);
 
@@ -90,6 +110,7 @@ static void
 sink_run_free (SinkRun *run)
 {
   g_ptr_array_unref (run->stats);
+  g_string_free (run->notes, TRUE);
   if (run->eval)
     gst_structure_free (run->eval);
   g_free (run->error);
@@ -258,6 +279,11 @@ GST_START_TEST (test_resume_is_exact)
   g_free (contents);
   run = train_to_step (input, 4, half, half);
   fail_unless_equals_int (run->stats->len, 0);
+  fail_unless (strstr (run->notes->str,
+                   "warning: Resumed at step 4, which is already max-steps 4: "
+                   "nothing to train; raise max-steps to train on.")
+          != NULL,
+      "%s", run->notes->str);
   sink_run_free (run);
   assert_same_checkpoints (straight, half);
 
@@ -494,12 +520,25 @@ GST_START_TEST (test_errors)
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
   SinkRun *run;
 
-  /* caps it cannot take */
+  /* types other than the template's: the link itself is refused */
+  {
+    GError *err = NULL;
+    GstElement *pipeline = gst_parse_launch (
+        "fakesrc ! capsfilter caps=\"other/tensors,format=static,"
+        "num_tensors=2,types=(string)\\\"float32,int32\\\",framerate=0/1\" "
+        "! " SINK,
+        &err);
+
+    fail_unless (err != NULL && strstr (err->message, "could not link"));
+    g_error_free (err);
+    gst_clear_object (&pipeline);
+  }
+  /* dimensions it cannot take (2 channels) */
   assert_error_says (
       sink_run ("fakesrc num-buffers=1 sizetype=fixed sizemax=96 ! "
                 "capsfilter caps=\"other/tensors,format=static,"
-                "num_tensors=2,types=(string)\\\"float32,int32\\\","
-                "dimensions=(string)\\\"3:2:2:2,2\\\",framerate=0/1\" ! " SINK
+                "num_tensors=2,types=(string)\\\"uint8,int32\\\","
+                "dimensions=(string)\\\"2:2:2:2,2\\\",framerate=0/1\" ! " SINK
                 "num-classes=2"),
       "uint8 images");
 
@@ -623,6 +662,380 @@ GST_START_TEST (test_too_small_last_batch_is_dropped)
 
 GST_END_TEST;
 
+/* The stats of @run at global step @step (stats-interval=1). */
+static const GstStructure *
+stats_at_step (SinkRun *run, guint64 step)
+{
+  guint i;
+
+  for (i = 0; i < run->stats->len; i++)
+    if (get_uint64 (g_ptr_array_index (run->stats, i), "step") == step)
+      return g_ptr_array_index (run->stats, i);
+  fail ("no train-stats at step %" G_GUINT64_FORMAT, step);
+  return NULL;
+}
+
+/* After a resume the epoch counts on from the checkpoint's fresh images:
+ * the first train-stats after resuming at step 3 says what a run that
+ * went straight on says at step 4. */
+#define EPOCH_RUN                                                              \
+  "%s ! batcher batch-size=4 ! " SINK "total-steps=6 max-steps=%d "            \
+  "stats-interval=1 "
+
+GST_START_TEST (test_epoch_goes_on_after_resume)
+{
+  gchar *dir = make_dataset (2, 6);
+  gchar *input = input_stage (dir, 10);
+  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
+  gchar *half = g_build_filename (dir, "half.safetensors", NULL);
+  SinkRun *whole, *half_run, *rest;
+  gdouble expected, resumed;
+
+  whole =
+      sink_run_printf (EPOCH_RUN "checkpoint-location=%s", input, 6, straight);
+  half_run =
+      sink_run_printf (EPOCH_RUN "checkpoint-location=%s", input, 3, half);
+  rest = sink_run_printf (
+      EPOCH_RUN "checkpoint-location=%s resume-from=%s", input, 6, half, half);
+  fail_unless (whole->error == NULL, "%s", whole->error);
+  fail_unless (rest->error == NULL, "%s", rest->error);
+  fail_unless (rest->stats->len > 0);
+  fail_unless_equals_uint64 (
+      get_uint64 (g_ptr_array_index (rest->stats, 0), "step"), 4);
+  expected = get_double (stats_at_step (whole, 4), "epoch");
+  resumed = get_double (g_ptr_array_index (rest->stats, 0), "epoch");
+  /* 12 images an epoch, 16 seen by step 4 */
+  fail_unless (fabs (expected - 16.0 / 12) < 1e-9, "epoch %g", expected);
+  fail_unless (fabs (resumed - expected) < 1e-6, "resumed epoch %g, not %g",
+      resumed, expected);
+  fail_unless (fabs (get_double (last_stats (rest), "epoch")
+                   - get_double (last_stats (whole), "epoch"))
+      < 1e-6);
+  sink_run_free (whole);
+  sink_run_free (half_run);
+  sink_run_free (rest);
+  g_free (straight);
+  g_free (half);
+  g_free (input);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* The step of checkpoint @path. */
+static guint64
+checkpoint_step (const gchar *path)
+{
+  gchar why[512];
+  GtStFile *file = gt_st_open (path, why, sizeof (why));
+  guint64 step;
+
+  fail_unless (file != NULL, "%s", why);
+  step = g_ascii_strtoull (gt_st_metadata (file, "gst_train.step"), NULL, 10);
+  gt_st_close (file);
+  return step;
+}
+
+/* An endless pipeline with 200 batches of room before the sink, named
+ * "sink", checkpointing to @checkpoint. */
+static GstElement *
+endless_pipeline (const gchar *dir, const gchar *checkpoint)
+{
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
+      "height=12 ! batcher batch-size=4 ! queue max-size-buffers=200 "
+      "max-size-bytes=0 max-size-time=0 ! " SINK
+      "name=sink stats-interval=1 checkpoint-location=%s",
+      dir, checkpoint);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+
+  fail_unless (pipeline != NULL);
+  g_free (launch);
+  return pipeline;
+}
+
+/* The step of train-stats @message; 0 for any other message. */
+static guint64
+message_step (GstMessage *message)
+{
+  const GstStructure *s = gst_message_get_structure (message);
+  guint64 step = 0;
+
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ELEMENT
+      && gst_structure_has_name (s, "train-stats"))
+    gst_structure_get_uint64 (s, "step", &step);
+  return step;
+}
+
+/* Collects the text of warning messages in a GString (under its own
+ * lock: the sync handler runs in the posting thread). */
+static GMutex notes_lock;
+
+static GstBusSyncReply
+collect_warnings (GstBus *bus, GstMessage *message, gpointer notes)
+{
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_WARNING) {
+    GError *err = NULL;
+
+    gst_message_parse_warning (message, &err, NULL);
+    g_mutex_lock (&notes_lock);
+    g_string_append_printf (notes, "%s\n", err->message);
+    g_mutex_unlock (&notes_lock);
+    g_error_free (err);
+  }
+  return GST_BUS_PASS;
+}
+
+/* "stop" from the application's thread: the run ends with EOS within two
+ * steps, without the 200 batches queued, the checkpoint is at the last
+ * step trained, and setting it to NULL after that says nothing more. */
+GST_START_TEST (test_stop_signal)
+{
+  gchar *dir = make_dataset (2, 4);
+  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  GstElement *pipeline = endless_pipeline (dir, checkpoint);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstBus *bus = gst_element_get_bus (pipeline);
+  guint64 emitted_at = 0, last_step = 0;
+  GString *notes = g_string_new (NULL);
+  GstMessage *message;
+  gboolean eos = FALSE;
+
+  gst_bus_set_sync_handler (bus, collect_warnings, notes, NULL);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while ((message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+              GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+    GstMessageType type = GST_MESSAGE_TYPE (message);
+    guint64 step = message_step (message);
+
+    gst_message_unref (message);
+    if (type != GST_MESSAGE_ELEMENT) {
+      eos = type == GST_MESSAGE_EOS;
+      break;
+    }
+    last_step = MAX (last_step, step);
+    if (step >= 3 && emitted_at == 0) {
+      emitted_at = step;
+      g_signal_emit_by_name (sink, "stop");
+    }
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
+  fail_unless (eos, "no EOS after stop");
+  /* it ended at a step boundary: nothing to say when it stops */
+  fail_unless_equals_string (notes->str, "");
+  g_string_free (notes, TRUE);
+  fail_unless (emitted_at >= 3);
+  fail_unless (last_step <= emitted_at + 2,
+      "stop at step %" G_GUINT64_FORMAT ", the last step %" G_GUINT64_FORMAT,
+      emitted_at, last_step);
+  fail_unless_equals_uint64 (checkpoint_step (checkpoint), last_step);
+  gst_object_unref (sink);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+
+  /* an endless evaluation ends at stop too, with its result so far */
+  {
+    gchar *launch = g_strdup_printf (
+        "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment "
+        "width=12 height=12 ! batcher batch-size=4 ! queue ! " SINK
+        "name=sink mode=eval resume-from=%s",
+        dir, checkpoint);
+    gboolean result = FALSE;
+
+    pipeline = gst_parse_launch (launch, NULL);
+    g_free (launch);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    bus = gst_element_get_bus (pipeline);
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    g_signal_emit_by_name (sink, "stop");
+    eos = FALSE;
+    while ((message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+                GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+      GstMessageType type = GST_MESSAGE_TYPE (message);
+
+      if (type == GST_MESSAGE_ELEMENT)
+        result |= gst_structure_has_name (
+            gst_message_get_structure (message), "eval-result");
+      gst_message_unref (message);
+      if (type != GST_MESSAGE_ELEMENT) {
+        eos = type == GST_MESSAGE_EOS;
+        break;
+      }
+    }
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    fail_unless (eos && result, "eval: EOS %d, eval-result %d", eos, result);
+    gst_object_unref (sink);
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+  }
+  g_free (checkpoint);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* Set to NULL mid-run without EOS (gst-launch-1.0 without -e): the steps
+ * trained are checkpointed, and a warning says where. */
+GST_START_TEST (test_stop_without_eos_checkpoints)
+{
+  gchar *dir = make_dataset (2, 4);
+  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  GstElement *pipeline = endless_pipeline (dir, checkpoint);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GString *notes = g_string_new (NULL);
+  GstMessage *message;
+  guint64 step = 0;
+  const gchar *said;
+  gchar *want;
+
+  gst_bus_set_sync_handler (bus, collect_warnings, notes, NULL);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while (step < 3
+      && (message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+              GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+    step = GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR
+        ? G_MAXUINT64
+        : message_step (message);
+    gst_message_unref (message);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
+  fail_unless (step >= 3 && step != G_MAXUINT64);
+  fail_unless (g_file_test (checkpoint, G_FILE_TEST_EXISTS), "%s", notes->str);
+  step = checkpoint_step (checkpoint);
+  fail_unless (step >= 3);
+  want = g_strdup_printf (
+      "Stopped without end-of-stream at step %" G_GUINT64_FORMAT
+      ": checkpoint written to %s (use "
+      "gst-launch-1.0 -e to stop at a step boundary).",
+      step, checkpoint);
+  said = strstr (notes->str, want);
+  fail_unless (said != NULL, "%s", notes->str);
+  g_free (want);
+  g_string_free (notes, TRUE);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (checkpoint);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* A checkpoint folder that is missing is an error at start, naming the
+ * folder and the OS reason; one that goes away during the run makes the
+ * checkpoint's write error carry the OS reason; the trainer's own save
+ * error says it too. */
+GST_START_TEST (test_checkpoint_folder)
+{
+  gchar *dir = make_dataset (2, 4);
+  gchar *folder = g_build_filename (dir, "gone", NULL);
+  gchar *checkpoint = g_build_filename (folder, "ck.safetensors", NULL);
+  gchar *input = input_stage (dir, 1);
+  GstElement *pipeline, *sink;
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  GstMessage *message;
+  GstBus *bus;
+  GError *err = NULL;
+  gchar why[512], *want;
+  SinkRun *run;
+
+  run = sink_run_printf ("%s ! batcher batch-size=4 ! " SINK
+                         "checkpoint-location=%s",
+      input, checkpoint);
+  want = g_strdup_printf ("folder \"%s\": %s", folder, g_strerror (ENOENT));
+  fail_unless (run->error && strstr (run->error, want), "%s", run->error);
+  fail_unless_equals_int (run->stats->len, 0);
+  g_free (want);
+  sink_run_free (run);
+
+  /* there at start, gone before the final checkpoint */
+  fail_unless (g_mkdir (folder, 0755) == 0);
+  pipeline = endless_pipeline (dir, checkpoint);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  bus = gst_element_get_bus (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  while ((message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+              GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
+    if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR)
+      gst_message_parse_error (message, &err, NULL);
+    if (message_step (message) == 1) {
+      fail_unless (g_rmdir (folder) == 0);
+      g_signal_emit_by_name (sink, "stop");
+    }
+    if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ELEMENT) {
+      gst_message_unref (message);
+      break;
+    }
+    gst_message_unref (message);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  fail_unless (err != NULL, "no error for a checkpoint that cannot be written");
+  fail_unless (strstr (err->message, "Could not write checkpoint")
+          && strstr (err->message, checkpoint)
+          && strstr (err->message, g_strerror (ENOENT)),
+      "%s", err->message);
+  g_error_free (err);
+  gst_object_unref (sink);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+
+  /* the trainer's own message */
+  gt_trainer_config_init (&config);
+  config.model = GT_MODEL_RESNET20;
+  config.num_classes = 2;
+  config.height = config.width = 12;
+  config.batch_size = 2;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  fail_unless (trainer != NULL, "%s", why);
+  fail_unless_equals_int (
+      gt_trainer_save (trainer, checkpoint, 0), GT_ERROR_IO);
+  fail_unless (strstr (gt_trainer_error (trainer), checkpoint)
+          && strstr (gt_trainer_error (trainer), g_strerror (ENOENT)),
+      "%s", gt_trainer_error (trainer));
+  gt_trainer_free (trainer);
+
+  g_free (input);
+  g_free (checkpoint);
+  g_free (folder);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
+/* One class: a warning, and the run goes on. device=auto on a machine
+ * without the NVIDIA driver: training on the CPU is an info message, not
+ * a warning. */
+GST_START_TEST (test_one_class_and_cpu_notes)
+{
+  gchar *dir = make_dataset (1, 4);
+  gchar *input = input_stage (dir, 1);
+  SinkRun *run = sink_run_printf (
+      "%s ! batcher batch-size=4 ! cudatrainsink model=resnet20 "
+      "num-threads=2",
+      input);
+
+  fail_unless (run->error == NULL, "%s", run->error);
+  fail_unless (strstr (run->notes->str,
+                   "warning: The dataset has one class: there is nothing to "
+                   "learn")
+          != NULL,
+      "%s", run->notes->str);
+  if (!g_file_test ("/proc/driver/nvidia/version", G_FILE_TEST_EXISTS)
+      && !g_file_test ("/dev/nvidiactl", G_FILE_TEST_EXISTS)) {
+    fail_unless (
+        strstr (run->notes->str, "info: Training on the CPU: ") != NULL, "%s",
+        run->notes->str);
+    fail_if (strstr (run->notes->str, "warning: Training on the CPU"));
+  }
+  sink_run_free (run);
+  g_free (input);
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
 /* Sets @value (initialised to @spec's type) to a value of @spec other
  * than its default: the largest, the last enum value, the other boolean,
  * a string. */
@@ -703,6 +1116,11 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_errors);
   tcase_add_test (tc, test_too_small_last_batch_is_dropped);
   tcase_add_test (tc, test_snapshots_count_fresh_images);
+  tcase_add_test (tc, test_epoch_goes_on_after_resume);
+  tcase_add_test (tc, test_stop_signal);
+  tcase_add_test (tc, test_stop_without_eos_checkpoints);
+  tcase_add_test (tc, test_checkpoint_folder);
+  tcase_add_test (tc, test_one_class_and_cpu_notes);
   return s;
 }
 
