@@ -30,9 +30,18 @@
  * - `images-per-second`, `fresh-images-per-second` (gdouble): over the
  *   interval, wall clock
  * - `echo-factor` (gdouble): images / fresh images so far
- * - `step-time` (gdouble): mean seconds per step over the interval
+ * - `step-time` (gdouble): mean seconds per step over the interval, from
+ *   the step's start to its end (on a GPU this can include waiting)
+ * - `busy-time` (gdouble): mean seconds the trainer computed per step,
+ *   without any wait: on the CPU the step's computation, on the GPU the
+ *   device time between its first and last kernel (CUDA events; a step
+ *   reports the one before it)
  * - `data-wait-fraction` (gdouble): the share of the interval's wall time
  *   the trainer spent waiting for the next batch
+ * - `sink-memory-fraction`, `pinned-fraction` (gdouble): the share of the
+ *   interval's batches whose images were in the pool the sink offers
+ *   (the trainer's batch memory, taken by batcher from the ALLOCATION
+ *   query), and in page-locked memory (that pool where a GPU is usable)
  * - `time` (gdouble): seconds since the sink started
  *
  * With @mode=eval it posts an `eval-result` element message at EOS (and
@@ -89,6 +98,7 @@
 #endif
 
 #include "gstcudatrainsink-private.h"
+#include "gsttrainhostallocator.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -128,6 +138,8 @@ static GstStateChangeReturn gst_cuda_train_sink_change_state (
 static gboolean gst_cuda_train_sink_start (GstBaseSink *sink);
 static gboolean gst_cuda_train_sink_stop (GstBaseSink *sink);
 static gboolean gst_cuda_train_sink_set_caps (GstBaseSink *sink, GstCaps *caps);
+static gboolean gst_cuda_train_sink_propose_allocation (
+    GstBaseSink *sink, GstQuery *query);
 static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
@@ -171,7 +183,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "batcher makes them. Posts element messages: train-stats every "
       "stats-interval steps and at the end (step, epoch, loss, lr, images, "
       "fresh-images, images-per-second, fresh-images-per-second, "
-      "echo-factor, step-time, data-wait-fraction, time), and with "
+      "echo-factor, step-time, busy-time, data-wait-fraction, "
+      "sink-memory-fraction, pinned-fraction, time), and with "
       "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
       "also appended to metrics-location as JSON lines, with a snapshot "
       "line for each snapshot (mark, fresh-images, images, step, time). "
@@ -185,6 +198,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
   base_class->start = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_start);
   base_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_stop);
   base_class->set_caps = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_set_caps);
+  base_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_cuda_train_sink_propose_allocation);
   base_class->event = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_event);
   base_class->render = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_render);
 
@@ -426,20 +441,84 @@ gst_cuda_train_sink_change_state (
   return ret;
 }
 
+/* Reads batch caps: "other/tensors" with types "uint8,int32" and
+ * dimensions "C:W:H:N,N", C being 1 or 3; FALSE for other caps. */
+static gboolean
+gst_cuda_train_sink_parse_caps (
+    GstCaps *caps, gint *c, gint *w, gint *h, gint *n)
+{
+  GstStructure *s;
+  const gchar *types, *dims;
+  gint n_labels = 0;
+
+  if (caps == NULL || gst_caps_get_size (caps) < 1)
+    return FALSE;
+  s = gst_caps_get_structure (caps, 0);
+  types = gst_structure_get_string (s, "types");
+  dims = gst_structure_get_string (s, "dimensions");
+  *c = *w = *h = *n = 0;
+  return types != NULL && strcmp (types, "uint8,int32") == 0 && dims != NULL
+      && sscanf (dims, "%d:%d:%d:%d,%d", c, w, h, n, &n_labels) == 5
+      && (*c == 1 || *c == 3) && *w >= 1 && *h >= 1 && *n >= 1
+      && *n == n_labels;
+}
+
+/* Offers a pool whose buffers hold one batch's images in the trainer's
+ * batch memory (gt_host_alloc: page-locked when a GPU is usable), so that
+ * batcher writes batches where the trainer copies from fastest. At most
+ * MAX_POOL_BATCHES such buffers exist at a time (echo adds what it holds):
+ * page-locked memory is scarce, and more batches in flight would not make
+ * a step faster. */
+#define MAX_POOL_BATCHES 8
+
+static gboolean
+gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
+{
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
+  GstAllocationParams params;
+  GstAllocator *allocator;
+  GstBufferPool *pool;
+  GstStructure *config;
+  GstCaps *caps = NULL;
+  gint c, w, h, n;
+  guint64 bytes;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (!gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n))
+    return TRUE; /* set_caps will say what is wrong */
+  bytes = (guint64)c * w * h * n;
+  if (bytes > G_MAXUINT)
+    return TRUE; /* a pool's buffer size is a guint */
+  allocator = gst_train_host_allocator_new ();
+  gst_allocation_params_init (&params);
+  pool = gst_buffer_pool_new ();
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (
+      config, caps, (guint)bytes, 0, MAX_POOL_BATCHES);
+  gst_buffer_pool_config_set_allocator (config, allocator, &params);
+  if (gst_buffer_pool_set_config (pool, config)) {
+    gst_query_add_allocation_pool (
+        query, pool, (guint)bytes, 0, MAX_POOL_BATCHES);
+    GST_DEBUG_OBJECT (sink,
+        "offered a pool of %" G_GUINT64_FORMAT
+        "-byte buffers in the trainer's batch memory",
+        bytes);
+  }
+  gst_query_add_allocation_param (query, allocator, &params);
+  gst_object_unref (pool);
+  gst_object_unref (allocator);
+  return TRUE;
+}
+
 /* Takes "other/tensors" with types "uint8,int32" and dimensions
  * "C:W:H:N,N", C being 1 or 3. */
 static gboolean
 gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
-  GstStructure *s = gst_caps_get_structure (caps, 0);
-  const gchar *types = gst_structure_get_string (s, "types");
-  const gchar *dims = gst_structure_get_string (s, "dimensions");
-  gint c = 0, w = 0, h = 0, n = 0, n_labels = 0;
+  gint c = 0, w = 0, h = 0, n = 0;
 
-  if (types == NULL || strcmp (types, "uint8,int32") != 0 || dims == NULL
-      || sscanf (dims, "%d:%d:%d:%d,%d", &c, &w, &h, &n, &n_labels) != 5
-      || (c != 1 && c != 3) || w < 1 || h < 1 || n < 1 || n != n_labels) {
+  if (!gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n)) {
     GST_ELEMENT_ERROR (sink, CORE, NEGOTIATION,
         ("cudatrainsink takes batches of uint8 images (1 or 3 channels) "
          "with int32 labels, as batcher makes them."),
@@ -519,8 +598,11 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
           G_TYPE_DOUBLE, r.images_per_second, "fresh-images-per-second",
           G_TYPE_DOUBLE, r.fresh_images_per_second, "echo-factor",
           G_TYPE_DOUBLE, r.echo_factor, "step-time", G_TYPE_DOUBLE, r.step_time,
-          "data-wait-fraction", G_TYPE_DOUBLE, r.data_wait_fraction, "time",
-          G_TYPE_DOUBLE, r.time, NULL));
+          "busy-time", G_TYPE_DOUBLE, r.busy_time, "data-wait-fraction",
+          G_TYPE_DOUBLE, r.data_wait_fraction, "sink-memory-fraction",
+          G_TYPE_DOUBLE, r.sink_memory_fraction, "pinned-fraction",
+          G_TYPE_DOUBLE, r.pinned_fraction, "time", G_TYPE_DOUBLE, r.time,
+          NULL));
 }
 
 /* The eval-result message of an eval run, at EOS. */
@@ -545,6 +627,8 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
 {
   const GstCudaTrainSinkSettings *s = &sink->settings;
   GtStepResult result;
+  TrainStepStats step;
+  GstMemory *images;
   gint status, fresh, samples = sink->pending.batch.num_samples;
 
   if (sink->pending.buffer == NULL)
@@ -553,6 +637,9 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   fresh = gst_train_buffer_count_fresh (sink->pending.buffer);
   if (fresh < 0)
     fresh = samples; /* no metadata: nothing says it repeats */
+  images = gst_buffer_peek_memory (sink->pending.buffer, 0);
+  step.in_sink_memory = gst_train_host_memory_is_ours (images);
+  step.pinned = gst_train_host_memory_is_pinned (images);
   gst_train_mapped_batch_unmap (&sink->pending);
   if (status == GT_ERROR_NONFINITE) {
     sink->failed = TRUE;
@@ -566,8 +653,13 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   if (status != GT_OK)
     return gst_cuda_train_sink_trainer_failed (sink);
 
-  train_stats_add_step (&sink->stats, samples, fresh, result.loss, result.lr,
-      (g_get_monotonic_time () - sink->pending_start) / 1e6);
+  step.images = samples;
+  step.fresh = fresh;
+  step.loss = result.loss;
+  step.lr = result.lr;
+  step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
+  step.busy = result.busy_seconds;
+  train_stats_add_step (&sink->stats, &step);
   if (s->stats_interval && sink->stats.steps >= s->stats_interval)
     gst_cuda_train_sink_post_stats (sink);
   if (s->checkpoint_interval

@@ -21,7 +21,8 @@ train_stats_begin_interval (TrainStats *stats, gint64 now)
   stats->steps = 0;
   stats->loss_sum = 0;
   stats->interval_images = stats->interval_fresh = 0;
-  stats->step_seconds = stats->wait_seconds = 0;
+  stats->step_seconds = stats->busy_seconds = stats->wait_seconds = 0;
+  stats->sink_memory_steps = stats->pinned_steps = 0;
 }
 
 void
@@ -38,17 +39,19 @@ train_stats_batch_done (TrainStats *stats, gint64 now)
 }
 
 void
-train_stats_add_step (TrainStats *stats, guint images, guint fresh,
-    gdouble loss, gdouble lr, gdouble seconds)
+train_stats_add_step (TrainStats *stats, const TrainStepStats *step)
 {
-  stats->images += images;
-  stats->fresh_images += fresh;
-  stats->lr = lr;
+  stats->images += step->images;
+  stats->fresh_images += step->fresh;
+  stats->lr = step->lr;
   stats->steps++;
-  stats->loss_sum += loss;
-  stats->interval_images += images;
-  stats->interval_fresh += fresh;
-  stats->step_seconds += seconds;
+  stats->loss_sum += step->loss;
+  stats->interval_images += step->images;
+  stats->interval_fresh += step->fresh;
+  stats->step_seconds += step->seconds;
+  stats->busy_seconds += step->busy;
+  stats->sink_memory_steps += step->in_sink_memory ? 1 : 0;
+  stats->pinned_steps += step->pinned ? 1 : 0;
 }
 
 gdouble
@@ -85,6 +88,9 @@ train_stats_take_report (TrainStats *stats, guint64 epoch_samples, gint64 now,
   report->echo_factor =
       stats->fresh_images ? (gdouble)stats->images / stats->fresh_images : 0.0;
   report->step_time = stats->step_seconds / steps;
+  report->busy_time = stats->busy_seconds / steps;
+  report->sink_memory_fraction = (gdouble)stats->sink_memory_steps / steps;
+  report->pinned_fraction = (gdouble)stats->pinned_steps / steps;
   report->data_wait_fraction = MIN (1.0, stats->wait_seconds / wall);
   report->time = train_stats_elapsed (stats, now);
   train_stats_begin_interval (stats, now);

@@ -33,7 +33,10 @@ typedef struct
   guint64 interval_images;
   guint64 interval_fresh;
   gdouble step_seconds;
-  gdouble wait_seconds; /* waiting for the next batch */
+  gdouble busy_seconds;    /* the trainer computing, as it measures it */
+  gdouble wait_seconds;    /* waiting for the next batch */
+  guint sink_memory_steps; /* batches whose images were in the sink's pool */
+  guint pinned_steps;      /* ... in page-locked memory */
 } TrainStats;
 
 /* The fields of a train-stats report, as cudatrainsink documents them
@@ -49,6 +52,9 @@ typedef struct
   gdouble fresh_images_per_second;
   gdouble echo_factor;
   gdouble step_time;
+  gdouble busy_time;
+  gdouble sink_memory_fraction;
+  gdouble pinned_fraction;
   gdouble data_wait_fraction;
   gdouble time;
 } TrainStatsReport;
@@ -62,10 +68,21 @@ void train_stats_begin_interval (TrainStats *stats, gint64 now);
 void train_stats_add_wait (TrainStats *stats, gint64 now);
 /* The sink handed a batch back at @now. */
 void train_stats_batch_done (TrainStats *stats, gint64 now);
-/* Counts one step of @images images, @fresh of them fresh, that took
- * @seconds and reported @loss at learning rate @lr. */
-void train_stats_add_step (TrainStats *stats, guint images, guint fresh,
-    gdouble loss, gdouble lr, gdouble seconds);
+/* A step is done: its @images (@fresh of them not repeats), @loss and
+ * @lr, the @seconds from its start to its end, the @busy seconds the
+ * trainer says it computed, and where its images were. */
+typedef struct
+{
+  guint images;
+  guint fresh;
+  gdouble loss;
+  gdouble lr;
+  gdouble seconds;
+  gdouble busy;
+  gboolean in_sink_memory;
+  gboolean pinned;
+} TrainStepStats;
+void train_stats_add_step (TrainStats *stats, const TrainStepStats *step);
 /* Fresh images so far, those before a resume included (fresh_before),
  * / @epoch_samples; 0 when the epoch size is unknown (0). */
 gdouble train_stats_epoch (const TrainStats *stats, guint64 epoch_samples);

@@ -1097,6 +1097,39 @@ GST_START_TEST (test_properties_read_back)
 
 GST_END_TEST;
 
+/* Batches reach the sink in its own pool (the trainer's batch memory:
+ * page-locked exactly when a CUDA device is usable), with and without echo
+ * at position D; the busy time is a step's computation, within its time. */
+GST_START_TEST (test_batches_in_sink_memory)
+{
+  gchar *dir = make_dataset (2, 8);
+  const gchar *positions[] = { "", "echo factor=2 shuffle-buffer-size=4 ! " };
+  char why[256];
+  gdouble pinned = gt_cuda_device_count (why, sizeof (why)) > 0 ? 1.0 : 0.0;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (positions); i++) {
+    SinkRun *run = sink_run_printf (
+        "datasetsrc location=%s num-epochs=-1 seed=3 ! imagedec ! augment "
+        "width=12 height=12 ! batcher batch-size=4 ! %squeue ! " SINK
+        "max-steps=6 stats-interval=3",
+        dir, positions[i]);
+    const GstStructure *stats = last_stats (run);
+
+    fail_unless_equals_float (get_double (stats, "sink-memory-fraction"), 1.0);
+    fail_unless_equals_float (get_double (stats, "pinned-fraction"), pinned);
+    fail_unless (get_double (stats, "busy-time") > 0
+            && get_double (stats, "busy-time")
+                <= get_double (stats, "step-time"),
+        "busy %g, step %g", get_double (stats, "busy-time"),
+        get_double (stats, "step-time"));
+    sink_run_free (run);
+  }
+  remove_dataset (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 cudatrainsink_suite (void)
 {
@@ -1107,6 +1140,7 @@ cudatrainsink_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_properties_read_back);
   tcase_add_test (tc, test_loss_falls);
+  tcase_add_test (tc, test_batches_in_sink_memory);
   tcase_add_test (tc, test_resume_is_exact);
   tcase_add_test (tc, test_step_schedule_follows_max_steps);
   tcase_add_test (tc, test_max_steps_ends_the_pipeline);

@@ -1,0 +1,138 @@
+/* gsttrainhostallocator.c: GstMemory in the trainer's batch memory.
+ *
+ * The memory comes from gt_host_alloc: page-locked (pinned) when a CUDA
+ * device is usable, so that the trainer's copy to the device runs
+ * asynchronously and at full speed, else 64-byte-aligned ordinary memory.
+ * cudatrainsink offers a buffer pool on this allocator in its reply to the
+ * ALLOCATION query, and batcher writes each batch's images into it, so that
+ * a batch reaches the trainer with no copy in between. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gsttrainhostallocator.h"
+
+#include "trainer.h"
+
+typedef struct
+{
+  GstMemory memory;
+  guint8 *data; /* of the memory this one shares, or its own */
+  gboolean pinned;
+} GstTrainHostMemory;
+
+struct _GstTrainHostAllocator
+{
+  GstAllocator parent;
+};
+
+G_DEFINE_TYPE (
+    GstTrainHostAllocator, gst_train_host_allocator, GST_TYPE_ALLOCATOR);
+
+static GstTrainHostMemory *
+host_memory_new (GstAllocator *allocator, GstMemory *parent, guint8 *data,
+    gboolean pinned, GstMemoryFlags flags, gsize maxsize, gsize align,
+    gsize offset, gsize size)
+{
+  GstTrainHostMemory *memory = g_new0 (GstTrainHostMemory, 1);
+
+  gst_memory_init (GST_MEMORY_CAST (memory), flags, allocator, parent, maxsize,
+      align, offset, size);
+  memory->data = data;
+  memory->pinned = pinned;
+  return memory;
+}
+
+static GstMemory *
+gst_train_host_allocator_alloc (
+    GstAllocator *allocator, gsize size, GstAllocationParams *params)
+{
+  gsize maxsize = size + params->prefix + params->padding;
+  int pinned = 0;
+  guint8 *data;
+
+  /* gt_host_alloc aligns to 64 bytes; a pool asking for more is refused */
+  if (params->align >= 64)
+    return NULL;
+  data = gt_host_alloc (maxsize, &pinned);
+  if (data == NULL)
+    return NULL;
+  return GST_MEMORY_CAST (host_memory_new (allocator, NULL, data, pinned,
+      params->flags, maxsize, params->align, params->prefix, size));
+}
+
+static void
+gst_train_host_allocator_free (GstAllocator *allocator, GstMemory *memory)
+{
+  GstTrainHostMemory *host = (GstTrainHostMemory *)memory;
+
+  /* a shared memory points into its parent's block */
+  if (memory->parent == NULL)
+    gt_host_free (host->data);
+  g_free (host);
+}
+
+static gpointer
+host_memory_map (GstMemory *memory, gsize maxsize, GstMapFlags flags)
+{
+  return ((GstTrainHostMemory *)memory)->data;
+}
+
+static void
+host_memory_unmap (GstMemory *memory)
+{}
+
+static GstMemory *
+host_memory_share (GstMemory *memory, gssize offset, gssize size)
+{
+  GstTrainHostMemory *host = (GstTrainHostMemory *)memory;
+  GstMemory *parent = memory->parent ? memory->parent : memory;
+
+  if (size == -1)
+    size = memory->size - offset;
+  return GST_MEMORY_CAST (
+      host_memory_new (memory->allocator, parent, host->data, host->pinned,
+          GST_MINI_OBJECT_FLAGS (parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
+          memory->maxsize, memory->align, memory->offset + offset, size));
+}
+
+static void
+gst_train_host_allocator_class_init (GstTrainHostAllocatorClass *klass)
+{
+  GstAllocatorClass *allocator_class = GST_ALLOCATOR_CLASS (klass);
+
+  allocator_class->alloc = gst_train_host_allocator_alloc;
+  allocator_class->free = gst_train_host_allocator_free;
+}
+
+static void
+gst_train_host_allocator_init (GstTrainHostAllocator *self)
+{
+  GstAllocator *allocator = GST_ALLOCATOR_CAST (self);
+
+  allocator->mem_type = GST_TRAIN_HOST_MEMORY_TYPE;
+  allocator->mem_map = host_memory_map;
+  allocator->mem_unmap = host_memory_unmap;
+  allocator->mem_share = host_memory_share;
+}
+
+GstAllocator *
+gst_train_host_allocator_new (void)
+{
+  return g_object_new (GST_TYPE_TRAIN_HOST_ALLOCATOR, NULL);
+}
+
+gboolean
+gst_train_host_memory_is_pinned (GstMemory *memory)
+{
+  return memory != NULL && memory->allocator != NULL
+      && GST_IS_TRAIN_HOST_ALLOCATOR (memory->allocator)
+      && ((GstTrainHostMemory *)memory)->pinned;
+}
+
+gboolean
+gst_train_host_memory_is_ours (GstMemory *memory)
+{
+  return memory != NULL && memory->allocator != NULL
+      && GST_IS_TRAIN_HOST_ALLOCATOR (memory->allocator);
+}
