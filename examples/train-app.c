@@ -8,8 +8,9 @@
  * through GObject and the elements linked in order. It then runs the
  * pipeline, prints one line for every `train-stats` message cudatrainsink
  * posts on the bus, and, after N steps (default 20) or at Ctrl-C, stops it
- * cleanly by sending end-of-stream: the sink finishes the step in flight and
- * writes its final checkpoint before EOS reaches the bus. Exit status 0 when
+ * cleanly: the sink's "stop" action and end-of-stream; the sink finishes the
+ * step in flight and writes its final checkpoint before EOS reaches the
+ * bus. Exit status 0 when
  * the run ended at EOS, 1 on an error (its text on stderr).
  *
  * Build it against the installed plugins' pkg-config file (the sample
@@ -108,13 +109,22 @@ pipeline_from_factories (const gchar *dataset, const gchar *checkpoint)
 static void
 stop (App *app, const gchar *why)
 {
+  GstElement *sink;
+
   if (app->stopping)
     return;
   app->stopping = TRUE;
   g_print ("train-app: %s: sending end-of-stream\n", why);
-  /* EOS goes in at the source and flows down: every element finishes what
-   * it holds and the sink writes its checkpoint before EOS reaches the
-   * bus. */
+  /* The sink's "stop" action ends training at the next step boundary: it
+   * finishes the step in flight, writes its checkpoint and posts EOS,
+   * without training on what the queue and echo still hold. */
+  sink = gst_bin_get_by_name (GST_BIN (app->pipeline), "sink");
+  if (sink != NULL) {
+    g_signal_emit_by_name (sink, "stop");
+    gst_object_unref (sink);
+  }
+  /* EOS from the sources too, for sinks that have no such action: every
+   * element then finishes what it holds before EOS reaches the bus. */
   gst_element_send_event (app->pipeline, gst_event_new_eos ());
 }
 

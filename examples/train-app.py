@@ -5,8 +5,9 @@
 
 Builds the training pipeline from a launch description, runs it, prints one
 line per `train-stats` message of cudatrainsink, and after N steps (default
-20) or at Ctrl-C stops it cleanly with end-of-stream: the sink finishes the
-step in flight and writes its final checkpoint before EOS reaches the bus.
+20) or at Ctrl-C stops it cleanly (the sink's "stop" action, and
+end-of-stream): the sink finishes the step in flight and writes its final
+checkpoint before EOS reaches the bus.
 Exit status 0 at EOS, 1 on an error. Needs Debian's python3-gi and
 gir1.2-gstreamer-1.0 (run it with /usr/bin/python3), and GST_PLUGIN_PATH
 pointing at gst-train's plugins.
@@ -47,6 +48,11 @@ def main():
         if not state["stopping"]:
             state["stopping"] = True
             print(f"train-app: {why}: sending end-of-stream", flush=True)
+            # The sink's "stop" action ends training at the next step: it
+            # writes its checkpoint and posts EOS without training on what
+            # the queue and echo still hold. EOS from the sources too, for
+            # sinks without it.
+            pipeline.get_by_name("sink").emit("stop")
             pipeline.send_event(Gst.Event.new_eos())
 
     def on_message(bus, message):
