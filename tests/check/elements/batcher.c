@@ -474,6 +474,26 @@ register_pool_sink (void)
       NULL, "testpoolsink", GST_RANK_NONE, pool_sink_get_type ()));
 }
 
+/* A folder of @count 6x4 JPEGs in @classes classes, for the pool tests
+ * (which register the test sink first). */
+static gchar *
+write_pool_tree (guint count, guint classes)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  register_pool_sink ();
+  for (i = 0; i < count; i++) {
+    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % classes, i);
+    gchar *path = g_build_filename (root, name, NULL);
+
+    fixture_write_jpeg (path, 6, 4, i);
+    g_free (path);
+    g_free (name);
+  }
+  return root;
+}
+
 /* Runs 15 images x 2 epochs in batches of 2 (15 batches) through @echo (a
  * launch fragment ending in "!", or "") into a pool sink with a pool of 4
  * buffers; returns the sink (a reference) once the pipeline reached EOS. */
@@ -503,19 +523,8 @@ run_into_pool_sink (const gchar *root, const gchar *echo)
  * batches than the pool has buffers without a deadlock. */
 GST_START_TEST (test_batches_reach_the_sink_in_its_pool)
 {
-  gchar *root = fixture_make_temp_dir ();
+  gchar *root = write_pool_tree (15, 3);
   PoolSink *sink;
-  guint i;
-
-  register_pool_sink ();
-  for (i = 0; i < 15; i++) {
-    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 3, i);
-    gchar *path = g_build_filename (root, name, NULL);
-
-    fixture_write_jpeg (path, 6, 4, i);
-    g_free (path);
-    g_free (name);
-  }
 
   sink = run_into_pool_sink (root, "");
   fail_unless_equals_int (sink->rendered, 15);
@@ -547,19 +556,9 @@ GST_END_TEST;
  * keeps the small pool's buffers busy (batcher mostly waits for one). */
 GST_START_TEST (test_stop_while_batches_fill_the_pool)
 {
-  gchar *root = fixture_make_temp_dir ();
+  gchar *root = write_pool_tree (6, 2);
   gchar *launch;
-  guint i;
 
-  register_pool_sink ();
-  for (i = 0; i < 6; i++) {
-    gchar *name = g_strdup_printf ("class%u/%u.jpg", i % 2, i);
-    gchar *path = g_build_filename (root, name, NULL);
-
-    fixture_write_jpeg (path, 6, 4, i);
-    g_free (path);
-    g_free (name);
-  }
   launch = g_strdup_printf (
       "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec ! "
       "batcher batch-size=2 ! queue ! identity sleep-time=20000 ! "

@@ -160,11 +160,24 @@ make_dataset (gint classes, gint per_class)
   return dir;
 }
 
-static void
-remove_dataset (gchar *dir)
+/* The dataset of the test that runs: made by use_dataset, removed after
+ * the test by the checked fixture (remove_dataset). */
+static gchar *test_dataset;
+
+static const gchar *
+use_dataset (gint classes, gint per_class)
 {
-  fixture_remove_tree (dir);
-  g_free (dir);
+  g_assert (test_dataset == NULL);
+  test_dataset = make_dataset (classes, per_class);
+  return test_dataset;
+}
+
+static void
+remove_dataset (void)
+{
+  if (test_dataset != NULL)
+    fixture_remove_tree (test_dataset);
+  g_clear_pointer (&test_dataset, g_free);
 }
 
 /* The head of every pipeline here: deterministic given the seeds. */
@@ -180,7 +193,7 @@ input_stage (const gchar *dir, gint epochs)
 
 GST_START_TEST (test_loss_falls)
 {
-  gchar *dir = make_dataset (2, 8);
+  const gchar *dir = use_dataset (2, 8);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=40 seed=3 ! imagedec ! augment "
       "width=12 height=12 crop=center ! batcher batch-size=16 ! " SINK
@@ -202,7 +215,6 @@ GST_START_TEST (test_loss_falls)
       get_uint64 (g_ptr_array_index (run->stats, 3), "images"), 640);
 
   sink_run_free (run);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -258,7 +270,7 @@ train_to_step (const gchar *input, gint max_steps, const gchar *resume_from,
 
 GST_START_TEST (test_resume_is_exact)
 {
-  gchar *dir = make_dataset (2, 6);
+  const gchar *dir = use_dataset (2, 6);
   gchar *input = input_stage (dir, 10);
   gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
   gchar *half = g_build_filename (dir, "half.safetensors", NULL);
@@ -291,7 +303,6 @@ GST_START_TEST (test_resume_is_exact)
   g_free (half);
   g_free (resumed);
   g_free (input);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -301,7 +312,7 @@ GST_END_TEST;
  * EOS: the sink posts EOS itself. (If it did not, this test would hang.) */
 GST_START_TEST (test_max_steps_ends_the_pipeline)
 {
-  gchar *dir = make_dataset (2, 4);
+  const gchar *dir = use_dataset (2, 4);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=-1 ! imagedec ! echo mode=adaptive "
       "max-factor=4 ! augment width=12 height=12 ! batcher batch-size=4 ! "
@@ -310,7 +321,6 @@ GST_START_TEST (test_max_steps_ends_the_pipeline)
 
   fail_unless_equals_uint64 (get_uint64 (last_stats (run), "step"), 5);
   sink_run_free (run);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -319,7 +329,7 @@ GST_END_TEST;
  * GstBaseSink does after an EOS event. */
 GST_START_TEST (test_max_steps_eos_survives_pause)
 {
-  gchar *dir = make_dataset (2, 4);
+  const gchar *dir = use_dataset (2, 4);
   gchar *launch = g_strdup_printf (
       "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
       "height=12 ! batcher batch-size=4 ! queue ! " SINK "max-steps=2",
@@ -350,7 +360,6 @@ GST_START_TEST (test_max_steps_eos_survives_pause)
   gst_message_unref (eos_after);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -360,7 +369,7 @@ GST_END_TEST;
  * fresh, wherever the echo sits. */
 GST_START_TEST (test_fresh_counts_at_every_position)
 {
-  gchar *dir = make_dataset (2, 8);
+  const gchar *dir = use_dataset (2, 8);
   const gchar *echo = "echo factor=2 shuffle-buffer-size=0";
   const gchar *stages[3] = { "imagedec", "augment width=12 height=12",
     "batcher batch-size=8" };
@@ -387,7 +396,6 @@ GST_START_TEST (test_fresh_counts_at_every_position)
     sink_run_free (run);
     g_string_free (middle, TRUE);
   }
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -396,7 +404,7 @@ GST_END_TEST;
  * times 0.1 every 3 steps, at 30%, 60% and 90% of the run. */
 GST_START_TEST (test_step_schedule_follows_max_steps)
 {
-  gchar *dir = make_dataset (2, 2);
+  const gchar *dir = use_dataset (2, 2);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
       "height=12 ! batcher batch-size=4 ! " SINK
@@ -414,7 +422,6 @@ GST_START_TEST (test_step_schedule_follows_max_steps)
         fabs (lr - expected) < 1e-6 * expected, "step %u: lr %g", i + 1, lr);
   }
   sink_run_free (run);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -472,7 +479,7 @@ make_class0_checkpoint (const gchar *dir)
 
 GST_START_TEST (test_eval_on_a_known_checkpoint)
 {
-  gchar *dir = make_dataset (2, 3); /* 3 of class 0, 3 of class 1 */
+  const gchar *dir = use_dataset (2, 3); /* 3 of class 0, 3 of class 1 */
   gchar *extra = g_strdup_printf ("%s/class0/extra.jpg", dir);
   gchar *checkpoint;
   SinkRun *run;
@@ -500,7 +507,6 @@ GST_START_TEST (test_eval_on_a_known_checkpoint)
 
   g_free (checkpoint);
   g_free (extra);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -515,7 +521,7 @@ assert_error_says (SinkRun *run, const gchar *text)
 
 GST_START_TEST (test_errors)
 {
-  gchar *dir = make_dataset (3, 2);
+  const gchar *dir = use_dataset (3, 2);
   gchar *input = input_stage (dir, 1);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
   SinkRun *run;
@@ -583,7 +589,6 @@ GST_START_TEST (test_errors)
 
   g_free (checkpoint);
   g_free (input);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -592,7 +597,7 @@ GST_END_TEST;
  * 4 snapshots, each noted with twice as many images as fresh ones. */
 GST_START_TEST (test_snapshots_count_fresh_images)
 {
-  gchar *dir = make_dataset (2, 8);
+  const gchar *dir = use_dataset (2, 8);
   gchar *snapshots = g_build_filename (dir, "snapshots", NULL);
   gchar *metrics = g_build_filename (dir, "metrics.jsonl", NULL);
   SinkRun *run = sink_run_printf (
@@ -633,7 +638,6 @@ GST_START_TEST (test_snapshots_count_fresh_images)
   sink_run_free (run);
   g_free (metrics);
   g_free (snapshots);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -643,7 +647,7 @@ GST_END_TEST;
  * ends normally with its checkpoint. */
 GST_START_TEST (test_too_small_last_batch_is_dropped)
 {
-  gchar *dir = make_dataset (1, 5);
+  const gchar *dir = use_dataset (1, 5);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s ! imagedec ! augment width=4 height=4 ! "
@@ -657,7 +661,6 @@ GST_START_TEST (test_too_small_last_batch_is_dropped)
   fail_unless (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
   sink_run_free (run);
   g_free (checkpoint);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -684,7 +687,7 @@ stats_at_step (SinkRun *run, guint64 step)
 
 GST_START_TEST (test_epoch_goes_on_after_resume)
 {
-  gchar *dir = make_dataset (2, 6);
+  const gchar *dir = use_dataset (2, 6);
   gchar *input = input_stage (dir, 10);
   gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
   gchar *half = g_build_filename (dir, "half.safetensors", NULL);
@@ -717,7 +720,6 @@ GST_START_TEST (test_epoch_goes_on_after_resume)
   g_free (straight);
   g_free (half);
   g_free (input);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -791,7 +793,7 @@ collect_warnings (GstBus *bus, GstMessage *message, gpointer notes)
  * step trained, and setting it to NULL after that says nothing more. */
 GST_START_TEST (test_stop_signal)
 {
-  gchar *dir = make_dataset (2, 4);
+  const gchar *dir = use_dataset (2, 4);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
@@ -870,7 +872,6 @@ GST_START_TEST (test_stop_signal)
     gst_object_unref (pipeline);
   }
   g_free (checkpoint);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -879,7 +880,7 @@ GST_END_TEST;
  * trained are checkpointed, and a warning says where. */
 GST_START_TEST (test_stop_without_eos_checkpoints)
 {
-  gchar *dir = make_dataset (2, 4);
+  const gchar *dir = use_dataset (2, 4);
   gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstBus *bus = gst_element_get_bus (pipeline);
@@ -917,7 +918,6 @@ GST_START_TEST (test_stop_without_eos_checkpoints)
   gst_object_unref (bus);
   gst_object_unref (pipeline);
   g_free (checkpoint);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -928,7 +928,7 @@ GST_END_TEST;
  * error says it too. */
 GST_START_TEST (test_checkpoint_folder)
 {
-  gchar *dir = make_dataset (2, 4);
+  const gchar *dir = use_dataset (2, 4);
   gchar *folder = g_build_filename (dir, "gone", NULL);
   gchar *checkpoint = g_build_filename (folder, "ck.safetensors", NULL);
   gchar *input = input_stage (dir, 1);
@@ -999,7 +999,6 @@ GST_START_TEST (test_checkpoint_folder)
   g_free (input);
   g_free (checkpoint);
   g_free (folder);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -1009,7 +1008,7 @@ GST_END_TEST;
  * a warning. */
 GST_START_TEST (test_one_class_and_cpu_notes)
 {
-  gchar *dir = make_dataset (1, 4);
+  const gchar *dir = use_dataset (1, 4);
   gchar *input = input_stage (dir, 1);
   SinkRun *run = sink_run_printf (
       "%s ! batcher batch-size=4 ! cudatrainsink model=resnet20 "
@@ -1031,7 +1030,6 @@ GST_START_TEST (test_one_class_and_cpu_notes)
   }
   sink_run_free (run);
   g_free (input);
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -1102,7 +1100,7 @@ GST_END_TEST;
  * at position D; the busy time is a step's computation, within its time. */
 GST_START_TEST (test_batches_in_sink_memory)
 {
-  gchar *dir = make_dataset (2, 8);
+  const gchar *dir = use_dataset (2, 8);
   const gchar *positions[] = { "", "echo factor=2 shuffle-buffer-size=4 ! " };
   char why[256];
   gdouble pinned = gt_cuda_device_count (why, sizeof (why)) > 0 ? 1.0 : 0.0;
@@ -1125,7 +1123,6 @@ GST_START_TEST (test_batches_in_sink_memory)
         get_double (stats, "step-time"));
     sink_run_free (run);
   }
-  remove_dataset (dir);
 }
 
 GST_END_TEST;
@@ -1135,6 +1132,8 @@ cudatrainsink_suite (void)
 {
   Suite *s = suite_create ("cudatrainsink");
   TCase *tc = tcase_create ("general");
+
+  tcase_add_checked_fixture (tc, NULL, remove_dataset);
 
   tcase_set_timeout (tc, 600);
   suite_add_tcase (s, tc);

@@ -331,6 +331,34 @@ write_bad_tree (gchar **bad_paths)
   return root;
 }
 
+/* Removes the tree of write_bad_tree and frees its paths. */
+static void
+free_bad_tree (gchar *root, gchar **bad_paths)
+{
+  guint i;
+
+  for (i = 0; i < 4; i++)
+    g_free (bad_paths[i]);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+/* Decoding @root with @src_props fails once more than @max_errors samples
+ * were skipped, and says so; returns the run for further checks. */
+static RunResult *
+run_past_max_errors (const gchar *root, const gchar *src_props, gint max_errors)
+{
+  gchar *dec_props = g_strdup_printf ("max-errors=%d", max_errors);
+  gchar *says = g_strdup_printf ("max-errors is %d", max_errors);
+  RunResult *r = run_dec (root, src_props, dec_props, NULL);
+
+  fail_unless (r->error != NULL);
+  fail_unless (strstr (r->error, says) != NULL, "%s", r->error);
+  g_free (dec_props);
+  g_free (says);
+  return r;
+}
+
 GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
 {
   gchar *bad[4];
@@ -366,17 +394,12 @@ GST_START_TEST (test_bad_input_is_skipped_with_a_warning)
   }
   /* max-errors bounds the skips. */
   {
-    RunResult *r = run_dec (root, "", "max-errors=2", NULL);
+    RunResult *r = run_past_max_errors (root, "", 2);
 
-    fail_unless (r->error != NULL);
-    fail_unless (strstr (r->error, "max-errors is 2") != NULL, "%s", r->error);
     fail_unless_equals_int (r->warnings->len, 3);
     run_result_free (r);
   }
-  for (i = 0; i < 4; i++)
-    g_free (bad[i]);
-  fixture_remove_tree (root);
-  g_free (root);
+  free_bad_tree (root, bad);
 }
 
 GST_END_TEST;
@@ -406,17 +429,8 @@ GST_START_TEST (test_bad_file_is_reported_once_across_epochs)
     g_free (dec_props);
   }
   /* max-errors=0 still fails at the first. */
-  {
-    RunResult *r = run_dec (root, "num-epochs=3", "max-errors=0", NULL);
-
-    fail_unless (r->error != NULL);
-    fail_unless (strstr (r->error, "max-errors is 0") != NULL, "%s", r->error);
-    run_result_free (r);
-  }
-  for (i = 0; i < 4; i++)
-    g_free (bad[i]);
-  fixture_remove_tree (root);
-  g_free (root);
+  run_result_free (run_past_max_errors (root, "num-epochs=3", 0));
+  free_bad_tree (root, bad);
 }
 
 GST_END_TEST;
