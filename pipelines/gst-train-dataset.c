@@ -958,36 +958,54 @@ effective_jobs (int jobs)
   return CLAMP (g_get_num_processors (), 1, 16);
 }
 
-/* The options both commands take, in the same words. */
-#define QUALITY_OPTION(variable)                                               \
-  {                                                                            \
-    "quality", 'q', 0, G_OPTION_ARG_INT, &(variable),                          \
-        "JPEG quality 1..100 (default 95)", "Q"                                \
-  }
-#define JOBS_OPTION(variable)                                                  \
-  {                                                                            \
-    "jobs", 'j', 0, G_OPTION_ARG_INT, &(variable),                             \
-        "Encoder threads (default 0: one per CPU)", "N"                        \
-  }
-
-static gboolean
-parse_options (GOptionContext *ctx, int *argc, char ***argv, GError **error)
+/* What both commands take besides their own options: JPEG quality and
+ * encoder threads, parsed and checked in one place. */
+typedef struct
 {
-  if (!g_option_context_parse (ctx, argc, argv, error))
-    return FALSE;
-  if (*argc > 1) {
+  int quality;
+  int jobs;
+} EncodeOptions;
+
+/* Parses a command's options: its own @entries, then quality and jobs into
+ * @encode. FALSE with @error set on a bad option, a stray argument, or a
+ * quality or thread count out of range. */
+static gboolean
+parse_command (int *argc, char ***argv, const char *parameter,
+    const char *summary, const GOptionEntry *entries, EncodeOptions *encode,
+    GError **error)
+{
+  GOptionEntry encode_entries[] = {
+    { "quality", 'q', 0, G_OPTION_ARG_INT, &encode->quality,
+        "JPEG quality 1..100 (default 95)", "Q" },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &encode->jobs,
+        "Encoder threads (default 0: one per CPU)", "N" },
+    { NULL },
+  };
+  GOptionContext *ctx = g_option_context_new (parameter);
+  gboolean ok;
+
+  encode->quality = 95;
+  encode->jobs = 0;
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_main_entries (ctx, encode_entries, NULL);
+  g_option_context_set_summary (ctx, summary);
+  ok = g_option_context_parse (ctx, argc, argv, error);
+  g_option_context_free (ctx);
+  if (ok && *argc > 1) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
         "unexpected argument \"%s\"", (*argv)[1]);
-    return FALSE;
+    ok = FALSE;
   }
-  return TRUE;
+  return ok && check_quality (encode->quality, error)
+      && check_limit ("--jobs", encode->jobs, error);
 }
 
 static int
 cmd_idx (int argc, char **argv, GError **error)
 {
   char *images = NULL, *labels = NULL, *output = NULL, *names_arg = NULL;
-  int quality = 95, limit = 0, jobs = 0;
+  int limit = 0;
+  EncodeOptions encode;
   GOptionEntry entries[] = {
     { "images", 0, 0, G_OPTION_ARG_FILENAME, &images,
         "IDX image file (gzip or plain): magic 0x00000803, or 0x00000804 "
@@ -1001,22 +1019,18 @@ cmd_idx (int argc, char **argv, GError **error)
         "Comma-separated class names in label order (default: the label "
         "numbers)",
         "a,b,c" },
-    QUALITY_OPTION (quality),
     { "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
         "Write only the first N images (default 0: all)", "N" },
-    JOBS_OPTION (jobs),
     { NULL },
   };
-  GOptionContext *ctx = g_option_context_new ("- IDX pair to ImageFolder");
   char **class_names = NULL;
   char *settings = NULL;
   Split split = { 0 };
   int status = 1;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_set_summary (ctx,
-      "Turns an IDX image/label pair into DIR/<label>_<class>/<index>.jpg.");
-  if (!parse_options (ctx, &argc, &argv, error))
+  if (!parse_command (&argc, &argv, "- IDX pair to ImageFolder",
+          "Turns an IDX image/label pair into DIR/<label>_<class>/<index>.jpg.",
+          entries, &encode, error))
     goto out;
   if (!images || !labels || !output) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
@@ -1024,8 +1038,7 @@ cmd_idx (int argc, char **argv, GError **error)
         "\"" PROGRAM " idx --help\")");
     goto out;
   }
-  if (!check_quality (quality, error) || !check_limit ("--limit", limit, error)
-      || !check_limit ("--jobs", jobs, error))
+  if (!check_limit ("--limit", limit, error))
     goto out;
   if (names_arg && !parse_class_names (names_arg, &class_names, error))
     goto out;
@@ -1040,13 +1053,14 @@ cmd_idx (int argc, char **argv, GError **error)
 
     settings = g_strdup_printf (
         "idx images=%s labels=%s quality=%d limit=%d class-names=%s",
-        images_abs, labels_abs, quality, limit, joined ? joined : "(labels)");
+        images_abs, labels_abs, encode.quality, limit,
+        joined ? joined : "(labels)");
     g_free (labels_abs);
     g_free (images_abs);
     g_free (joined);
   }
-  if (run (&split, 1, output, class_names, "--class-names gives", quality,
-          effective_jobs (jobs), settings, error))
+  if (run (&split, 1, output, class_names, "--class-names gives",
+          encode.quality, effective_jobs (encode.jobs), settings, error))
     status = 0;
 
 out:
@@ -1057,7 +1071,6 @@ out:
   g_free (labels);
   g_free (output);
   g_free (names_arg);
-  g_option_context_free (ctx);
   return status;
 }
 
@@ -1086,21 +1099,19 @@ static int
 cmd_fashion_mnist (int argc, char **argv, GError **error)
 {
   char *output = NULL, *source = NULL;
-  int quality = 95, limit_train = 0, limit_test = 0, jobs = 0;
+  int limit_train = 0, limit_test = 0;
+  EncodeOptions encode;
   GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
         "Output folder; gets train/ and test/", "DIR" },
     { "source", 's', 0, G_OPTION_ARG_FILENAME, &source,
         "Folder with the IDX files (default " FASHION_MNIST_SOURCE ")", "DIR" },
-    QUALITY_OPTION (quality),
     { "limit-train", 0, 0, G_OPTION_ARG_INT, &limit_train,
         "Write only the first N training images (default 0: all)", "N" },
     { "limit-test", 0, 0, G_OPTION_ARG_INT, &limit_test,
         "Write only the first N test images (default 0: all)", "N" },
-    JOBS_OPTION (jobs),
     { NULL },
   };
-  GOptionContext *ctx = g_option_context_new ("- Fashion-MNIST to ImageFolder");
   char **class_names = NULL;
   char *settings = NULL;
   char *source_abs = NULL;
@@ -1108,12 +1119,11 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
   int status = 1;
   guint i;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_set_summary (ctx,
-      "Turns the Fashion-MNIST IDX files (Debian package "
-      "dataset-fashion-mnist)\ninto DIR/train and DIR/test, each "
-      "<label>_<class>/<index>.jpg.");
-  if (!parse_options (ctx, &argc, &argv, error))
+  if (!parse_command (&argc, &argv, "- Fashion-MNIST to ImageFolder",
+          "Turns the Fashion-MNIST IDX files (Debian package "
+          "dataset-fashion-mnist)\ninto DIR/train and DIR/test, each "
+          "<label>_<class>/<index>.jpg.",
+          entries, &encode, error))
     goto out;
   if (!output) {
     g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
@@ -1121,10 +1131,8 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
         " fashion-mnist --help\")");
     goto out;
   }
-  if (!check_quality (quality, error)
-      || !check_limit ("--limit-train", limit_train, error)
-      || !check_limit ("--limit-test", limit_test, error)
-      || !check_limit ("--jobs", jobs, error))
+  if (!check_limit ("--limit-train", limit_train, error)
+      || !check_limit ("--limit-test", limit_test, error))
     goto out;
 
   if (!source)
@@ -1153,9 +1161,9 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
 
   settings = g_strdup_printf (
       "fashion-mnist source=%s quality=%d limit-train=%d limit-test=%d",
-      source_abs, quality, limit_train, limit_test);
-  if (run (splits, 2, output, class_names, "Fashion-MNIST has", quality,
-          effective_jobs (jobs), settings, error))
+      source_abs, encode.quality, limit_train, limit_test);
+  if (run (splits, 2, output, class_names, "Fashion-MNIST has", encode.quality,
+          effective_jobs (encode.jobs), settings, error))
     status = 0;
 
 out:
@@ -1166,7 +1174,6 @@ out:
   g_strfreev (class_names);
   g_free (output);
   g_free (source);
-  g_option_context_free (ctx);
   return status;
 }
 
