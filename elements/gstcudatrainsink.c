@@ -463,51 +463,19 @@ gst_cuda_train_sink_parse_caps (
       && *n == n_labels;
 }
 
-/* Offers a pool whose buffers hold one batch's images in the trainer's
- * batch memory (gt_host_alloc: page-locked when a GPU is usable), so that
- * batcher writes batches where the trainer copies from fastest. At most
- * MAX_POOL_BATCHES such buffers exist at a time (echo adds what it holds):
- * page-locked memory is scarce, and more batches in flight would not make
- * a step faster. */
-#define MAX_POOL_BATCHES 8
-
+/* Offers a pool of buffers of one batch's images in the trainer's batch
+ * memory, so that batcher writes batches where the trainer copies from
+ * fastest. */
 static gboolean
 gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
 {
-  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
-  GstAllocationParams params;
-  GstAllocator *allocator;
-  GstBufferPool *pool;
-  GstStructure *config;
   GstCaps *caps = NULL;
   gint c, w, h, n;
-  guint64 bytes;
 
   gst_query_parse_allocation (query, &caps, NULL);
-  if (!gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n))
-    return TRUE; /* set_caps will say what is wrong */
-  bytes = (guint64)c * w * h * n;
-  if (bytes > G_MAXUINT)
-    return TRUE; /* a pool's buffer size is a guint */
-  allocator = gst_train_host_allocator_new ();
-  gst_allocation_params_init (&params);
-  pool = gst_buffer_pool_new ();
-  config = gst_buffer_pool_get_config (pool);
-  gst_buffer_pool_config_set_params (
-      config, caps, (guint)bytes, 0, MAX_POOL_BATCHES);
-  gst_buffer_pool_config_set_allocator (config, allocator, &params);
-  if (gst_buffer_pool_set_config (pool, config)) {
-    gst_query_add_allocation_pool (
-        query, pool, (guint)bytes, 0, MAX_POOL_BATCHES);
-    GST_DEBUG_OBJECT (sink,
-        "offered a pool of %" G_GUINT64_FORMAT
-        "-byte buffers in the trainer's batch memory",
-        bytes);
-  }
-  gst_query_add_allocation_param (query, allocator, &params);
-  gst_object_unref (pool);
-  gst_object_unref (allocator);
-  return TRUE;
+  if (gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n))
+    gst_train_host_allocator_propose_pool (query, caps, (guint64)c * w * h * n);
+  return TRUE; /* for other caps, set_caps will say what is wrong */
 }
 
 /* Takes "other/tensors" with types "uint8,int32" and dimensions

@@ -136,3 +136,34 @@ gst_train_host_memory_is_ours (GstMemory *memory)
   return memory != NULL && memory->allocator != NULL
       && GST_IS_TRAIN_HOST_ALLOCATOR (memory->allocator);
 }
+
+/* At most this many pool buffers exist at a time (echo adds what it holds):
+ * page-locked memory is scarce, and more batches in flight would not make a
+ * step faster. */
+#define MAX_POOL_BATCHES 8
+
+void
+gst_train_host_allocator_propose_pool (
+    GstQuery *query, GstCaps *caps, guint64 bytes)
+{
+  GstAllocationParams params;
+  GstAllocator *allocator;
+  GstBufferPool *pool;
+  GstStructure *config;
+
+  if (bytes == 0 || bytes > G_MAXUINT)
+    return; /* a pool's buffer size is a guint */
+  allocator = gst_train_host_allocator_new ();
+  gst_allocation_params_init (&params);
+  pool = gst_buffer_pool_new ();
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (
+      config, caps, (guint)bytes, 0, MAX_POOL_BATCHES);
+  gst_buffer_pool_config_set_allocator (config, allocator, &params);
+  if (gst_buffer_pool_set_config (pool, config))
+    gst_query_add_allocation_pool (
+        query, pool, (guint)bytes, 0, MAX_POOL_BATCHES);
+  gst_query_add_allocation_param (query, allocator, &params);
+  gst_object_unref (pool);
+  gst_object_unref (allocator);
+}

@@ -14,6 +14,10 @@ G_DECLARE_FINAL_TYPE (GstTrainHostAllocator, gst_train_host_allocator, GST,
     TRAIN_HOST_ALLOCATOR, GstAllocator)
 
 GstAllocator *gst_train_host_allocator_new (void);
+/* Adds to the ALLOCATION @query a pool of @bytes-sized buffers of this
+ * allocator (at most a few at a time) and the allocator itself. */
+void gst_train_host_allocator_propose_pool (
+    GstQuery *query, GstCaps *caps, guint64 bytes);
 /* TRUE for memory of this allocator. */
 gboolean gst_train_host_memory_is_ours (GstMemory *memory);
 /* TRUE for memory of this allocator that is page-locked. */
