@@ -469,12 +469,18 @@ gst_cuda_train_sink_parse_caps (
 static gboolean
 gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
 {
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
+  /* page-locked only where the batches go to a GPU */
+  gint gpu_id = sink->settings.device == GST_TRAIN_DEVICE_CPU
+      ? -1
+      : sink->settings.gpu_id;
   GstCaps *caps = NULL;
   gint c, w, h, n;
 
   gst_query_parse_allocation (query, &caps, NULL);
   if (gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n))
-    gst_train_host_allocator_propose_pool (query, caps, (guint64)c * w * h * n);
+    gst_train_host_allocator_propose_pool (
+        query, caps, (guint64)c * w * h * n, gpu_id);
   return TRUE; /* for other caps, set_caps will say what is wrong */
 }
 

@@ -14,6 +14,8 @@
 
 #include "trainer.h"
 
+#include <string.h>
+
 typedef struct
 {
   GstMemory memory;
@@ -24,6 +26,7 @@ typedef struct
 struct _GstTrainHostAllocator
 {
   GstAllocator parent;
+  gint gpu_id; /* where page-locked memory is made; -1: plain memory */
 };
 
 G_DEFINE_TYPE (
@@ -54,9 +57,14 @@ gst_train_host_allocator_alloc (
   /* gt_host_alloc aligns to 64 bytes; a pool asking for more is refused */
   if (params->align >= 64)
     return NULL;
-  data = gt_host_alloc (maxsize, &pinned);
+  data = gt_host_alloc (
+      maxsize, GST_TRAIN_HOST_ALLOCATOR (allocator)->gpu_id, &pinned);
   if (data == NULL)
     return NULL;
+  if (params->prefix && (params->flags & GST_MEMORY_FLAG_ZERO_PREFIXED))
+    memset (data, 0, params->prefix);
+  if (params->padding && (params->flags & GST_MEMORY_FLAG_ZERO_PADDED))
+    memset (data + params->prefix + size, 0, params->padding);
   return GST_MEMORY_CAST (host_memory_new (allocator, NULL, data, pinned,
       params->flags, maxsize, params->align, params->prefix, size));
 }
@@ -89,7 +97,7 @@ host_memory_share (GstMemory *memory, gssize offset, gssize size)
   GstMemory *parent = memory->parent ? memory->parent : memory;
 
   if (size == -1)
-    size = memory->size - offset;
+    size = offset < (gssize)memory->size ? (gssize)memory->size - offset : 0;
   return GST_MEMORY_CAST (
       host_memory_new (memory->allocator, parent, host->data, host->pinned,
           GST_MINI_OBJECT_FLAGS (parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
@@ -117,9 +125,13 @@ gst_train_host_allocator_init (GstTrainHostAllocator *self)
 }
 
 GstAllocator *
-gst_train_host_allocator_new (void)
+gst_train_host_allocator_new (gint gpu_id)
 {
-  return g_object_new (GST_TYPE_TRAIN_HOST_ALLOCATOR, NULL);
+  GstTrainHostAllocator *self =
+      gst_object_ref_sink (g_object_new (GST_TYPE_TRAIN_HOST_ALLOCATOR, NULL));
+
+  self->gpu_id = gpu_id;
+  return GST_ALLOCATOR_CAST (self);
 }
 
 gboolean
@@ -144,7 +156,7 @@ gst_train_host_memory_is_ours (GstMemory *memory)
 
 void
 gst_train_host_allocator_propose_pool (
-    GstQuery *query, GstCaps *caps, guint64 bytes)
+    GstQuery *query, GstCaps *caps, guint64 bytes, gint gpu_id)
 {
   GstAllocationParams params;
   GstAllocator *allocator;
@@ -153,17 +165,18 @@ gst_train_host_allocator_propose_pool (
 
   if (bytes == 0 || bytes > G_MAXUINT)
     return; /* a pool's buffer size is a guint */
-  allocator = gst_train_host_allocator_new ();
+  allocator = gst_train_host_allocator_new (gpu_id);
   gst_allocation_params_init (&params);
   pool = gst_buffer_pool_new ();
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (
       config, caps, (guint)bytes, 0, MAX_POOL_BATCHES);
   gst_buffer_pool_config_set_allocator (config, allocator, &params);
+  /* the pool only: without it, a page-locked allocation per batch would
+   * cost more than the copy it saves */
   if (gst_buffer_pool_set_config (pool, config))
     gst_query_add_allocation_pool (
         query, pool, (guint)bytes, 0, MAX_POOL_BATCHES);
-  gst_query_add_allocation_param (query, allocator, &params);
   gst_object_unref (pool);
   gst_object_unref (allocator);
 }

@@ -13,11 +13,13 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstTrainHostAllocator, gst_train_host_allocator, GST,
     TRAIN_HOST_ALLOCATOR, GstAllocator)
 
-GstAllocator *gst_train_host_allocator_new (void);
+/* Page-locked memory on CUDA device @gpu_id when it is usable; @gpu_id < 0:
+ * plain (aligned) memory. */
+GstAllocator *gst_train_host_allocator_new (gint gpu_id);
 /* Adds to the ALLOCATION @query a pool of @bytes-sized buffers of this
- * allocator (at most a few at a time) and the allocator itself. */
+ * allocator for @gpu_id (at most a few at a time). */
 void gst_train_host_allocator_propose_pool (
-    GstQuery *query, GstCaps *caps, guint64 bytes);
+    GstQuery *query, GstCaps *caps, guint64 bytes, gint gpu_id);
 /* TRUE for memory of this allocator. */
 gboolean gst_train_host_memory_is_ours (GstMemory *memory);
 /* TRUE for memory of this allocator that is page-locked. */

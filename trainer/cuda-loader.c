@@ -75,8 +75,7 @@ load_module (void)
     try_load (path);
     return;
   }
-  if (dladdr ((void *)gt_cuda_backend_ops, &info) == 0
-      || info.dli_fname == NULL) {
+  if (dladdr ((void *)&load_once, &info) == 0 || info.dli_fname == NULL) {
     snprintf (load_error, sizeof (load_error),
         "cannot tell where the training library is, to find its CUDA module: "
         "set GT_CUDA_MODULE");
@@ -149,6 +148,25 @@ gt_cuda_device_info (
   return module ? module->device_info (device_id, info, why, why_size) : -1;
 }
 
+static pthread_once_t count_once = PTHREAD_ONCE_INIT;
+static int usable_devices;
+
+static void
+count_devices (void)
+{
+  char why[256];
+
+  usable_devices = gt_cuda_device_count (why, sizeof (why));
+}
+
+/* The usable CUDA devices, asked once: batch memory is allocated often. */
+static int
+host_device_count (void)
+{
+  pthread_once (&count_once, count_devices);
+  return usable_devices;
+}
+
 /* gt_host_alloc's blocks start with this header, one alignment unit long,
  * so that gt_host_free knows how to give each back. */
 #define HOST_ALIGN 64
@@ -156,17 +174,14 @@ gt_cuda_device_info (
 #define HOST_MAGIC_PLAIN 0x6774706cu  /* "gtpl" */
 
 void *
-gt_host_alloc (size_t size, int *pinned)
+gt_host_alloc (size_t size, int gpu_id, int *pinned)
 {
-  const GtCudaModule *module = NULL;
   unsigned char *block = NULL;
-  char why[256];
 
   if (size > SIZE_MAX - HOST_ALIGN)
     return NULL;
-  if (gt_cuda_device_count (why, sizeof (why)) > 0)
-    module = cuda_module (NULL, 0);
-  if (module != NULL && (block = module->host_alloc (size + HOST_ALIGN))) {
+  if (gpu_id >= 0 && gpu_id < host_device_count ()
+      && (block = loaded_module->host_alloc (size + HOST_ALIGN, gpu_id))) {
     *(uint32_t *)block = HOST_MAGIC_PINNED;
   } else if (posix_memalign ((void **)&block, HOST_ALIGN, size + HOST_ALIGN)
       == 0) {

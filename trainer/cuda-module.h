@@ -12,7 +12,7 @@
 #include "backend.h"
 
 /* Raise when GtCudaModule or what it points to changes meaning. */
-#define GT_CUDA_MODULE_ABI 2
+#define GT_CUDA_MODULE_ABI 3
 #define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
 
 typedef struct
@@ -26,8 +26,9 @@ typedef struct
   int (*device_count) (char *why, size_t why_size);
   int (*device_info) (
       int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
-  /* Page-locked host memory usable by every device, or NULL. */
-  void *(*host_alloc) (size_t size);
+  /* Page-locked host memory usable by every device, allocated with
+   * @device current, or NULL. */
+  void *(*host_alloc) (size_t size, int device);
   void (*host_free) (void *memory);
 } GtCudaModule;
 

@@ -306,12 +306,14 @@ typedef struct
 } GtCudaDeviceInfo;
 
 /* Host memory for batches that needs no trainer (for a buffer pool set up
- * before the trainer exists): page-locked through the CUDA backend module
- * when a CUDA device is usable, so that copies to the device run
- * asynchronously and at full speed, else ordinary memory; 64-byte aligned
- * either way. *@pinned (when not NULL) is set to 1 for page-locked memory.
- * NULL when out of memory. Free with gt_host_free. */
-void *gt_host_alloc (size_t size, int *pinned);
+ * before the trainer exists): with @gpu_id >= 0 and that CUDA device
+ * usable, page-locked through the CUDA backend module (with that device
+ * current, so that no other device gets a context), so that copies to the
+ * device run asynchronously and at full speed; else (@gpu_id < 0: for the
+ * CPU) ordinary memory. 64-byte aligned either way. *@pinned (when not
+ * NULL) is set to 1 for page-locked memory. NULL when out of memory. Free
+ * with gt_host_free. */
+void *gt_host_alloc (size_t size, int gpu_id, int *pinned);
 void gt_host_free (void *memory);
 
 /* 1 when this build contains the CUDA backend, else 0. */

@@ -1,7 +1,8 @@
 /* host-alloc.c: gt_host_alloc, the batch memory that needs no trainer:
- * 64-byte aligned, writable to its last byte, page-locked exactly when a
- * CUDA device is usable, NULL for a size that cannot be met, and freed by
- * gt_host_free (LeakSanitizer and the ASan build check that). */
+ * 64-byte aligned, writable to its last byte, page-locked exactly when the
+ * CUDA device asked for is usable (never for gpu_id -1), NULL for a size
+ * that cannot be met, and freed by gt_host_free (LeakSanitizer and the
+ * ASan build check that). */
 #include "trainer.h"
 
 #include <stdint.h>
@@ -26,27 +27,30 @@ main (void)
   unsigned i;
 
   printf ("CUDA device usable: %s\n", usable ? "yes" : why);
-  for (i = 0; i < sizeof (sizes) / sizeof (sizes[0]); i++) {
-    int pinned = -1;
-    unsigned char *memory = gt_host_alloc (sizes[i], &pinned);
+  for (i = 0; i < 2 * sizeof (sizes) / sizeof (sizes[0]); i++) {
+    /* device 0, then -1 (for the CPU: never page-locked) */
+    int gpu_id = i % 2 ? -1 : 0, pinned = -1;
+    size_t size = sizes[i / 2];
+    unsigned char *memory = gt_host_alloc (size, gpu_id, &pinned);
     char what[128];
 
-    snprintf (what, sizeof (what), "%zu bytes: allocated", sizes[i]);
+    snprintf (
+        what, sizeof (what), "%zu bytes, gpu %d: allocated", size, gpu_id);
     check (memory != NULL, what);
     if (memory == NULL)
       continue;
-    snprintf (what, sizeof (what), "%zu bytes: 64-byte aligned", sizes[i]);
+    snprintf (what, sizeof (what), "%zu bytes: 64-byte aligned", size);
     check ((uintptr_t)memory % 64 == 0, what);
     snprintf (what, sizeof (what),
-        "%zu bytes: page-locked iff a device is usable", sizes[i]);
-    check (pinned == usable, what);
-    memset (memory, 0xa5, sizes[i]);
-    check (
-        sizes[i] == 0 || memory[sizes[i] - 1] == 0xa5, "writable to the end");
+        "%zu bytes, gpu %d: page-locked iff that device is usable", size,
+        gpu_id);
+    check (pinned == (gpu_id == 0 && usable), what);
+    memset (memory, 0xa5, size);
+    check (size == 0 || memory[size - 1] == 0xa5, "writable to the end");
     gt_host_free (memory);
   }
-  check (
-      gt_host_alloc (SIZE_MAX - 8, NULL) == NULL, "an impossible size: NULL");
+  check (gt_host_alloc (SIZE_MAX - 8, 0, NULL) == NULL,
+      "an impossible size: NULL");
   gt_host_free (NULL);
   return failures ? 1 : 0;
 }

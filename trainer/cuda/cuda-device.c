@@ -71,11 +71,12 @@ device_info (int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size)
 }
 
 static void *
-host_alloc (size_t size)
+host_alloc (size_t size, int device)
 {
   void *memory = NULL;
 
-  if (cudaHostAlloc (&memory, size, cudaHostAllocPortable) != cudaSuccess) {
+  if (cudaSetDevice (device) != cudaSuccess
+      || cudaHostAlloc (&memory, size, cudaHostAllocPortable) != cudaSuccess) {
     cudaGetLastError (); /* clear it: the caller falls back to malloc */
     return NULL;
   }
