@@ -1,6 +1,6 @@
 /* train-app.c: the smallest GLib application that trains with gst-train.
  *
- *   train-app [--factories] [--steps N] DATASET-FOLDER
+ *   train-app [--factories] [--steps N] [--checkpoint FILE] DATASET-FOLDER
  *
  * It builds a training pipeline over an ImageFolder of JPEGs, either from a
  * launch description (gst_parse_launch, as gst-launch-1.0 does) or, with
@@ -30,6 +30,21 @@ typedef struct
   int status;
 } App;
 
+/* @path with backslashes and double quotes escaped, to stand between
+ * double quotes in a launch description. */
+static gchar *
+escape_quotes (const gchar *path)
+{
+  GString *out = g_string_new (NULL);
+
+  for (; *path; path++) {
+    if (*path == '\\' || *path == '"')
+      g_string_append_c (out, '\\');
+    g_string_append_c (out, *path);
+  }
+  return g_string_free (out, FALSE);
+}
+
 /* A pipeline from a launch description: the quickest way, and the same
  * text gst-launch-1.0 and gst-train take. */
 static GstElement *
@@ -37,19 +52,27 @@ pipeline_from_description (const gchar *dataset, const gchar *checkpoint)
 {
   GError *error = NULL;
   GstElement *pipeline;
+  /* quoted in the description: a path may hold spaces, quotes or '!' */
+  gchar *quoted_dataset = escape_quotes (dataset);
+  gchar *quoted_checkpoint = escape_quotes (checkpoint);
   gchar *description = g_strdup_printf (
       "datasetsrc location=\"%s\" num-epochs=-1 seed=1 ! imagedec "
       "! echo mode=adaptive max-factor=4 ! augment width=32 height=32 "
       "! batcher batch-size=32 ! queue max-size-buffers=2 "
       "! cudatrainsink name=sink model=resnet20 device=auto stats-interval=5 "
       "checkpoint-location=\"%s\"",
-      dataset, checkpoint);
+      quoted_dataset, quoted_checkpoint);
 
   pipeline = gst_parse_launch (description, &error);
   g_free (description);
-  if (pipeline == NULL) {
+  g_free (quoted_dataset);
+  g_free (quoted_checkpoint);
+  /* a pipeline may come back with an error too (a missing property): both
+   * mean the description is not what was meant */
+  if (error != NULL) {
     g_printerr ("train-app: the pipeline does not parse: %s\n", error->message);
     g_clear_error (&error);
+    g_clear_object (&pipeline);
   }
   return pipeline;
 }
@@ -188,7 +211,9 @@ main (int argc, char **argv)
     { "factories", 0, 0, G_OPTION_ARG_NONE, &factories,
         "Build the pipeline from element factories", NULL },
     { "steps", 0, 0, G_OPTION_ARG_INT, &steps,
-        "Stop with EOS after this many steps (default 20)", "N" },
+        "Stop after this many steps (default 20; checked at each progress "
+        "line, every 5 steps)",
+        "N" },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
         "Where the sink writes its checkpoint (default train-app.safetensors)",
         "FILE" },
@@ -206,7 +231,9 @@ main (int argc, char **argv)
   if (!g_option_context_parse (context, &argc, &argv, &error) || argc != 2
       || steps < 1) {
     g_printerr ("train-app: %s\n",
-        error ? error->message : "usage: train-app [--factories] DATASET");
+        error ? error->message
+              : "usage: train-app [--factories] [--steps N] "
+                "[--checkpoint FILE] DATASET-FOLDER");
     g_clear_error (&error);
     g_option_context_free (context);
     return 2;

@@ -30,12 +30,16 @@ def main():
     args = ap.parse_args()
 
     Gst.init(None)
+
+    def quoted(path):  # a path may hold spaces, quotes or '!'
+        return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
     description = (
-        f'datasetsrc location="{args.dataset}" num-epochs=-1 seed=1 ! imagedec '
+        f"datasetsrc location={quoted(args.dataset)} num-epochs=-1 seed=1 ! imagedec "
         "! echo mode=adaptive max-factor=4 ! augment width=32 height=32 "
         "! batcher batch-size=32 ! queue max-size-buffers=2 "
         "! cudatrainsink name=sink model=resnet20 device=auto stats-interval=5 "
-        f'checkpoint-location="{args.checkpoint}"')
+        f"checkpoint-location={quoted(args.checkpoint)}")
     try:
         pipeline = Gst.parse_launch(description)
     except GLib.Error as error:

@@ -23,18 +23,18 @@ check_run() { # NAME: the run's output is $work/NAME.txt
 }
 
 preloaded "$app" --steps 10 --checkpoint "$work/c-launch.safetensors" "$work/fm/train" \
-  >"$work/c-launch.txt" 2>&1 || { cat "$work/c-launch.txt"; fail "c-launch exited $?"; }
+  >"$work/c-launch.txt" 2>&1 || { s=$?; cat "$work/c-launch.txt"; fail "c-launch exited $s"; }
 check_run c-launch
 preloaded "$app" --factories --steps 10 --checkpoint "$work/c-factories.safetensors" \
   "$work/fm/train" >"$work/c-factories.txt" 2>&1 \
-  || { cat "$work/c-factories.txt"; fail "c-factories exited $?"; }
+  || { s=$?; cat "$work/c-factories.txt"; fail "c-factories exited $s"; }
 check_run c-factories
 # Under ASan, LeakSanitizer would judge the Python interpreter's own
 # allocations at exit: our plugins' leaks are the C example's to show.
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 preloaded /usr/bin/python3 "$source_dir/examples/train-app.py" --steps 10 \
   --checkpoint "$work/python.safetensors" "$work/fm/train" >"$work/python.txt" 2>&1 \
-  || { cat "$work/python.txt"; fail "python exited $?"; }
+  || { s=$?; cat "$work/python.txt"; fail "python exited $s"; }
 check_run python
 
 if preloaded "$app" "$work/nowhere" >"$work/missing.txt" 2>&1; then

@@ -25,8 +25,10 @@
  * differs only in summation order, the CPU backend's fast kernels against
  * its reference ones, and takes the first seed whose errors stay within a
  * quarter of every bound there. --stand-in runs the fp32 cases on that
- * stand-in pair in place of the GPU: the whole harness, on any machine
- * (tests/meson.build runs it in CI).
+ * stand-in pair in place of the GPU: a smoke test of the whole harness on
+ * any machine (tests/meson.build runs it in CI); it checks the data it
+ * chose on the pair it chose it with, so it shows that the harness runs
+ * and that some seed keeps the pair well within its bounds, not parity.
  *
  * Errors are relative L2 norms, |ours - cpu| / |cpu| over a whole tensor:
  * a per-element ratio is meaningless near zero, and the maximum is at the

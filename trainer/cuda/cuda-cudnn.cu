@@ -487,19 +487,22 @@ gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype, size_t workspace_bytes,
 }
 
 void
+gt_cudnn_report (const GtCudnn *cudnn, FILE *out)
+{
+  if (cudnn != NULL && cudnn->num_plans > 0)
+    fprintf (out,
+        "{\"gst_train_cudnn\": {\"version\": %zu, \"shapes\": %d, "
+        "\"planning_seconds\": %.3f}}\n",
+        cudnnGetVersion (), cudnn->num_plans, cudnn->choose_seconds);
+}
+
+void
 gt_cudnn_free (GtCudnn *cudnn)
 {
   int i;
 
   if (cudnn == NULL)
     return;
-  /* what the first steps spent on setup, so that a benchmark's first-step
-   * time can be read (bench/gpu-check.sh prints the logs' tails) */
-  if (cudnn->num_plans > 0)
-    fprintf (stderr,
-        "gst-train: cuDNN (version %zu) planned %d convolution shapes in "
-        "%.2f s\n",
-        cudnnGetVersion (), cudnn->num_plans, cudnn->choose_seconds);
   for (i = 0; i < cudnn->num_plans; i++)
     plan_free (cudnn->plans[i]);
   free (cudnn->plans);

@@ -12,6 +12,7 @@
 #ifndef GT_CUDA_CUDNN_H
 #define GT_CUDA_CUDNN_H
 
+#include <stdio.h>
 #include "cuda-kernels.h"
 
 #include <cuda_runtime.h>
@@ -33,6 +34,10 @@ typedef struct GtCudnn GtCudnn;
 GtCudnn *gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype,
     size_t workspace_bytes, int *status, char *why, size_t why_size);
 void gt_cudnn_free (GtCudnn *cudnn);
+/* One JSON line on @out: cuDNN's version, the convolution shapes planned
+ * and the seconds spent choosing their algorithms (the profile prints it,
+ * so that a benchmark's first step can be read). */
+void gt_cudnn_report (const GtCudnn *cudnn, FILE *out);
 
 /* Chooses the algorithms of @shape (measuring them in bf16, with the
  * scratch buffers given: x, w, y as large as the forward pass's, dx as x,

@@ -66,6 +66,7 @@ profile_print (CudaBackend *cuda)
         cuda->part_ms[i] / cuda->profiled_steps);
   fprintf (stderr, ", \"h2d_copy\": %.3f}}\n",
       cuda->part_ms[NUM_PARTS] / cuda->profiled_steps);
+  gt_cudnn_report (cuda->cudnn, stderr);
 }
 
 /* ---- layers ---- */
