@@ -211,9 +211,7 @@ main (int argc, char **argv)
     { "factories", 0, 0, G_OPTION_ARG_NONE, &factories,
         "Build the pipeline from element factories", NULL },
     { "steps", 0, 0, G_OPTION_ARG_INT, &steps,
-        "Stop after this many steps (default 20; checked at each progress "
-        "line, every 5 steps)",
-        "N" },
+        "Stop after N steps (default 20; checked every 5)", "N" },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
         "Where the sink writes its checkpoint (default train-app.safetensors)",
         "FILE" },
