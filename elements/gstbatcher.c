@@ -482,8 +482,8 @@ gst_batcher_negotiate (GstBatcher *batcher, guint n)
     return TRUE;
   caps = gst_batcher_make_caps (batcher, n);
   GST_DEBUG_OBJECT (batcher, "caps %" GST_PTR_FORMAT, caps);
-  ok = gst_pad_push_event (
-      batcher->srcpad, gst_event_new_caps (gst_caps_ref (caps)));
+  /* gst_event_new_caps takes its own reference */
+  ok = gst_pad_push_event (batcher->srcpad, gst_event_new_caps (caps));
   if (ok) {
     batcher->negotiated_n = n;
     /* A last, partial batch already has its memory: the allocation is for
