@@ -68,7 +68,10 @@ build-release/pipelines/gst-train --summary "$out/eval.json" \
 
 /usr/bin/python3 pipelines/plot-metrics.py "$out/metrics.jsonl" "$out/loss.png" \
   "$model on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'
-playing=$(ls "$out"/dots/*PAUSED_PLAYING.dot | head -1)
-dot -Tpng "$playing" -o "$out/pipeline.png"
-echo "demo: the pipeline as it ran: $out/pipeline.png (from $playing)"
+# the dump at end of stream: the counters and echo factor as the run ended
+# (the one at PAUSED_PLAYING shows them as the buffers were still filling)
+dump=$(ls "$out"/dots/*-eos.dot 2>/dev/null | head -1)
+[ -n "$dump" ] || dump=$(ls "$out"/dots/*PAUSED_PLAYING.dot | head -1)
+dot -Tpng "$dump" -o "$out/pipeline.png"
+echo "demo: the pipeline as it ran: $out/pipeline.png (from $dump)"
 echo "demo: loss curve: $out/loss.png; checkpoint: $checkpoint"
