@@ -65,7 +65,46 @@ typedef struct
    * for plain malloc and free. */
   void *(*host_alloc) (void *backend, size_t size);
   void (*host_free) (void *backend, void *memory);
+  /* Data-parallel: take part in the peers' step without data, as
+   * gt_trainer_leave says: the same collectives as a step, contributing
+   * nothing and GT_DIST_ACTIVE 0. Returns GT_ERROR_STOPPED when it went
+   * as expected. */
+  int (*leave) (void *backend, char *why, size_t why_size);
 } GtBackendOps;
+
+/* ---- Data-parallel steps (dist.c), for the backends ----
+ *
+ * Every step of a data-parallel trainer sums one buffer over the ranks:
+ * the flat gradients, then this trailer, so that a step costs one
+ * reduction and every rank learns, in it, the global loss and counts,
+ * whether any rank's loss was not finite, and whether any rank left. */
+typedef enum
+{
+  GT_DIST_LOSS_SUM, /* this rank's loss summed over its samples */
+  GT_DIST_TOP1,
+  GT_DIST_TOP5,
+  GT_DIST_SAMPLES,
+  GT_DIST_NONFINITE, /* 1 when this rank's loss was not finite */
+  GT_DIST_ACTIVE,    /* 1 for a step, 0 for gt_trainer_leave */
+  GT_DIST_TRAILER    /* the number of slots */
+} GtDistSlot;
+
+void gt_dist_trailer_fill (float *trailer, double loss_sum, int top1, int top5,
+    int num_samples, int nonfinite, int active);
+/* Reads a summed trailer into @result (loss, correct counts and
+ * global_samples over all ranks). GT_OK when the step applies;
+ * GT_ERROR_NONFINITE or GT_ERROR_STOPPED, with the rank named in @why,
+ * when it does not (naming it takes one more small collective, which
+ * every rank makes, since every rank sees the same trailer). */
+int gt_dist_trailer_read (GtComm *comm, const float *summed,
+    int local_nonfinite, int local_active, GtStepResult *result, char *why,
+    size_t why_size);
+/* The MPI path: sums @buffer (@num_grads gradients, then the trailer) in
+ * place, reads the trailer, and on GT_OK scales the gradients to the mean
+ * over the ranks. Adds the time it took to result->comm_seconds. */
+int gt_dist_reduce_step (GtComm *comm, float *buffer, size_t num_grads,
+    int local_nonfinite, int local_active, GtStepResult *result, char *why,
+    size_t why_size);
 
 extern const GtBackendOps gt_cpu_backend;
 /* The CUDA backend lives in a module opened at run time: cuda-module.h. */

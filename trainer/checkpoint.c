@@ -101,6 +101,15 @@ gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only)
         trainer->rng.s[0], trainer->rng.s[1], trainer->rng.s[2],
         trainer->rng.s[3]);
     gt_st_writer_set_metadata (writer, "gst_train.rng", text);
+    /* the job's shape, for a resume on another number of ranks */
+    snprintf (text, sizeof (text), "%d", gt_trainer_world_size (trainer));
+    gt_trainer_set_metadata (trainer, "world_size", text);
+    snprintf (text, sizeof (text), "%lld",
+        (long long)trainer->config.batch_size
+            * gt_trainer_world_size (trainer));
+    gt_trainer_set_metadata (trainer, "global_batch", text);
+    snprintf (text, sizeof (text), "%" PRId64, trainer->samples_seen);
+    gt_trainer_set_metadata (trainer, "samples_seen", text);
     for (i = 0; i < trainer->num_metadata; i++)
       gt_st_writer_set_metadata (
           writer, trainer->metadata[i].key, trainer->metadata[i].value);
@@ -211,7 +220,7 @@ read_parameter (GtStFile *file, const GtStTensor *tensor,
 }
 
 int
-gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
+gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed)
 {
   const GtModelSpec *spec = &trainer->spec;
   GtStFile *file;
@@ -332,6 +341,10 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
     goto done;
   trainer->step = full ? step : 0;
   trainer->rng = rng;
+  trainer->samples_seen = 0;
+  text = full ? gt_st_metadata (file, "samples_seen") : NULL;
+  if (text != NULL)
+    trainer->samples_seen = strtoll (text, NULL, 10);
   for (i = 0; full && i < gt_st_num_metadata (file); i++) {
     const char *key = gt_st_metadata_key (file, i);
 

@@ -22,6 +22,8 @@ struct GtTrainer
   int64_t step; /* steps applied so far: the schedule's position */
   GtRandom rng; /* saved and restored with checkpoints */
   int step_pending;
+  int64_t samples_seen; /* over every rank */
+  int in_job;           /* data-parallel, and not left */
   GtMetadataEntry *metadata;
   int num_metadata;
   char error[512];
@@ -31,5 +33,13 @@ struct GtTrainer
 #define gt_trainer_fail(trainer, status, ...)                                  \
   gt_error_set (                                                               \
       (trainer)->error, sizeof ((trainer)->error), (status), __VA_ARGS__)
+
+/* checkpoint.c: gt_trainer_load in one process (trainer.c adds the
+ * data-parallel part) */
+int gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed);
+
+/* dist.c: counts this process's trainers in a job, for the exit handler */
+void gt_dist_trainer_joined (void);
+void gt_dist_trainer_left (void);
 
 #endif /* GT_TRAINER_PRIVATE_H */

@@ -26,6 +26,8 @@ gt_status_name (GtStatus status)
       return "non-finite loss";
     case GT_ERROR_MISMATCH:
       return "checkpoint mismatch";
+    case GT_ERROR_STOPPED:
+      return "stopped: a rank left";
   }
   return "unknown";
 }
@@ -152,6 +154,154 @@ check_config (const GtTrainerConfig *config, char *why, size_t why_size)
   return 0;
 }
 
+/* ---- data-parallel state ---- */
+
+static void
+leave_job (GtTrainer *trainer)
+{
+  if (trainer->in_job) {
+    trainer->in_job = 0;
+    gt_dist_trainer_left ();
+  }
+}
+
+/* Broadcasts rank 0's whole state (weights, momentum, statistics, step,
+ * RNG, samples seen, metadata) to every rank: a collective. */
+static int
+share_state (GtTrainer *trainer)
+{
+  GtComm *comm = trainer->config.comm;
+  const GtModelSpec *spec = &trainer->spec;
+  GtHostState state;
+  char why[256], *text = NULL;
+  int64_t numbers[3], length = 0;
+  int status, i;
+
+  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
+    return status;
+  numbers[0] = trainer->step;
+  numbers[1] = trainer->samples_seen;
+  numbers[2] = *state.num_batches_tracked;
+  if (gt_comm_rank (comm) == 0) {
+    /* the metadata as key NUL value NUL ... */
+    for (i = 0; i < trainer->num_metadata; i++)
+      length += (int64_t)strlen (trainer->metadata[i].key)
+          + (int64_t)strlen (trainer->metadata[i].value) + 2;
+    text = malloc (length + 1);
+    if (text == NULL)
+      length = 0;
+    for (i = 0, length = 0; text && i < trainer->num_metadata; i++) {
+      length += sprintf (text + length, "%s", trainer->metadata[i].key) + 1;
+      length += sprintf (text + length, "%s", trainer->metadata[i].value) + 1;
+    }
+  }
+  if (gt_comm_broadcast (comm, state.params, spec->num_params * sizeof (float),
+          0, why, sizeof (why))
+      || gt_comm_broadcast (comm, state.momentum,
+          spec->num_params * sizeof (float), 0, why, sizeof (why))
+      || gt_comm_broadcast (comm, state.stats, spec->num_stats * sizeof (float),
+          0, why, sizeof (why))
+      || gt_comm_broadcast (
+          comm, numbers, sizeof (numbers), 0, why, sizeof (why))
+      || gt_comm_broadcast (
+          comm, &trainer->rng, sizeof (trainer->rng), 0, why, sizeof (why))
+      || gt_comm_broadcast (
+          comm, &length, sizeof (length), 0, why, sizeof (why))) {
+    free (text);
+    return gt_trainer_fail (
+        trainer, GT_ERROR_DEVICE, "sharing rank 0's state: %s", why);
+  }
+  if (text == NULL && (text = malloc (length + 1)) == NULL)
+    gt_comm_abort (comm, 1, "out of memory receiving rank 0's metadata");
+  if (gt_comm_broadcast (comm, text, (size_t)length, 0, why, sizeof (why))) {
+    free (text);
+    return gt_trainer_fail (
+        trainer, GT_ERROR_DEVICE, "sharing rank 0's metadata: %s", why);
+  }
+  trainer->step = numbers[0];
+  trainer->samples_seen = numbers[1];
+  *state.num_batches_tracked = numbers[2];
+  if (gt_comm_rank (comm) != 0) {
+    int64_t at = 0;
+
+    while (at < length) {
+      const char *key = text + at, *value = key + strlen (key) + 1;
+
+      gt_trainer_set_metadata (trainer, key, value);
+      at = (value - text) + (int64_t)strlen (value) + 1;
+    }
+  }
+  free (text);
+  return trainer->ops->sync_from_host (trainer->backend);
+}
+
+int
+gt_trainer_leave (GtTrainer *trainer)
+{
+  int status;
+
+  if (trainer == NULL || !trainer->in_job)
+    return GT_OK;
+  if (trainer->step_pending) {
+    GtStepResult ignored;
+
+    gt_trainer_step_end (trainer, &ignored);
+    if (!trainer->in_job)
+      return GT_OK;
+  }
+  status = trainer->ops->leave (
+      trainer->backend, trainer->error, sizeof (trainer->error));
+  leave_job (trainer);
+  return status == GT_ERROR_STOPPED ? GT_OK : status;
+}
+
+int
+gt_trainer_rank (const GtTrainer *trainer)
+{
+  return gt_comm_rank (trainer->config.comm);
+}
+
+int
+gt_trainer_world_size (const GtTrainer *trainer)
+{
+  return gt_comm_size (trainer->config.comm);
+}
+
+int64_t
+gt_trainer_samples_seen (const GtTrainer *trainer)
+{
+  return trainer->samples_seen;
+}
+
+int
+gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
+{
+  GtComm *comm = trainer->config.comm;
+  int64_t outcome[2] = { GT_OK, 0 };
+  char why[256];
+  int local_resumed = 0;
+
+  if (comm == NULL)
+    return gt_trainer_load_file (trainer, path, resumed);
+  if (!trainer->in_job)
+    return gt_trainer_fail (trainer, GT_ERROR_STOPPED,
+        "this rank has left its job: it loads no checkpoint");
+  if (gt_comm_rank (comm) == 0) {
+    outcome[0] = gt_trainer_load_file (trainer, path, &local_resumed);
+    outcome[1] = local_resumed;
+  }
+  if (gt_comm_broadcast (comm, outcome, sizeof (outcome), 0, why, sizeof (why))
+      || gt_comm_broadcast (
+          comm, trainer->error, sizeof (trainer->error), 0, why, sizeof (why)))
+    return gt_trainer_fail (
+        trainer, GT_ERROR_DEVICE, "sharing the checkpoint: %s", why);
+  if (outcome[0] != GT_OK)
+    return (int)outcome[0]; /* with rank 0's message */
+  if (resumed)
+    *resumed = (int)outcome[1];
+  return share_state (trainer);
+}
+
 GtTrainer *
 gt_trainer_new (
     const GtTrainerConfig *caller_config, char *why, size_t why_size)
@@ -208,6 +358,23 @@ gt_trainer_new (
     return NULL;
   }
   gt_random_init (&trainer->rng, config->seed, 1);
+  if (config->comm != NULL && trainer->ops->leave == NULL) {
+    snprintf (why, why_size,
+        "the %s backend cannot train data-parallel in this build",
+        trainer->ops->name);
+    gt_trainer_free (trainer);
+    return NULL;
+  }
+  if (config->comm != NULL) {
+    /* every rank starts from rank 0's weights, as DDP broadcasts them */
+    trainer->in_job = 1;
+    gt_dist_trainer_joined ();
+    if (share_state (trainer) != GT_OK) {
+      snprintf (why, why_size, "%s", trainer->error);
+      gt_trainer_free (trainer);
+      return NULL;
+    }
+  }
   return trainer;
 }
 
@@ -218,6 +385,9 @@ gt_trainer_free (GtTrainer *trainer)
 
   if (trainer == NULL)
     return;
+  /* a rank that goes away without leaving would make its peers wait in
+   * their next step for ever */
+  gt_trainer_leave (trainer);
   trainer->ops->destroy (trainer->backend);
   gt_model_spec_clear (&trainer->spec);
   for (i = 0; i < trainer->num_metadata; i++) {
@@ -328,6 +498,9 @@ gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch)
   if (trainer->step_pending)
     return gt_trainer_fail (
         trainer, GT_ERROR_INVALID, "a step is already running: end it first");
+  if (trainer->config.comm != NULL && !trainer->in_job)
+    return gt_trainer_fail (trainer, GT_ERROR_STOPPED,
+        "this rank's job has stopped: it takes no more steps");
   if ((status = check_batch (trainer, batch, 1)) != GT_OK)
     return status;
   status = trainer->ops->step_begin (trainer->backend, batch,
@@ -350,9 +523,14 @@ gt_trainer_step_end (GtTrainer *trainer, GtStepResult *result)
     result = &ignored;
   status = trainer->ops->step_end (
       trainer->backend, result, trainer->error, sizeof (trainer->error));
-  if (status == GT_OK)
+  if (trainer->config.comm == NULL)
+    result->global_samples = result->num_samples;
+  if (status == GT_ERROR_STOPPED)
+    leave_job (trainer);
+  if (status == GT_OK) {
     trainer->step++;
-  else if (status == GT_ERROR_NONFINITE) {
+    trainer->samples_seen += result->global_samples;
+  } else if (status == GT_ERROR_NONFINITE || status == GT_ERROR_STOPPED) {
     /* name the step as a user counts them, from 1 */
     char reason[sizeof (trainer->error)];
 

@@ -29,6 +29,7 @@ typedef enum
   GT_ERROR_DEVICE = -4,    /* no usable device, or a CUDA/cuDNN failure */
   GT_ERROR_NONFINITE = -5, /* the loss was NaN or infinite: not applied */
   GT_ERROR_MISMATCH = -6,  /* a checkpoint does not fit the model */
+  GT_ERROR_STOPPED = -7,   /* data-parallel: a rank left; nothing applied */
 } GtStatus;
 
 typedef enum
@@ -80,6 +81,18 @@ typedef enum
   GT_CPU_ISA_AVX2,
   GT_CPU_ISA_SSE,
 } GtCpuIsa;
+
+/* Data-parallel training (dist.c): which library reduces the gradients.
+ * The CPU backend always uses MPI; the CUDA backend NCCL (auto) or MPI
+ * through host memory (which lets two ranks share one GPU, for tests). */
+typedef enum
+{
+  GT_COMM_AUTO,
+  GT_COMM_NCCL,
+  GT_COMM_MPI,
+} GtCommBackend;
+
+typedef struct GtComm GtComm;
 
 typedef struct
 {
@@ -135,6 +148,22 @@ typedef struct
   int cuda_graphs;
   int cuda_require_graph;
   int cuda_profile;
+
+  /* Data-parallel training, PyTorch DistributedDataParallel's semantics:
+   * NULL (the default) trains in this process alone. Else every rank of
+   * @comm (from gt_comm_new; not owned, it must outlive the trainer)
+   * makes a trainer with the same configuration; the initial weights are
+   * rank 0's; every step averages the gradients over the ranks before the
+   * update; batch-norm statistics stay per rank. batch_size is the batch
+   * of one rank. The collective calls (gt_trainer_new, gt_trainer_load,
+   * gt_trainer_step, gt_trainer_leave, gt_trainer_free) must be made by
+   * every rank in the same order. */
+  GtComm *comm;
+  GtCommBackend comm_backend;
+  /* CUDA with NCCL: the gradient buckets (0: 25 MiB) reduced while the
+   * backward pass goes on, and whether they travel as bf16 (0: fp32). */
+  size_t bucket_bytes;
+  int comm_bf16;
 } GtTrainerConfig;
 
 /* A batch: num_samples images of height x width x channels (1 or 3) uint8,
@@ -167,6 +196,13 @@ typedef struct
    * is: its backward pass overlaps the caller's next batch), so 0 after
    * the first step of a trainer. */
   double busy_seconds;
+  /* Data-parallel: loss, correct_top1 and correct_top5 are over every
+   * rank's batch; num_samples is this rank's, global_samples the sum over
+   * the ranks; comm_seconds the time this step spent reducing (on the CPU)
+   * or waiting for the reduction (CUDA). One process: global_samples is
+   * num_samples and comm_seconds 0. */
+  int64_t global_samples;
+  double comm_seconds;
 } GtStepResult;
 
 /* Sums over an eval pass: loss_sum / num_samples is the mean loss. */
@@ -228,7 +264,9 @@ void gt_trainer_free (GtTrainer *trainer);
 const char *gt_trainer_error (const GtTrainer *trainer);
 const GtTrainerConfig *gt_trainer_config (const GtTrainer *trainer);
 
-/* Starts one training step on @batch. */
+/* Starts one training step on @batch. Data-parallel, GT_ERROR_STOPPED
+ * (from the step's end) when a rank left the job (gt_trainer_leave) at
+ * this step: nothing was applied, and the trainer takes no more steps. */
 int gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch);
 /* Waits for the step begun last and reports it. GT_ERROR_NONFINITE when
  * its loss was not finite: the weights and momentum were left unchanged. */
@@ -237,7 +275,24 @@ int gt_trainer_step_end (GtTrainer *trainer, GtStepResult *result);
 int gt_trainer_step (
     GtTrainer *trainer, const GtBatch *batch, GtStepResult *result);
 
-/* Forward only, with running statistics; adds to @totals. */
+/* Data-parallel: this rank has no more data (or stops): takes part in the
+ * step the other ranks are running, which then ends with
+ * GT_ERROR_STOPPED on all of them with nothing applied, so that every rank
+ * stops at the same step (a join). Afterwards the trainer takes no steps
+ * and makes no collective call. Without a communicator, or when already
+ * stopped, it does nothing. gt_trainer_free leaves for a trainer that has
+ * not, so that a rank that fails makes its peers stop, not hang. */
+int gt_trainer_leave (GtTrainer *trainer);
+
+/* Data-parallel: this rank and the number of ranks (0 and 1 alone). */
+int gt_trainer_rank (const GtTrainer *trainer);
+int gt_trainer_world_size (const GtTrainer *trainer);
+/* Samples trained on by all ranks together, restored from checkpoints
+ * (metadata samples_seen). */
+int64_t gt_trainer_samples_seen (const GtTrainer *trainer);
+
+/* Forward only, with running statistics; adds to @totals. Local to this
+ * rank even when data-parallel (no collective). */
 int gt_trainer_eval (
     GtTrainer *trainer, const GtBatch *batch, GtEvalTotals *totals);
 
@@ -279,11 +334,16 @@ const char *gt_trainer_get_metadata (const GtTrainer *trainer, const char *key);
 
 /* Writes a safetensors checkpoint atomically: the state_dict under
  * torchvision's names, plus "optimizer.momentum.<name>" tensors and the
- * step, schedule and RNG state in the metadata. With @weights_only the
- * file holds the state_dict alone. */
+ * step, schedule and RNG state in the metadata, with the metadata keys
+ * world_size, global_batch (batch_size times world_size) and samples_seen.
+ * With @weights_only the file holds the state_dict alone. Not a
+ * collective: data-parallel callers save on rank 0 only. */
 int gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only);
 
-/* Loads a checkpoint written by gt_trainer_save (exact resume: weights,
+/* Data-parallel: a collective; rank 0 reads @path (the others ignore it)
+ * and every rank takes rank 0's state, or rank 0's error.
+ *
+ * Loads a checkpoint written by gt_trainer_save (exact resume: weights,
  * statistics, momentum, step, RNG, metadata) or a state_dict-only file such
  * as one saved from torchvision (weights and statistics; momentum zero, step
  * 0). *@resumed (when not NULL) is set to 1 for the first kind, 0 for the
@@ -327,6 +387,47 @@ int gt_cuda_device_count (char *why, size_t why_size);
  * @why otherwise. */
 int gt_cuda_device_info (
     int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
+
+/* ---- Data-parallel jobs (dist.c) ---- */
+
+/* 1 when this build has MPI (meson -Dmpi), else 0. */
+int gt_dist_built (void);
+
+/* Joins the job the launcher started: initialises MPI on the first call in
+ * the process (at least MPI_THREAD_SERIALIZED: the caller makes one
+ * collective call at a time) and returns a communicator over every rank.
+ * MPI is finalised at exit, or the job aborted when a trainer of this
+ * process had not left it. NULL with the reason in @why without MPI or
+ * when it fails. */
+GtComm *gt_comm_new (char *why, size_t why_size);
+void gt_comm_free (GtComm *comm);
+int gt_comm_rank (const GtComm *comm);
+int gt_comm_size (const GtComm *comm);
+/* The rank among the processes of this machine. */
+int gt_comm_local_rank (const GtComm *comm);
+
+typedef enum
+{
+  GT_COMM_FLOAT,
+  GT_COMM_DOUBLE,
+  GT_COMM_INT64,
+} GtCommType;
+
+typedef enum
+{
+  GT_COMM_SUM,
+  GT_COMM_MAX,
+  GT_COMM_MIN,
+} GtCommOp;
+
+/* Collectives over every rank, in place; 0, or -1 with the reason. */
+int gt_comm_allreduce (GtComm *comm, void *values, size_t count,
+    GtCommType type, GtCommOp op, char *why, size_t why_size);
+int gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root,
+    char *why, size_t why_size);
+/* Ends the whole job now: prints "rank R: @message" to stderr and aborts
+ * every rank with exit status @code (MPI_Abort). */
+void gt_comm_abort (GtComm *comm, int code, const char *message);
 
 /* ---- The learning-rate policy (lr-policy.c) ---- */
 

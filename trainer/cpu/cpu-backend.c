@@ -111,7 +111,8 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   }
 
   cpu->params = calloc (spec->num_params, sizeof (float));
-  cpu->grads = calloc (spec->num_params, sizeof (float));
+  /* data-parallel steps reduce the gradients and a trailer in one go */
+  cpu->grads = calloc (spec->num_params + GT_DIST_TRAILER, sizeof (float));
   cpu->momentum = calloc (spec->num_params, sizeof (float));
   cpu->stats = calloc (spec->num_stats, sizeof (float));
   cpu->saved_stats = calloc (spec->num_stats, sizeof (float));
@@ -477,6 +478,7 @@ cpu_step_begin (
   int n = batch->num_samples;
   double loss_sum;
   struct timespec start, end;
+  int nonfinite;
 
   (void)why;
   (void)why_size;
@@ -494,7 +496,8 @@ cpu_step_begin (
   result->loss = (float)(loss_sum / n);
   result->lr = lr;
   result->num_samples = n;
-  if (!isfinite (result->loss)) {
+  nonfinite = !isfinite (result->loss);
+  if (nonfinite && cpu->config.comm == NULL) {
     memcpy (cpu->stats, cpu->saved_stats, spec->num_stats * sizeof (float));
     snprintf (cpu->pending_why, sizeof (cpu->pending_why),
         "the loss is %s: the step was not applied",
@@ -502,7 +505,25 @@ cpu_step_begin (
     cpu->pending_status = GT_ERROR_NONFINITE;
     return GT_OK;
   }
-  network_backward (cpu, n);
+  if (nonfinite)
+    memset (cpu->grads, 0, spec->num_params * sizeof (float));
+  else
+    network_backward (cpu, n);
+  if (cpu->config.comm != NULL) {
+    /* DDP: the mean of every rank's gradients, one reduction */
+    int status;
+
+    gt_dist_trailer_fill (cpu->grads + spec->num_params, loss_sum,
+        result->correct_top1, result->correct_top5, n, nonfinite, 1);
+    status =
+        gt_dist_reduce_step (cpu->config.comm, cpu->grads, spec->num_params,
+            nonfinite, 1, result, cpu->pending_why, sizeof (cpu->pending_why));
+    if (status != GT_OK) {
+      memcpy (cpu->stats, cpu->saved_stats, spec->num_stats * sizeof (float));
+      cpu->pending_status = status;
+      return GT_OK;
+    }
+  }
   {
     SgdTask task = { cpu, lr };
 
@@ -582,6 +603,20 @@ cpu_sync_from_host (void *data)
   return GT_OK;
 }
 
+/* The peers' reduction, with nothing in it. */
+static int
+cpu_leave (void *data, char *why, size_t why_size)
+{
+  CpuBackend *cpu = data;
+  GtStepResult ignored = { 0 };
+  size_t num_params = cpu->spec->num_params;
+
+  memset (cpu->grads, 0, num_params * sizeof (float));
+  gt_dist_trailer_fill (cpu->grads + num_params, 0, 0, 0, 0, 0, 0);
+  return gt_dist_reduce_step (
+      cpu->config.comm, cpu->grads, num_params, 0, 0, &ignored, why, why_size);
+}
+
 const GtBackendOps gt_cpu_backend = {
   "cpu",
   cpu_create,
@@ -592,4 +627,7 @@ const GtBackendOps gt_cpu_backend = {
   cpu_read_logits,
   cpu_sync_to_host,
   cpu_sync_from_host,
+  NULL,
+  NULL,
+  cpu_leave,
 };

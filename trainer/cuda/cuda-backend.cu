@@ -521,6 +521,8 @@ cuda_destroy (void *data)
   free (cuda);
 }
 
+/* leave is NULL: no data-parallel training on CUDA yet (gt_trainer_new
+ * refuses a communicator for it) */
 extern "C" const GtBackendOps gt_cuda_backend = {
   "cuda",
   cuda_create,
@@ -533,4 +535,5 @@ extern "C" const GtBackendOps gt_cuda_backend = {
   cuda_sync_from_host,
   cuda_host_alloc,
   cuda_host_free,
+  NULL,
 };
