@@ -672,6 +672,7 @@ GST_START_TEST (test_element_refuses_bad_input)
 {
   GstHarness *h;
   GstBus *bus;
+  GstCaps *caps;
   GstSegment segment;
   gchar *error;
 
@@ -705,9 +706,10 @@ GST_START_TEST (test_element_refuses_bad_input)
    * autopluggers put a converter in front), and the data flow stops. */
   h = harness_with_bus ("augment", &bus);
   gst_harness_push_event (h, gst_event_new_stream_start ("augment-test"));
-  gst_harness_push_event (h,
-      gst_event_new_caps (gst_caps_from_string (
-          "video/x-raw, format=GRAY8, width=8, height=8, framerate=0/1")));
+  caps = gst_caps_from_string (
+      "video/x-raw, format=GRAY8, width=8, height=8, framerate=0/1");
+  gst_harness_push_event (h, gst_event_new_caps (caps));
+  gst_caps_unref (caps);
   gst_harness_push_event (h, gst_event_new_segment (&segment));
   fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 19)),
       GST_FLOW_NOT_NEGOTIATED);

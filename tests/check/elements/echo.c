@@ -472,9 +472,12 @@ GST_START_TEST (test_mixed_sizes_keep_their_caps)
     gint k = (i / 3) % 4;
 
     if (k != last) {
-      /* A caps event alone (no new segment), as a decoder sends. */
-      fail_unless (gst_harness_push_event (
-          h, gst_event_new_caps (rgb_caps (sizes[k][0], sizes[k][1]))));
+      /* A caps event alone (no new segment), as a decoder sends; the
+       * event takes its own reference to the caps. */
+      GstCaps *caps = rgb_caps (sizes[k][0], sizes[k][1]);
+
+      fail_unless (gst_harness_push_event (h, gst_event_new_caps (caps)));
+      gst_caps_unref (caps);
       last = k;
     }
     fail_unless_equals_int (
