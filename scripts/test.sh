@@ -1,8 +1,9 @@
 #!/bin/sh
 # The test command: installs the dependencies, builds with warnings as errors
 # and runs the whole suite, then builds again under AddressSanitizer (with
-# LeakSanitizer) and runs it a second time. GPU tests skip (exit 77) where no
-# GPU is usable.
+# LeakSanitizer) and runs it a second time. GPU tests (suite gpu) skip
+# (exit 77) where no GPU is usable; any other skip counts as a failure, and
+# with REQUIRE_GPU=1 a GPU skip does too.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -23,12 +24,26 @@ run_suite() {
   ninja -C "$dir"
   status=0
   meson test -C "$dir" --print-errorlogs --num-processes "$jobs" || status=$?
-  counts=$(/usr/bin/python3 - "$dir/meson-logs/testlog.json" <<'PY'
-import json, sys
-results = [json.loads(line)["result"] for line in open(sys.argv[1])]
-ok = sum(r in ("OK", "EXPECTEDFAIL") for r in results)
-skip = sum(r == "SKIP" for r in results)
-print(ok, len(results) - ok - skip, skip)
+  # A skipped test tested nothing: outside the GPU suite (and inside it
+  # too with REQUIRE_GPU=1, for a run on a GPU machine) a skip fails.
+  counts=$(REQUIRE_GPU=${REQUIRE_GPU:-0} /usr/bin/python3 - "$dir/meson-logs/testlog.json" <<'PY'
+import json, os, sys
+require_gpu = os.environ["REQUIRE_GPU"] == "1"
+ok = failed = skipped = 0
+for line in open(sys.argv[1]):
+    test = json.loads(line)
+    # meson names a test "project:suite / name"
+    gpu = "gpu" in test["name"].split(" / ")[0].split(":")[1:]
+    if test["result"] in ("OK", "EXPECTEDFAIL"):
+        ok += 1
+    elif test["result"] == "SKIP" and gpu and not require_gpu:
+        skipped += 1
+    else:
+        if test["result"] == "SKIP":
+            print(f"test.sh: {test['name']} was skipped: that counts as a failure",
+                  file=sys.stderr)
+        failed += 1
+print(ok, failed, skipped)
 PY
 )
   set -- $counts
