@@ -376,6 +376,15 @@ typedef struct
 void *gt_host_alloc (size_t size, int gpu_id, int *pinned);
 void gt_host_free (void *memory);
 
+/* What the CPU backend runs with @kernels and @isa: its BLAS and the
+ * kernels that BLAS uses, and the vector unit of the direct 3x3
+ * convolutions, e.g. "OpenBLAS 0.3.21, Cooperlake kernels; direct 3x3
+ * convolutions: avx512". The BLAS follows the CPU's features, not a
+ * table of models (trainer/cpu/cpu-blas.h). 0, or -1 when no BLAS can be
+ * opened (the reason in @out). */
+int gt_cpu_describe (
+    GtCpuKernels kernels, GtCpuIsa isa, char *out, size_t size);
+
 /* 1 when this build contains the CUDA backend, else 0. */
 int gt_cuda_built (void);
 

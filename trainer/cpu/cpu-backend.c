@@ -4,6 +4,7 @@
  * parameter buffer. Read next to the CUDA backend: the same steps, in the
  * same order, with the same names. */
 #include "backend.h"
+#include "cpu-blas.h"
 #include "cpu-direct-conv.h"
 #include "cpu-layers.h"
 
@@ -101,8 +102,12 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
     num_threads = (int)sysconf (_SC_NPROCESSORS_ONLN);
   if (num_threads <= 0)
     num_threads = 1;
+  if (gt_cpu_blas_init (why, why_size) < 0) {
+    cpu_destroy (cpu);
+    return NULL;
+  }
   /* Our threads split every product by rows (cpu-pool.h says why). */
-  openblas_set_num_threads (1);
+  gt_cpu_blas_set_num_threads (1);
   cpu->pool = gt_cpu_pool_new (num_threads);
   if (cpu->pool == NULL) {
     snprintf (why, why_size, "could not start %d CPU threads", num_threads);
@@ -631,3 +636,22 @@ const GtBackendOps gt_cpu_backend = {
   NULL,
   cpu_leave,
 };
+
+int
+gt_cpu_describe (GtCpuKernels kernels, GtCpuIsa isa, char *out, size_t size)
+{
+  char why[256];
+
+  if (gt_cpu_blas_init (why, sizeof (why)) < 0) {
+    snprintf (out, size, "no BLAS: %s", why);
+    return -1;
+  }
+  if (kernels == GT_CPU_KERNELS_REFERENCE)
+    snprintf (out, size, "%s; no direct 3x3 kernels (reference path)",
+        gt_cpu_blas_describe ());
+  else
+    snprintf (out, size, "%s; direct 3x3 convolutions: %s",
+        gt_cpu_blas_describe (),
+        gt_cpu_direct_conv_kernels_name (gt_cpu_direct_conv_kernels (isa)));
+  return 0;
+}

@@ -72,6 +72,14 @@ gt_cpu_direct_conv_kernels (GtCpuIsa isa)
   return avx2 ? &kernels_avx2 : &kernels_sse;
 }
 
+const char *
+gt_cpu_direct_conv_kernels_name (const GtDirectKernels *kernels)
+{
+  return kernels == &kernels_avx512 ? "avx512"
+      : kernels == &kernels_avx2    ? "avx2"
+                                    : "sse";
+}
+
 static int
 width_index (int channels)
 {

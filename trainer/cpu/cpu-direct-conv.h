@@ -20,6 +20,8 @@ size_t gt_cpu_direct_conv_needs (const GtConvSpec *conv);
 /* The kernels for @isa: the widest the CPU runs for GT_CPU_ISA_AUTO, else
  * the one named when the CPU has it (SSE always), falling back as auto. */
 const GtDirectKernels *gt_cpu_direct_conv_kernels (GtCpuIsa isa);
+/* "avx512", "avx2" or "sse". */
+const char *gt_cpu_direct_conv_kernels_name (const GtDirectKernels *kernels);
 
 /* The contracts of gt_cpu_conv_forward and gt_cpu_conv_backward, on the
  * direct kernels of the scratch. */

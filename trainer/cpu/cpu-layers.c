@@ -1,9 +1,9 @@
 /* cpu-layers.c: convolution (im2col + sgemm), batch-norm, pooling, the
  * classifier and the loss, in fp32 on the CPU. */
 #include "cpu-layers.h"
+#include "cpu-blas.h"
 #include "cpu-direct-conv.h"
 
-#include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -257,7 +257,7 @@ conv_forward_task (void *data, int thread, int num_threads)
   if (begin == end)
     return;
   if (conv_is_direct (conv)) {
-    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)(end - begin),
+    gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)(end - begin),
         out_c, conv->in_channels, 1.f, task->x + begin * conv->in_channels,
         conv->in_channels, task->weight, conv->in_channels, 0.f,
         task->y + begin * out_c, out_c);
@@ -268,7 +268,7 @@ conv_forward_task (void *data, int thread, int num_threads)
     float *columns = task->scratch->columns[thread];
 
     im2col (task, r, count, columns);
-    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)count, out_c,
+    gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, (int)count, out_c,
         (int)width, 1.f, columns, (int)width, task->weight, (int)width, 0.f,
         task->y + r * out_c, out_c);
   }
@@ -323,7 +323,7 @@ conv_weight_grad_task (void *data, int thread, int num_threads)
     return;
   }
   if (conv_is_direct (conv)) {
-    cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
+    gt_cpu_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
         (int)(end - begin), 1.f, task->dy + begin * out_c, out_c,
         task->x + begin * width, (int)width, 0.f, dweight, (int)width);
     return;
@@ -333,7 +333,7 @@ conv_weight_grad_task (void *data, int thread, int num_threads)
     float *columns = task->scratch->columns[thread];
 
     im2col (task, r, count, columns);
-    cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
+    gt_cpu_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_c, (int)width,
         (int)count, 1.f, task->dy + r * out_c, out_c, columns, (int)width,
         r == begin ? 0.f : 1.f, dweight, (int)width);
   }
@@ -371,7 +371,7 @@ conv_data_grad_task (void *data, int thread, int num_threads)
   if (conv_is_direct (conv)) {
     gt_cpu_split ((size_t)task->n * pixels, thread, num_threads, &begin, &end);
     if (begin < end)
-      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans,
+      gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans,
           (int)(end - begin), (int)width, out_c, 1.f, task->dy + begin * out_c,
           out_c, task->weight, (int)width, 0.f, task->dx + begin * width,
           (int)width);
@@ -387,7 +387,7 @@ conv_data_grad_task (void *data, int thread, int num_threads)
     size_t count = end - r < chunk ? end - r : chunk;
     float *columns = task->scratch->columns[thread];
 
-    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)count,
+    gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)count,
         (int)width, out_c, 1.f, task->dy + r * out_c, out_c, task->weight,
         (int)width, 0.f, columns, (int)width);
     col2im_add (task, r, count, columns);
@@ -912,7 +912,7 @@ gt_cpu_linear_forward (const float *x, int n, int in_features, int out_features,
 
   for (i = 0; i < n; i++)
     memcpy (y + (size_t)i * out_features, bias, out_features * sizeof (float));
-  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, n, out_features,
+  gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, n, out_features,
       in_features, 1.f, x, in_features, weight, in_features, 1.f, y,
       out_features);
 }
@@ -924,7 +924,7 @@ gt_cpu_linear_backward (const float *x, int n, int in_features,
 {
   int i, o;
 
-  cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_features,
+  gt_cpu_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, out_features,
       in_features, n, 1.f, dy, out_features, x, in_features, 0.f, dweight,
       in_features);
   for (o = 0; o < out_features; o++) {
@@ -934,7 +934,7 @@ gt_cpu_linear_backward (const float *x, int n, int in_features,
       sum += dy[(size_t)i * out_features + o];
     dbias[o] = (float)sum;
   }
-  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_features,
+  gt_cpu_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in_features,
       out_features, 1.f, dy, out_features, weight, in_features, 0.f, dx,
       in_features);
 }
