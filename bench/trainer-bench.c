@@ -177,6 +177,13 @@ main (int argc, char **argv)
   median = steps % 2 ? seconds[steps / 2]
                      : 0.5 * (seconds[steps / 2 - 1] + seconds[steps / 2]);
   printf ("], \"images_per_second_median\": %.2f", batch_size / median);
+  if (strcmp (device, "cpu") == 0) {
+    char kernels[512];
+
+    gt_cpu_describe (
+        GT_CPU_KERNELS_FAST, GT_CPU_ISA_AUTO, kernels, sizeof (kernels));
+    printf (", \"cpu_kernels\": \"%s\"", kernels);
+  }
   if (windows > 0)
     printf (", \"windows\": %d, \"images_per_second_windows_median\": %.2f",
         windows, window_median);

@@ -62,6 +62,18 @@ for run in $(seq 1 "$RUNS"); do
     "$ROOT/build-bench/bench/trainer-bench" --model "$1" --size "$2" \
       --batch "$3" --classes "$4" --threads "$THREADS" --warmup "$WARMUP" \
       --steps "$STEPS" >> "$RESULTS"
+    if [ "$1" = resnet50 ]; then
+      # OpenBLAS's fallback for CPU models it does not know: as detected
+      # and remedied by the backend, and as it would run if kept
+      for keep in 0 1; do
+        OPENBLAS_CORETYPE=Prescott GT_BLAS_KEEP_CORETYPE=$keep \
+          "$ROOT/build-bench/bench/trainer-bench" --model "$1" --size "$2" \
+          --batch "$3" --classes "$4" --threads "$THREADS" \
+          --warmup "$WARMUP" --steps "$STEPS" \
+          | sed "s/\"impl\": \"gst-train\"/\"impl\": \"prescott-keep$keep\"/" \
+          >> "$RESULTS"
+      done
+    fi
     "$PY" "$ROOT/bench/torch-train-cpu.py" --model "$1" --size "$2" \
       --batch "$3" --classes "$4" --threads "$THREADS" --warmup "$WARMUP" \
       --steps "$STEPS" --runs 1 --channels-last >> "$RESULTS"
@@ -100,7 +112,29 @@ for model, size, batch in (("resnet50", 224, 16), ("resnet20", 32, 128)):
     o, t = statistics.median(ours), statistics.median(theirs)
     lines.append(f"| {model} | {size}x{size} | {batch} | {o:.2f} ({min(ours):.2f}-{max(ours):.2f}) "
                  f"| {t:.2f} ({min(theirs):.2f}-{max(theirs):.2f}) | {', '.join(formats)} | **{o / t:.2f}x** |")
-lines.append("")
+kernels = next((r["cpu_kernels"] for r in rows
+                if r["impl"] == "gst-train" and "cpu_kernels" in r), "?")
+lines += ["", f"gst-train's kernels: {kernels}.", ""]
+forced = {keep: [r["images_per_second_median"] for r in rows
+                 if r["impl"] == f"prescott-keep{keep}"] for keep in (0, 1)}
+theirs = [r["images_per_second_median"] for r in rows
+          if r["impl"] == "pytorch" and r["model"] == "resnet50"]
+if forced[0] and forced[1] and theirs:
+    t = statistics.median(theirs)
+    lines += [
+        "OpenBLAS's fallback for CPU models missing from its table, forced with",
+        "`OPENBLAS_CORETYPE=Prescott` (resnet50 224x224 batch 16, same runs):",
+        "",
+        "| OpenBLAS kernels | gst-train images/s | ratio to PyTorch |",
+        "|---|---|---|",
+    ]
+    for keep, label in ((1, "Prescott, kept (`GT_BLAS_KEEP_CORETYPE=1`)"),
+                        (0, "detected and reloaded by the backend")):
+        o = statistics.median(forced[keep])
+        note = next((r.get("cpu_kernels", "") for r in rows
+                     if r["impl"] == f"prescott-keep{keep}"), "")
+        lines.append(f"| {label}: {note.split(';')[0]} | {o:.2f} | {o / t:.2f}x |")
+    lines.append("")
 text = "\n".join(lines)
 print(text)
 if not output.endswith("-quick.md"):
