@@ -4,7 +4,10 @@
 #include <gst/base/gstbasesink.h>
 #include <gst/video/video.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jpeglib.h>
 
 #include "fixtures.h"
 #include "train-meta.h"
@@ -573,12 +576,44 @@ GST_START_TEST (test_stop_while_batches_fill_the_pool)
 
 GST_END_TEST;
 
+/* A @width x @height JPEG of one colour, grey level @level. */
+static void
+write_solid_jpeg (const gchar *path, gint width, gint height, guint8 level)
+{
+  struct jpeg_compress_struct cinfo;
+  struct jpeg_error_mgr jerr;
+  guint8 *row = g_malloc (width * 3);
+  unsigned char *data = NULL;
+  unsigned long size = 0;
+
+  memset (row, level, width * 3);
+  cinfo.err = jpeg_std_error (&jerr);
+  jpeg_create_compress (&cinfo);
+  jpeg_mem_dest (&cinfo, &data, &size);
+  cinfo.image_width = width;
+  cinfo.image_height = height;
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults (&cinfo);
+  jpeg_set_quality (&cinfo, 95, TRUE);
+  jpeg_start_compress (&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height)
+    jpeg_write_scanlines (&cinfo, &row, 1);
+  jpeg_finish_compress (&cinfo);
+  jpeg_destroy_compress (&cinfo);
+  fixture_write_file (path, data, size);
+  free (data);
+  g_free (row);
+}
+
+/* Class c's images are all grey level 40 + 80 c: every slot of every
+ * batch must hold the picture of the class its label names. */
 GST_START_TEST (test_pipeline_labels_match_the_samples)
 {
   gchar *root = fixture_make_temp_dir ();
   gchar *launch;
   RunResult *r;
-  guint c, i, total = 0;
+  guint c, i, total = 0, per_class[3] = { 0, 0, 0 };
 
   /* Same-size images, so that no scaler is needed before the batcher. */
   for (c = 0; c < 3; c++)
@@ -586,7 +621,7 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
       gchar *name = g_strdup_printf ("class%u/%u.jpg", c, i);
       gchar *path = g_build_filename (root, name, NULL);
 
-      fixture_write_jpeg (path, 6, 4, c * 10 + i);
+      write_solid_jpeg (path, 8, 4, (guint8)(40 + 80 * c));
       g_free (path);
       g_free (name);
     }
@@ -600,19 +635,34 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
   for (i = 0; i < r->samples->len; i++) {
     GstBuffer *batch =
         gst_sample_get_buffer (g_array_index (r->samples, RunSample, i).sample);
-    GstMapInfo labels;
-    guint k;
+    GstMapInfo images, labels;
+    guint k, n, p;
 
+    gst_buffer_map_range (batch, 0, 1, &images, GST_MAP_READ);
     gst_buffer_map_range (batch, 1, 1, &labels, GST_MAP_READ);
-    for (k = 0; k < labels.size / 4; k++)
-      fail_unless (
-          ((gint32 *)labels.data)[k] >= 0 && ((gint32 *)labels.data)[k] < 3);
-    total += labels.size / 4;
+    n = labels.size / 4;
+    /* 4 + 4 + 4 + the partial batch of 3 */
+    fail_unless_equals_int (n, i < 3 ? 4 : 3);
+    fail_unless_equals_int (images.size, n * 8 * 4 * 3);
+    for (k = 0; k < n; k++) {
+      gint label = ((gint32 *)labels.data)[k];
+      const guint8 *pixels = images.data + k * 8 * 4 * 3;
+
+      fail_unless (label >= 0 && label < 3, "label %d", label);
+      per_class[label]++;
+      for (p = 0; p < 8 * 4 * 3; p++)
+        fail_unless (ABS ((gint)pixels[p] - (40 + 80 * label)) <= 3,
+            "batch %u slot %u: pixel %u is %u, label %d wants %d", i, k, p,
+            pixels[p], label, 40 + 80 * label);
+    }
+    total += n;
+    gst_buffer_unmap (batch, &images);
     gst_buffer_unmap (batch, &labels);
-    fail_unless_equals_int (
-        gst_train_buffer_count_fresh (batch), (gint)(labels.size / 4));
+    fail_unless_equals_int (gst_train_buffer_count_fresh (batch), (gint)n);
   }
   fail_unless_equals_int (total, 15);
+  for (c = 0; c < 3; c++)
+    fail_unless_equals_int (per_class[c], 5);
   run_result_free (r);
   g_free (launch);
   fixture_remove_tree (root);
