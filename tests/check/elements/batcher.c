@@ -171,6 +171,38 @@ GST_START_TEST (test_remainder_dropped_or_pushed)
 
 GST_END_TEST;
 
+/* A flush drops the partial batch: what follows starts a new one. */
+GST_START_TEST (test_flush_drops_the_partial_batch)
+{
+  GstHarness *h = new_harness ("batch-size=4 drop-remainder=false");
+  GstSegment segment;
+  GstBuffer *batch;
+  guint i;
+
+  for (i = 0; i < 6; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  for (i = 10; i < 14; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  /* images 4 and 5 are gone: the batch after the flush is 10..13, and EOS
+   * finds no remainder */
+  fail_unless_equals_int (gst_harness_buffers_received (h), 2);
+  gst_buffer_unref (gst_harness_pull (h));
+  batch = gst_harness_pull (h);
+  check_batch (batch, 10, 4);
+  gst_buffer_unref (batch);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 static void
 expect_error (GstHarness *h, GstBuffer *bad, const gchar *part)
 {
@@ -671,6 +703,38 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
 
 GST_END_TEST;
 
+/* The first image fixes the batch's image size for the whole stream,
+ * even where a batch has just been completed: a later image of another
+ * size is an error naming both sizes, and the batch before it went out
+ * whole. */
+GST_START_TEST (test_size_change_at_a_batch_boundary)
+{
+  GstHarness *h = new_harness ("batch-size=2");
+  GstBuffer *batch, *other;
+  GstVideoInfo info;
+  guint i;
+
+  for (i = 0; i < 2; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  batch = gst_harness_pull (h);
+  check_batch (batch, 0, 2);
+  gst_buffer_unref (batch);
+
+  gst_harness_set_src_caps_str (
+      h, "video/x-raw,format=RGB,width=8,height=3,framerate=0/1");
+  gst_video_info_set_format (&info, GST_VIDEO_FORMAT_RGB, 8, 3);
+  other = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  gst_buffer_memset (other, 0, 7, GST_VIDEO_INFO_SIZE (&info));
+  gst_buffer_add_train_sample_meta (other, 1, 2, 0, NULL);
+  expect_error (h, other, "is 8x3 but the batch holds 5x3 images");
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 static Suite *
 batcher_suite (void)
 {
@@ -680,6 +744,8 @@ batcher_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_batches_hold_the_images_in_order);
   tcase_add_test (tc, test_remainder_dropped_or_pushed);
+  tcase_add_test (tc, test_flush_drops_the_partial_batch);
+  tcase_add_test (tc, test_size_change_at_a_batch_boundary);
   tcase_add_test (tc, test_errors_name_the_sample);
   tcase_add_test (tc, test_batches_come_from_downstream_pool);
   tcase_add_test (tc, test_batches_reach_the_sink_in_its_pool);
