@@ -17,7 +17,10 @@
 #      autocast bf16; bench/torch-gpu-step.py), as a ratio;
 #   3. parity: the whole cuda-parity test (fp32 parity, bf16 bounds,
 #      determinism and graphs, checkpoints, non-finite loss, memory over 200
-#      steps);
+#      steps), then resnet50 against PyTorch on the GPU from the same
+#      torchvision weights, fp32 and bf16 (tests/trainer/parity.sh, the
+#      meson tests torch-parity-gpu-resnet50-*: logits, loss, gradients,
+#      weights after three steps, against PyTorch's own error from float64);
 #   4. the rest: batch 128, our time split per step (profile mode), the
 #      whole pipeline on the GPU (datasetsrc ! imagedec ! augment ! batcher
 #      ! cudatrainsink device=cuda, on synthetic JPEGs made there; with and
@@ -35,7 +38,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 BUILD=${1:-build-gpu}
 [ -d "$BUILD" ] && BUILD=$(cd "$BUILD" && pwd)
 OUT=${OUT:-/tmp/gpu-check}
@@ -149,6 +152,21 @@ row "resnet50 bf16 batch 256 img/s: ours / PyTorch eager" "${O256:-?} / ${T256:-
 # ---- 3. parity ----
 run parity 150 "$BUILD/tests/cuda-parity" "$SCRATCH/parity"
 row "cuda-parity (all cases)" "exit $? (parity.log in the archive)"
+# torch_parity PRECISION: as the meson test torch-parity-gpu-resnet50-*;
+# parity.sh runs PyTorch through $PYTHON, here without the kit's
+# LD_LIBRARY_PATH, and our side with it.
+torch_parity() {
+  local status
+  run "torch-parity-$1" 120 env PYTHON="env -u LD_LIBRARY_PATH $PY" \
+    tests/trainer/parity.sh --backend=cuda --precision="$1" \
+    "$BUILD/tests/parity" "$SCRATCH/torch-parity-$1" resnet50 10 64 4 3 \
+    --lr 0.01 --zero-init-residual 1
+  status=$?
+  row "resnet50 $1 vs PyTorch on the GPU, same weights" \
+    "exit $status: $(grep -h '^worst relative error' "$LOGS/torch-parity-$1.log")"
+}
+torch_parity fp32
+torch_parity bf16
 
 # ---- 4. the rest ----
 bench_ours ours-128 128

@@ -12,7 +12,7 @@
 #include "backend.h"
 
 /* Raise when GtCudaModule or what it points to changes meaning. */
-#define GT_CUDA_MODULE_ABI 4
+#define GT_CUDA_MODULE_ABI 5
 #define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
 
 typedef struct
@@ -30,6 +30,12 @@ typedef struct
    * @device current, or NULL. */
   void *(*host_alloc) (size_t size, int device);
   void (*host_free) (void *memory);
+  /* How many fp32 convolution directions, over every trainer of the
+   * process so far, took a non-deterministic algorithm because cuDNN had
+   * no deterministic one that fits (fp32 is then no longer bit-exact from
+   * run to run); the last one described in @last. For the tests: the
+   * library does not ask. */
+  int (*nondeterministic_choices) (char *last, size_t last_size);
 } GtCudaModule;
 
 /* The CUDA backend's operations, opening the module on first use; NULL

@@ -12,7 +12,11 @@ Subcommands:
                     weights, the batch, the first step's logits/loss/gradients,
                     every step's loss and the final state to one .safetensors
                     file (--forward-only: initial weights, batch and one
-                    train-mode forward only).
+                    train-mode forward only), with the same run in float64
+                    as the yardstick. --device cuda runs both on the GPU
+                    (TF32 off, deterministic cuDNN); --precision bf16 runs
+                    the first under autocast to bfloat16, channels_last, as
+                    a bf16 training script would.
   check-checkpoint  load a checkpoint (torchvision state_dict names; tensors
                     named optimizer.* are dropped), forward an expect file's
                     images in eval mode and compare with its eval_logits.
@@ -31,6 +35,7 @@ Conventions shared with the C library:
 Exit status: 0 success, 1 check failed, 2 usage or file error.
 """
 import argparse
+import contextlib
 import json
 import struct
 import sys
@@ -257,29 +262,47 @@ class ReluMargin:
             h.remove()
 
 
-def run_reference(a, init_state, images, labels, dtype=torch.float32):
-    """Trains a copy of the model from init_state on one batch: returns the
-    tensors to save and the ReLU margin over every forward pass."""
+def precision_context(a, precision):
+    """Autocast to bfloat16 for a bf16 run (forward and loss), else nothing."""
+    if precision == "bf16":
+        return torch.autocast(a.device, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def run_reference(a, init_state, images, labels, precision="fp32"):
+    """Trains a copy of the model from init_state on one batch, on a.device,
+    in precision: fp32; bf16 (autocast, fp32 weights, channels_last); f64
+    (float64 throughout, the yardstick). Returns the tensors to save (on
+    the CPU; bf16 values as float32) and the ReLU margin over every forward
+    pass."""
     model = build_model(a.model, a.classes, bool(a.zero_init_residual)).train()
     model.load_state_dict(init_state)
-    model.to(dtype)
-    x, y = normalize(images).to(dtype), labels.long()
+    x, y = normalize(images), labels.long()
+    if precision == "f64":
+        model.to(torch.float64)
+        x = x.to(torch.float64)
+    model.to(a.device)
+    x, y = x.to(a.device), y.to(a.device)
+    if precision == "bf16":
+        model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     margin = ReluMargin(model)
     out = {}
     if a.forward_only:
-        with torch.no_grad():
+        with torch.no_grad(), precision_context(a, precision):
             logits = model(x)
             loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
         out["step0.logits"], out["step0.loss"] = logits, loss.reshape(1)
         margin.remove()
-        return out, margin.margin, [loss.item()]
+        return host_tensors(out), margin.margin, [loss.item()]
 
     opt = make_optimizer(model, a.lr, a.momentum, a.weight_decay, bool(a.nesterov))
     losses = []
     for step in range(a.steps):
         opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
+        with precision_context(a, precision):
+            logits = model(x)
+            loss = F.cross_entropy(logits, y, label_smoothing=a.label_smoothing)
         loss.backward()
         if step == 0:
             out["step0.logits"] = logits.detach().clone()
@@ -291,14 +314,42 @@ def run_reference(a, init_state, images, labels, dtype=torch.float32):
     out["losses"] = torch.tensor(losses, dtype=torch.float32)
     out.update(state_tensors("final.", model))
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), precision_context(a, precision):
         out["final.eval_logits"] = model(x)
     margin.remove()
-    return out, margin.margin, losses
+    return host_tensors(out), margin.margin, losses
+
+
+def host_tensors(tensors):
+    """On the CPU, in the standard layout; bfloat16 (autocast's outputs) as
+    float32, which safetensors here and the C side read."""
+    out = {}
+    for name, t in tensors.items():
+        t = t.detach().to("cpu").contiguous()
+        out[name] = t.float() if t.dtype == torch.bfloat16 else t
+    return out
+
+
+def use_device(a):
+    """Makes a.device usable for a reference: on the GPU, no TF32 anywhere
+    (fp32 must be fp32) and cuDNN's deterministic algorithms only. False
+    when there is no such device."""
+    if a.device == "cpu":
+        return True
+    if not torch.cuda.is_available():
+        return False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    return True
 
 
 def cmd_reference(a):
     torch.set_num_threads(a.threads)
+    if not use_device(a):
+        print(f"error: --device {a.device}: PyTorch sees no CUDA device", file=sys.stderr)
+        return 2
     torch.manual_seed(a.seed)
     model = build_model(a.model, a.classes, bool(a.zero_init_residual)).train()
     init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -307,15 +358,16 @@ def cmd_reference(a):
     for attempt in range(a.max_attempts):
         data_seed = a.seed + attempt
         images, labels = random_batch(a.batch, a.size, a.classes, data_seed)
-        result, margin, losses = run_reference(a, init_state, images, labels)
+        result, margin, losses = run_reference(a, init_state, images, labels,
+                                               a.precision)
         if best is None or margin > best[0]:
             best = (margin, data_seed, images, labels, result, losses)
         if margin >= a.min_relu_margin:
             break
     margin, data_seed, images, labels, result, losses = best
-    # The same run in float64: the yardstick for how far fp32 can be from
-    # the exact result on this batch (PyTorch's own fp32 error).
-    exact, _, _ = run_reference(a, init_state, images, labels, torch.float64)
+    # The same run in float64: the yardstick for how far fp32 or bf16 can be
+    # from the exact result on this batch (PyTorch's own error).
+    exact, _, _ = run_reference(a, init_state, images, labels, "f64")
     for name, value in exact.items():
         if value.is_floating_point():
             result["f64." + name] = value.to(torch.float64)
@@ -330,7 +382,8 @@ def cmd_reference(a):
     out.update(result)
     meta = {k: getattr(a, k) for k in (
         "model", "classes", "size", "batch", "steps", "lr", "momentum", "weight_decay",
-        "label_smoothing", "nesterov", "zero_init_residual", "seed", "threads")}
+        "label_smoothing", "nesterov", "zero_init_residual", "seed", "threads",
+        "device", "precision")}
     meta.update(torch=torch.__version__, forward_only=int(a.forward_only),
                 mean=",".join(map(str, MEAN)), std=",".join(map(str, STD)),
                 data_seed=data_seed, relu_margin=f"{margin:.3g}")
@@ -406,6 +459,11 @@ def main(argv=None):
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--forward-only", action="store_true")
+    r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where PyTorch runs (both the run and its float64 yardstick)")
+    r.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: autocast to bfloat16 around forward and loss, "
+                   "channels_last")
     r.add_argument("--min-relu-margin", type=float, default=0.0,
                    help="try data seeds seed, seed+1, ... until every ReLU input "
                    "stays this far from zero")

@@ -7,7 +7,10 @@
  * algorithm per direction. In bf16 the algorithms are chosen by measuring
  * them (cudnnFind*AlgorithmEx) on scratch data; in fp32 they come from
  * cuDNN's heuristics, restricted to deterministic, non-TF32 kernels, so
- * that two runs (and two processes) compute the same bits. One workspace,
+ * that two runs (and two processes) compute the same bits
+ * (cuda-algo-choice.h has the rules, and what happens when no
+ * deterministic algorithm exists: the fastest other one, a warning, and a
+ * count that gt_cudnn_nondeterministic_choices reads). One workspace,
  * owned here, serves every call. */
 #ifndef GT_CUDA_CUDNN_H
 #define GT_CUDA_CUDNN_H
@@ -34,10 +37,18 @@ typedef struct GtCudnn GtCudnn;
 GtCudnn *gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype,
     size_t workspace_bytes, int *status, char *why, size_t why_size);
 void gt_cudnn_free (GtCudnn *cudnn);
-/* One JSON line on @out: cuDNN's version, the convolution shapes planned
- * and the seconds spent choosing their algorithms (the profile prints it,
- * so that a benchmark's first step can be read). */
+/* One JSON line on @out: cuDNN's version, the convolution shapes planned,
+ * the seconds spent choosing their algorithms (the profile prints it, so
+ * that a benchmark's first step can be read), the fp32 directions that had
+ * to take a non-deterministic algorithm and the shapes whose backward-data
+ * refused to add onto dx. */
 void gt_cudnn_report (const GtCudnn *cudnn, FILE *out);
+
+/* How many fp32 convolution directions, over every handle of the process
+ * so far, took a non-deterministic algorithm because no deterministic one
+ * fits; the last of them described in @last. C, for cuda-device.c, which
+ * offers it in the module's interface (cuda-module.h). */
+extern "C" int gt_cudnn_nondeterministic_choices (char *last, size_t last_size);
 
 /* Chooses the algorithms of @shape (measuring them in bf16, with the
  * scratch buffers given: x, w, y as large as the forward pass's, dx as x,
@@ -51,7 +62,8 @@ int gt_cudnn_forward (GtCudnn *cudnn, const GtConvShape *shape, const void *x,
     const void *w, void *y, char *why, size_t why_size);
 
 /* dx = conv_transpose(dy, w) + beta * dx (beta 0 or 1: the residual
- * branch's gradient can be added in place). */
+ * branch's gradient can be added in place; where cuDNN refuses beta 1 the
+ * result goes through a scratch buffer and a kernel adds it). */
 int gt_cudnn_backward_data (GtCudnn *cudnn, const GtConvShape *shape,
     const void *dy, const void *w, float beta, void *dx, char *why,
     size_t why_size);

@@ -90,6 +90,8 @@ host_free (void *memory)
 }
 
 extern const GtBackendOps gt_cuda_backend;
+/* cuda-cudnn.cu (declared in cuda-cudnn.h, which is C++) */
+extern int gt_cudnn_nondeterministic_choices (char *last, size_t last_size);
 
 __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
   .abi = GT_CUDA_MODULE_ABI,
@@ -102,4 +104,5 @@ __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
   .device_info = device_info,
   .host_alloc = host_alloc,
   .host_free = host_free,
+  .nondeterministic_choices = gt_cudnn_nondeterministic_choices,
 };

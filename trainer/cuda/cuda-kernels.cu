@@ -990,6 +990,32 @@ gt_cuda_convert (const float *src, void *dst, GtCudaDtype dtype, size_t count,
 
 template <typename T>
 static __global__ void
+accumulate_kernel (T *dst, const T *src, size_t count)
+{
+  size_t i;
+
+  for (i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = from_float<T> (__fadd_rn (to_float (dst[i]), to_float (src[i])));
+}
+
+cudaError_t
+gt_cuda_accumulate (GtCudaDtype dtype, void *dst, const void *src, size_t count,
+    cudaStream_t stream)
+{
+  unsigned grid = grid_for (count, THREADS);
+
+  if (dtype == GT_CUDA_F32)
+    accumulate_kernel<float><<<grid, THREADS, 0, stream>>> (
+        (float *)dst, (const float *)src, count);
+  else
+    accumulate_kernel<bf16>
+        <<<grid, THREADS, 0, stream>>> ((bf16 *)dst, (const bf16 *)src, count);
+  return cudaGetLastError ();
+}
+
+template <typename T>
+static __global__ void
 fill_random_kernel (T *dst, size_t count, uint32_t seed)
 {
   size_t i;

@@ -148,6 +148,11 @@ cudaError_t gt_cuda_restore_if_nonfinite (float *stats, const float *saved,
 cudaError_t gt_cuda_convert (const float *src, void *dst, GtCudaDtype dtype,
     size_t count, cudaStream_t stream);
 
+/* dst += src, @count values in @dtype, added in fp32 and rounded once
+ * (a backward-data result that cuDNN would not add onto dx itself). */
+cudaError_t gt_cuda_accumulate (GtCudaDtype dtype, void *dst, const void *src,
+    size_t count, cudaStream_t stream);
+
 /* Deterministic pseudo-random values in [-1, 1] (scratch data for timing
  * convolution algorithms: never time zeros). */
 cudaError_t gt_cuda_fill_random (void *dst, GtCudaDtype dtype, size_t count,
