@@ -9,6 +9,11 @@ tool=$1
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 fashion_mnist_slice "$tool" leaks 48 8
 
+# LeakSanitizer off for this one run: the leaks tracer object itself is
+# never freed by gst-launch (no gst_deinit), which LSan reports once
+# G_SLICE=always-malloc shows slice memory to it. The tracer is the leak
+# check here; the other pipeline tests of the ASan suite keep LSan on.
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 GST_TRACERS=leaks GST_DEBUG=GST_TRACER:7 GST_DEBUG_NO_COLOR=1 \
 preloaded gst-launch-1.0 -e datasetsrc location="$work/fm/train" num-epochs=2 \
     ! imagedec ! echo factor=2 shuffle-buffer-size=4 ! augment width=16 height=16 \
