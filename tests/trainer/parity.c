@@ -415,6 +415,44 @@ resume_tolerance (int choices_before)
   return FP32_RESUME;
 }
 
+/* The CPU path this case asked for is the one that runs: the direct
+ * kernels for the ISA named (the widest the CPU has for auto), or none on
+ * the reference path. 0; 77 when the CPU lacks the ISA named; 1 when
+ * another path runs. */
+static int
+check_cpu_kernels (void)
+{
+  static const char *const names[] = { "auto", "avx512", "avx2", "sse" };
+  const char *want;
+  char kernels[512], expect[64];
+  int avx512, avx2;
+
+  __builtin_cpu_init ();
+  avx512 = __builtin_cpu_supports ("avx512f");
+  avx2 = __builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma");
+  if ((cpu_isa == GT_CPU_ISA_AVX512 && !avx512)
+      || (cpu_isa == GT_CPU_ISA_AVX2 && !avx2)) {
+    printf ("SKIP: this CPU has no %s\n", names[cpu_isa]);
+    return 77;
+  }
+  want = cpu_isa != GT_CPU_ISA_AUTO ? names[cpu_isa]
+      : avx512                      ? "avx512"
+      : avx2                        ? "avx2"
+                                    : "sse";
+  if (cpu_kernels == GT_CPU_KERNELS_REFERENCE)
+    snprintf (expect, sizeof (expect), "no direct 3x3 kernels");
+  else
+    snprintf (expect, sizeof (expect), "direct 3x3 convolutions: %s", want);
+  if (gt_cpu_describe (cpu_kernels, cpu_isa, kernels, sizeof (kernels)) < 0
+      || strstr (kernels, expect) == NULL) {
+    fprintf (stderr, "FAIL: the CPU runs \"%s\", the case asked for \"%s\"\n",
+        kernels, expect);
+    return 1;
+  }
+  printf ("CPU kernels: %s\n", kernels);
+  return 0;
+}
+
 /* Takes the options off the front of argv; 0, or -1 on a bad one. */
 static int
 parse_options (int *argc, char ***argv)
@@ -521,6 +559,12 @@ main (int argc, char **argv)
 
   snprintf (init_path, sizeof (init_path), "%s/init.safetensors", argv[2]);
   write_initial_weights (file, init_path);
+  if (backend == GT_BACKEND_CPU) {
+    int status = check_cpu_kernels ();
+
+    if (status != 0)
+      return status;
+  }
   trainer = make_trainer (file, init_path);
   printf ("%s, %d classes: %zu parameters\n", gt_st_metadata (file, "model"),
       classes, gt_trainer_num_parameters (trainer));
