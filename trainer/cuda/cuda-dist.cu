@@ -42,7 +42,9 @@
  * on the communication stream) and the optimiser reads those: the values
  * are the same, and one fp32 buffer is reduced. */
 #include "cuda-backend-private.h"
+extern "C" {
 #include "dist-buckets.h"
+}
 
 #include <cuda_bf16.h>
 #include <stdio.h>
