@@ -513,10 +513,9 @@ open_nccl (CudaBackend *cuda)
         "NCCL: ncclCommInitRank (rank %d of %d on GPU %d) failed: %s (%s)%s",
         dist->rank, dist->size, cuda->device, ncclGetErrorString (result),
         ncclGetLastError (NULL),
-        result == ncclInvalidUsage
-            ? "; NCCL takes one rank per GPU: ranks that share a GPU need "
-              "comm-backend mpi"
-            : "");
+        dist->size > 1 ? "; NCCL takes one GPU per rank: ranks that share a "
+                         "GPU need comm-backend mpi"
+                       : "");
   }
   return GT_OK;
 }
