@@ -1,8 +1,9 @@
-/* cuda-backend-private.h: the CUDA backend's state, shared by its three
+/* cuda-backend-private.h: the CUDA backend's state, shared by its four
  * files: cuda-backend.cu (device, layers, the optimiser's layout, create
  * and destroy, and the one exported symbol, gt_cuda_backend),
- * cuda-step.cu (forward, backward, a step, its graph, eval) and
- * cuda-state.cu (host views of the state, uploads, pinned memory).
+ * cuda-step.cu (forward, backward, a step, its graph, eval),
+ * cuda-state.cu (host views of the state, uploads, pinned memory) and
+ * cuda-dist.cu (data-parallel steps).
  * Nothing here leaves the backend: the functions are C++ and hidden. */
 #ifndef GT_CUDA_BACKEND_PRIVATE_H
 #define GT_CUDA_BACKEND_PRIVATE_H
@@ -33,6 +34,9 @@ typedef enum
   PART_END,
   NUM_PARTS = PART_END,
 } StepPart;
+
+/* cuda-dist.cu's state of a data-parallel trainer */
+typedef struct CudaDist CudaDist;
 
 /* backend.h's units and blocks, activations in the working precision */
 typedef GtUnit Unit;
@@ -123,6 +127,8 @@ typedef struct
 
   float pending_lr;
   int pending_samples;
+
+  CudaDist *dist; /* data-parallel (cuda-dist.cu); NULL training alone */
 } CudaBackend;
 
 /* ---- errors: each records its message in cuda->why ---- */
@@ -187,6 +193,9 @@ GT_CUDA_HIDDEN int cuda_step_end (
 GT_CUDA_HIDDEN int cuda_eval (void *data, const GtBatch *batch,
     GtEvalTotals *totals, char *why, size_t why_size);
 GT_CUDA_HIDDEN size_t cuda_read_logits (void *data, float *out, size_t count);
+/* The optimiser and the restore of the statistics, on the compute stream,
+ * standing down when the step's verdict says so. */
+GT_CUDA_HIDDEN int apply_update (CudaBackend *cuda);
 
 /* ---- cuda-state.cu ---- */
 
@@ -196,5 +205,29 @@ GT_CUDA_HIDDEN int cuda_sync_to_host (void *data, GtHostState *state);
 GT_CUDA_HIDDEN int cuda_sync_from_host (void *data);
 GT_CUDA_HIDDEN void *cuda_host_alloc (void *data, size_t bytes);
 GT_CUDA_HIDDEN void cuda_host_free (void *data, void *memory);
+
+/* ---- cuda-dist.cu: data-parallel steps ---- */
+
+/* After the trainer's own setup ended with @status: the rest of the setup
+ * of a data-parallel trainer, which every rank reaches (collectives). */
+GT_CUDA_HIDDEN int dist_setup (CudaBackend *cuda, int status);
+GT_CUDA_HIDDEN void dist_free (CudaBackend *cuda);
+/* Whether the step applies on every rank, in device memory: what the
+ * optimiser reads in place of the loss kernel's own flag. */
+GT_CUDA_HIDDEN const GtCudaLossResult *dist_verdict (CudaBackend *cuda);
+/* 1 when the update belongs to the step's stream work (NCCL), 0 when
+ * step_end runs it after the host's reduction (MPI). */
+GT_CUDA_HIDDEN int dist_updates_in_step (CudaBackend *cuda);
+/* The step's stream work around the backward pass: the trailer after the
+ * loss; each parameter tensor as its gradient is complete (@offset in
+ * the flat buffer), which launches the buckets it completes; the join
+ * (NCCL) or the copy to the host (MPI) after it. */
+GT_CUDA_HIDDEN int dist_begin_backward (CudaBackend *cuda, int num_samples);
+GT_CUDA_HIDDEN int dist_produced (CudaBackend *cuda, size_t offset);
+GT_CUDA_HIDDEN int dist_end_backward (CudaBackend *cuda);
+/* step_end's part once the loss is on the host: the global result and
+ * the status every rank shares. */
+GT_CUDA_HIDDEN int dist_step_end (CudaBackend *cuda, GtStepResult *result);
+GT_CUDA_HIDDEN int cuda_leave (void *data, char *why, size_t why_size);
 
 #endif /* GT_CUDA_BACKEND_PRIVATE_H */

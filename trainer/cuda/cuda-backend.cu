@@ -27,7 +27,12 @@
  *   graph never changes. A capture that fails falls back to eager steps
  *   for good, or fails the step with cuda_require_graph.
  * - cuda_profile times each step's parts with events (no graph) and
- *   prints the split to stderr when the trainer is freed. */
+ *   prints the split to stderr when the trainer is freed.
+ * - Data-parallel (a communicator in the configuration), cuda-dist.cu
+ *   reduces the gradients between the backward pass and the optimiser,
+ *   over NCCL in buckets that overlap the backward pass, or over MPI
+ *   through host memory; every rank's verdict, in device memory, decides
+ *   whether the optimiser moves. */
 #include "cuda-backend-private.h"
 
 #include <stdio.h>
@@ -229,8 +234,11 @@ setup_optimizer (CudaBackend *cuda)
             ? config->weight_decay
             : 0.f;
         chunk->flags = 0;
+        /* data-parallel, cuda-dist.cu widens the bf16 filter gradients
+         * into the fp32 ones before reducing them */
         if (bf16 && entry->kind == GT_ENTRY_CONV_WEIGHT)
-          chunk->flags |= GT_CUDA_SGD_GRAD_FROM_WORK | GT_CUDA_SGD_WRITE_WORK;
+          chunk->flags |= GT_CUDA_SGD_WRITE_WORK
+              | (config->comm == NULL ? GT_CUDA_SGD_GRAD_FROM_WORK : 0u);
         if (bf16 && entry->kind == GT_ENTRY_FC_WEIGHT)
           chunk->flags |= GT_CUDA_SGD_WRITE_WORK;
       }
@@ -443,7 +451,9 @@ cuda_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   }
   cuda->spec = spec;
   cuda->config = *config;
-  cuda->device = config->gpu_id;
+  /* -1: the rank's place on its machine, one GPU per rank */
+  cuda->device =
+      config->gpu_id >= 0 ? config->gpu_id : gt_comm_local_rank (config->comm);
   cuda->dtype =
       config->precision == GT_PRECISION_FP32 ? GT_CUDA_F32 : GT_CUDA_BF16;
   cuda->elem = gt_cuda_dtype_size (cuda->dtype);
@@ -458,6 +468,8 @@ cuda_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
     cuda->input_offset[c] = offset[c];
   }
   status = setup (cuda);
+  if (config->comm != NULL)
+    status = dist_setup (cuda, status);
   if (status != GT_OK) {
     snprintf (why, why_size, "%s", cuda->why);
     cuda_destroy (cuda);
@@ -481,6 +493,7 @@ cuda_destroy (void *data)
     cudaStreamSynchronize (cuda->compute);
   if (cuda->copy)
     cudaStreamSynchronize (cuda->copy);
+  dist_free (cuda);
   if (cuda->graph_exec)
     cudaGraphExecDestroy (cuda->graph_exec);
   gt_cudnn_free (cuda->cudnn);
@@ -521,8 +534,6 @@ cuda_destroy (void *data)
   free (cuda);
 }
 
-/* leave is NULL: no data-parallel training on CUDA yet (gt_trainer_new
- * refuses a communicator for it) */
 extern "C" const GtBackendOps gt_cuda_backend = {
   "cuda",
   cuda_create,
@@ -535,5 +546,5 @@ extern "C" const GtBackendOps gt_cuda_backend = {
   cuda_sync_from_host,
   cuda_host_alloc,
   cuda_host_free,
-  NULL,
+  cuda_leave,
 };

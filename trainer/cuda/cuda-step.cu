@@ -205,6 +205,18 @@ network_forward (CudaBackend *cuda, int n, int training)
 
 /* ---- backward ---- */
 
+/* Data-parallel: the unit's parameter gradients are complete, which may
+ * complete a bucket whose reduction can start (cuda-dist.cu). */
+static int
+unit_produced (CudaBackend *cuda, const Unit *unit)
+{
+  if (cuda->dist == NULL)
+    return GT_OK;
+  STATUS_TRY (dist_produced (cuda, unit->norm->weight));
+  STATUS_TRY (dist_produced (cuda, unit->norm->bias));
+  return dist_produced (cuda, unit->conv->weight);
+}
+
 /* Gradients of the unit's weights from @dy; the gradient at its input goes
  * to @dx (plus @beta times what @dx holds) when @dx is not NULL. */
 static int
@@ -225,6 +237,8 @@ unit_backward (CudaBackend *cuda, Unit *unit, const void *x, int n, int relu,
   STATUS_TRY (gt_cudnn_backward_filter (cuda->cudnn, &shape, x, cuda->dconv,
       work_at (cuda, cuda->grads_work, unit->conv->weight), cuda->why,
       sizeof (cuda->why)));
+  /* before the input's gradient, so that a reduction overlaps it too */
+  STATUS_TRY (unit_produced (cuda, unit));
   if (dx != NULL)
     STATUS_TRY (gt_cudnn_backward_data (cuda->cudnn, &shape, cuda->dconv,
         work_at (cuda, cuda->params_work, unit->conv->weight), beta, dx,
@@ -286,6 +300,10 @@ linear_backward (CudaBackend *cuda, int n)
       spec->features));
   CUDA_TRY (gt_cuda_column_sums (cuda->dlogits, n, spec->num_classes,
       cuda->grads + spec->fc_bias, cuda->compute));
+  if (cuda->dist != NULL) {
+    STATUS_TRY (dist_produced (cuda, spec->fc_weight));
+    STATUS_TRY (dist_produced (cuda, spec->fc_bias));
+  }
   return classifier_gemm (cuda, CUBLAS_OP_N, CUBLAS_OP_N, spec->features, n,
       spec->num_classes, work_at (cuda, cuda->params_work, spec->fc_weight),
       spec->features, cuda->dlogits_work, spec->num_classes, 0.f,
@@ -362,20 +380,38 @@ run_forward (CudaBackend *cuda, int n, int channels, int training)
   return record (cuda, cuda->loss_ready);
 }
 
-/* Everything of a training step on the compute stream: what a graph
- * captures. */
+int
+apply_update (CudaBackend *cuda)
+{
+  /* data-parallel, every rank's verdict; alone, this loss's */
+  const GtCudaLossResult *verdict =
+      cuda->dist ? dist_verdict (cuda) : cuda->result_device;
+
+  CUDA_TRY (gt_cuda_sgd (cuda->chunks, cuda->num_chunks, cuda->params,
+      cuda->grads, cuda->grads_work, cuda->momentum, cuda->params_work,
+      cuda->dtype, cuda->config.momentum, cuda->config.nesterov,
+      cuda->step_params_device, verdict, cuda->compute));
+  CUDA_TRY (gt_cuda_restore_if_nonfinite (cuda->stats, cuda->saved_stats,
+      cuda->spec->num_stats, verdict, cuda->compute));
+  return GT_OK;
+}
+
+/* Everything of a training step on the device: what a graph captures.
+ * Data-parallel, the reductions fork from the compute stream and join it
+ * again before the update (NCCL), or the update waits for step_end's
+ * reduction on the host (MPI). */
 static int
 run_step (CudaBackend *cuda, int n, int channels)
 {
   STATUS_TRY (run_forward (cuda, n, channels, 1));
+  if (cuda->dist != NULL)
+    STATUS_TRY (dist_begin_backward (cuda, n));
   STATUS_TRY (network_backward (cuda, n));
+  if (cuda->dist != NULL)
+    STATUS_TRY (dist_end_backward (cuda));
   STATUS_TRY (mark (cuda, PART_OPTIMIZER));
-  CUDA_TRY (gt_cuda_sgd (cuda->chunks, cuda->num_chunks, cuda->params,
-      cuda->grads, cuda->grads_work, cuda->momentum, cuda->params_work,
-      cuda->dtype, cuda->config.momentum, cuda->config.nesterov,
-      cuda->step_params_device, cuda->result_device, cuda->compute));
-  CUDA_TRY (gt_cuda_restore_if_nonfinite (cuda->stats, cuda->saved_stats,
-      cuda->spec->num_stats, cuda->result_device, cuda->compute));
+  if (cuda->dist == NULL || dist_updates_in_step (cuda))
+    STATUS_TRY (apply_update (cuda));
   return mark (cuda, PART_END);
 }
 
@@ -526,6 +562,13 @@ step_end (CudaBackend *cuda, GtStepResult *result)
   result->num_samples = cuda->pending_samples;
   result->correct_top1 = loss->correct_top1;
   result->correct_top5 = loss->correct_top5;
+  if (cuda->dist != NULL) {
+    int status = dist_step_end (cuda, result);
+
+    if (status == GT_OK)
+      cuda->num_batches_tracked++;
+    return status;
+  }
   if (!loss->finite)
     return backend_fail (cuda, GT_ERROR_NONFINITE,
         "the loss is %s: the step was not applied",
