@@ -1,16 +1,12 @@
 /* cuda-loader.c: opens the CUDA backend module when it is first needed and
  * answers gt_cuda_* and gt_host_alloc through it.
  *
- * Where the module is looked for, in order: the file named by the
- * environment variable GT_CUDA_MODULE (then only there); beside this
- * library (the build tree: both in build/trainer/); in gst-train/ beside
- * this library (installed: libdir/gst-train/). Both are relative to where
- * the library is, so a build tree or an installation can move. A module that
- * is found but does not load (libcudnn.so.9 or another of its libraries
- * missing) is reported with the dynamic linker's message, which names the
- * missing library. */
-#define _GNU_SOURCE /* dladdr */
+ * The module is found as module-loader.h says (GT_CUDA_MODULE names it
+ * elsewhere). A module that is found but does not load (libcudnn.so.9 or
+ * another of its libraries missing) is reported with the dynamic linker's
+ * message, which names the missing library. */
 #include "cuda-module.h"
+#include "module-loader.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,26 +20,16 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const GtCudaModule *loaded_module;
 static char load_error[2560];
 
-#ifdef GT_HAVE_CUDA_MODULE
-/* 1 when the module at @path loaded (or failed in a way worth reporting),
- * 0 when there is no file at @path. */
-static int
-try_load (const char *path)
+static void
+load_module (void)
 {
+#ifdef GT_HAVE_CUDA_MODULE
   const GtCudaModule *module;
-  void *handle;
+  void *handle = gt_module_open ("GT_CUDA_MODULE", GT_CUDA_MODULE_FILE,
+      "the CUDA backend", load_error, sizeof (load_error));
 
-  if (access (path, F_OK) != 0) {
-    snprintf (load_error, sizeof (load_error),
-        "the CUDA backend module is missing (no %s)", path);
-    return 0;
-  }
-  handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    snprintf (load_error, sizeof (load_error),
-        "the CUDA backend cannot be loaded: %s", dlerror ());
-    return 1;
-  }
+  if (handle == NULL)
+    return;
   module = dlsym (handle, GT_CUDA_MODULE_SYMBOL);
   if (module == NULL || module->abi != GT_CUDA_MODULE_ABI
       || module->ops_size != sizeof (GtBackendOps)
@@ -51,52 +37,12 @@ try_load (const char *path)
       || module->spec_size != sizeof (GtModelSpec)
       || module->device_info_size != sizeof (GtCudaDeviceInfo)) {
     snprintf (load_error, sizeof (load_error),
-        "%s is a CUDA backend module from another build of gst-train: "
-        "rebuild or reinstall it",
-        path);
+        "the CUDA backend module " GT_CUDA_MODULE_FILE
+        " is from another build of gst-train: rebuild or reinstall it");
     dlclose (handle);
-    return 1;
+    return;
   }
   loaded_module = module; /* kept open for the life of the process */
-  return 1;
-}
-#endif
-
-static void
-load_module (void)
-{
-#ifdef GT_HAVE_CUDA_MODULE
-  const char *path = getenv ("GT_CUDA_MODULE");
-  char here[1024], candidate[1024 + 64];
-  const char *slash;
-  Dl_info info;
-
-  if (path != NULL && *path != '\0') {
-    try_load (path);
-    return;
-  }
-  if (dladdr ((void *)&load_once, &info) == 0 || info.dli_fname == NULL) {
-    snprintf (load_error, sizeof (load_error),
-        "cannot tell where the training library is, to find its CUDA module: "
-        "set GT_CUDA_MODULE");
-    return;
-  }
-  snprintf (here, sizeof (here), "%s", info.dli_fname);
-  slash = strrchr (here, '/');
-  if (slash != NULL)
-    here[slash - here] = '\0';
-  else
-    snprintf (here, sizeof (here), ".");
-  snprintf (candidate, sizeof (candidate), "%s/" GT_CUDA_MODULE_FILE, here);
-  if (try_load (candidate))
-    return;
-  snprintf (
-      candidate, sizeof (candidate), "%s/gst-train/" GT_CUDA_MODULE_FILE, here);
-  if (!try_load (candidate))
-    snprintf (load_error, sizeof (load_error),
-        "the CUDA backend module " GT_CUDA_MODULE_FILE
-        " is neither in %s nor in %s/gst-train",
-        here, here);
 #else
   snprintf (load_error, sizeof (load_error),
       "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "

@@ -1,13 +1,12 @@
-/* dist.c: data-parallel jobs over MPI. The communicator, the reduction of a
- * step's gradients and trailer (backend.h), and what happens to MPI when
- * the process ends.
- *
- * MPI is initialised by the first gt_comm_new and finalised at exit, after
- * every trainer has left its job. A process that exits while one of its
- * trainers is still in a job (it never reached gt_trainer_free: a crash
- * path, an exit() from an error handler) aborts the job instead: its peers
- * would otherwise wait in their next reduction for ever. */
+/* dist.c: data-parallel jobs: gt_comm_* through the MPI module
+ * (mpi-module.h, trainer/dist-mpi.c, opened by the first gt_comm_new), and
+ * the reduction of a step's gradients and trailer (backend.h). */
+#include "mpi-module.h"
+#include "module-loader.h"
 #include "trainer-private.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -15,304 +14,128 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef GT_HAVE_MPI
-#include <mpi.h>
-#endif
-
-#ifdef GT_HAVE_MPI
-struct GtComm
-{
-  MPI_Comm world;
-  int rank;
-  int size;
-  int local_rank;
-};
-
-/* Trainers of this process in a job they have not left. */
-static int trainers_in_job;
-static int exit_handler_set;
+/* The MPI module (mpi-module.h), opened by the first gt_comm_new. */
+static pthread_once_t mpi_once = PTHREAD_ONCE_INIT;
+static const GtMpiModule *mpi;
+static char mpi_error[1280];
 
 static void
-finish_at_exit (void)
+load_mpi_module (void)
 {
-  int initialized = 0, finalized = 0;
+#ifdef GT_HAVE_MPI_MODULE
+  const GtMpiModule *module;
+  void *handle = gt_module_open ("GT_MPI_MODULE", GT_MPI_MODULE_FILE,
+      "the MPI module", mpi_error, sizeof (mpi_error));
 
-  MPI_Initialized (&initialized);
-  MPI_Finalized (&finalized);
-  if (!initialized || finalized)
+  if (handle == NULL)
     return;
-  if (trainers_in_job > 0) {
-    int rank = -1;
-
-    MPI_Comm_rank (MPI_COMM_WORLD, &rank);
-    fprintf (stderr,
-        "gst-train: rank %d: exiting while still in a training job: "
-        "aborting the job\n",
-        rank);
-    MPI_Abort (MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize ();
-}
-
-int
-gt_dist_built (void)
-{
-  return 1;
-}
-
-static void
-mpi_message (int code, const char *what, char *why, size_t why_size)
-{
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-
-  if (MPI_Error_string (code, text, &length) != MPI_SUCCESS)
-    snprintf (text, sizeof (text), "MPI error %d", code);
-  snprintf (why, why_size, "%s: %s", what, text);
-}
-
-GtComm *
-gt_comm_new (char *why, size_t why_size)
-{
-  int initialized = 0, finalized = 0, provided = 0, code;
-  MPI_Comm node;
-  GtComm *comm;
-
-  MPI_Finalized (&finalized);
-  if (finalized) {
-    snprintf (why, why_size, "MPI was finalised: a process joins one job");
-    return NULL;
-  }
-  MPI_Initialized (&initialized);
-  if (!initialized) {
-    code = MPI_Init_thread (NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-    if (code != MPI_SUCCESS) {
-      mpi_message (code, "MPI_Init_thread", why, why_size);
-      return NULL;
-    }
-    if (provided < MPI_THREAD_SERIALIZED) {
-      snprintf (why, why_size,
-          "this MPI offers thread level %d, below MPI_THREAD_SERIALIZED: "
-          "the pipeline calls it from its streaming thread",
-          provided);
-      return NULL;
-    }
-  } else {
-    MPI_Query_thread (&provided);
-    if (provided < MPI_THREAD_SERIALIZED) {
-      snprintf (why, why_size,
-          "MPI was initialised by the application at thread level %d: "
-          "gst-train needs MPI_THREAD_SERIALIZED or above",
-          provided);
-      return NULL;
-    }
-  }
-  if (!exit_handler_set) {
-    atexit (finish_at_exit);
-    exit_handler_set = 1;
-  }
-  comm = calloc (1, sizeof (GtComm));
-  if (comm == NULL) {
-    snprintf (why, why_size, "out of memory");
-    return NULL;
-  }
-  /* errors come back as codes with messages, not as an abort */
-  code = MPI_Comm_dup (MPI_COMM_WORLD, &comm->world);
-  if (code != MPI_SUCCESS) {
-    mpi_message (code, "MPI_Comm_dup", why, why_size);
-    free (comm);
-    return NULL;
-  }
-  MPI_Comm_set_errhandler (comm->world, MPI_ERRORS_RETURN);
-  MPI_Comm_rank (comm->world, &comm->rank);
-  MPI_Comm_size (comm->world, &comm->size);
-  if (MPI_Comm_split_type (
-          comm->world, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node)
-      == MPI_SUCCESS) {
-    MPI_Comm_rank (node, &comm->local_rank);
-    MPI_Comm_free (&node);
-  }
-  return comm;
-}
-
-void
-gt_comm_free (GtComm *comm)
-{
-  if (comm == NULL)
+  module = dlsym (handle, GT_MPI_MODULE_SYMBOL);
+  if (module == NULL || module->abi != GT_MPI_MODULE_ABI) {
+    snprintf (mpi_error, sizeof (mpi_error),
+        "the MPI module " GT_MPI_MODULE_FILE
+        " is from another build of gst-train: rebuild or reinstall it");
+    dlclose (handle);
     return;
-  MPI_Comm_free (&comm->world);
-  free (comm);
-}
-
-int
-gt_comm_rank (const GtComm *comm)
-{
-  return comm ? comm->rank : 0;
-}
-
-int
-gt_comm_size (const GtComm *comm)
-{
-  return comm ? comm->size : 1;
-}
-
-int
-gt_comm_local_rank (const GtComm *comm)
-{
-  return comm ? comm->local_rank : 0;
-}
-
-int
-gt_comm_allreduce (GtComm *comm, void *values, size_t count, GtCommType type,
-    GtCommOp op, char *why, size_t why_size)
-{
-  static const MPI_Op ops[] = { MPI_SUM, MPI_MAX, MPI_MIN };
-  MPI_Datatype datatype = type == GT_COMM_FLOAT ? MPI_FLOAT
-      : type == GT_COMM_DOUBLE                  ? MPI_DOUBLE
-                                                : MPI_INT64_T;
-  size_t element = type == GT_COMM_FLOAT ? sizeof (float) : 8, done = 0;
-
-  /* MPI counts are int: large buffers go in pieces */
-  while (done < count) {
-    size_t piece = count - done > (1u << 30) ? (1u << 30) : count - done;
-    int code = MPI_Allreduce (MPI_IN_PLACE, (char *)values + done * element,
-        (int)piece, datatype, ops[op], comm->world);
-
-    if (code != MPI_SUCCESS) {
-      mpi_message (code, "MPI_Allreduce", why, why_size);
-      return -1;
-    }
-    done += piece;
   }
-  return 0;
-}
-
-int
-gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root, char *why,
-    size_t why_size)
-{
-  size_t done = 0;
-
-  while (done < bytes) {
-    size_t piece = bytes - done > (1u << 30) ? (1u << 30) : bytes - done;
-    int code = MPI_Bcast (
-        (char *)data + done, (int)piece, MPI_BYTE, root, comm->world);
-
-    if (code != MPI_SUCCESS) {
-      mpi_message (code, "MPI_Bcast", why, why_size);
-      return -1;
-    }
-    done += piece;
-  }
-  return 0;
-}
-
-void
-gt_comm_abort (GtComm *comm, int code, const char *message)
-{
-  fprintf (stderr, "gst-train: rank %d: %s\n", gt_comm_rank (comm), message);
-  fflush (stderr);
-  MPI_Abort (comm ? comm->world : MPI_COMM_WORLD, code);
-}
-
-void
-gt_dist_trainer_joined (void)
-{
-  trainers_in_job++;
-}
-
-void
-gt_dist_trainer_left (void)
-{
-  trainers_in_job--;
-}
-
-#else /* !GT_HAVE_MPI */
-
-int
-gt_dist_built (void)
-{
-  return 0;
-}
-
-GtComm *
-gt_comm_new (char *why, size_t why_size)
-{
-  snprintf (why, why_size,
+  mpi = module; /* kept open for the life of the process */
+#else
+  snprintf (mpi_error, sizeof (mpi_error),
       "this build has no MPI (rebuild with libopenmpi-dev installed, meson "
       "-Dmpi=enabled)");
-  return NULL;
+#endif
 }
 
+int
+gt_dist_built (void)
+{
+#ifdef GT_HAVE_MPI_MODULE
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+GtComm *
+gt_comm_new (char *why, size_t why_size)
+{
+  pthread_once (&mpi_once, load_mpi_module);
+  if (mpi == NULL) {
+    snprintf (why, why_size, "%s", mpi_error);
+    return NULL;
+  }
+  return mpi->comm_new (why, why_size);
+}
+
+/* A communicator exists only once the module is loaded. */
 void
 gt_comm_free (GtComm *comm)
 {
-  (void)comm;
+  if (comm != NULL)
+    mpi->comm_free (comm);
 }
 
 int
 gt_comm_rank (const GtComm *comm)
 {
-  (void)comm;
-  return 0;
+  return comm ? mpi->rank (comm) : 0;
 }
 
 int
 gt_comm_size (const GtComm *comm)
 {
-  (void)comm;
-  return 1;
+  return comm ? mpi->size (comm) : 1;
 }
 
 int
 gt_comm_local_rank (const GtComm *comm)
 {
-  (void)comm;
-  return 0;
+  return comm ? mpi->local_rank (comm) : 0;
 }
 
 int
 gt_comm_allreduce (GtComm *comm, void *values, size_t count, GtCommType type,
     GtCommOp op, char *why, size_t why_size)
 {
-  (void)comm;
-  (void)values;
-  (void)count;
-  (void)type;
-  (void)op;
-  snprintf (why, why_size, "this build has no MPI");
-  return -1;
+  if (comm == NULL) {
+    snprintf (why, why_size, "no communicator");
+    return -1;
+  }
+  return mpi->allreduce (comm, values, count, type, op, why, why_size);
 }
 
 int
 gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root, char *why,
     size_t why_size)
 {
-  (void)comm;
-  (void)data;
-  (void)bytes;
-  (void)root;
-  snprintf (why, why_size, "this build has no MPI");
-  return -1;
+  if (comm == NULL) {
+    snprintf (why, why_size, "no communicator");
+    return -1;
+  }
+  return mpi->broadcast (comm, data, bytes, root, why, why_size);
 }
 
 void
 gt_comm_abort (GtComm *comm, int code, const char *message)
 {
-  (void)comm;
-  fprintf (stderr, "gst-train: %s\n", message);
-  exit (code);
+  if (comm == NULL || mpi == NULL) {
+    fprintf (stderr, "gst-train: %s\n", message);
+    exit (code);
+  }
+  mpi->abort (comm, code, message);
+}
+
+/* Only trainers with a communicator call these: the module is loaded. */
+void
+gt_dist_trainer_joined (void)
+{
+  mpi->trainer_joined ();
 }
 
 void
-gt_dist_trainer_joined (void)
-{}
-
-void
 gt_dist_trainer_left (void)
-{}
-
-#endif /* GT_HAVE_MPI */
+{
+  mpi->trainer_left ();
+}
 
 /* ---- the steps (backend.h) ---- */
 

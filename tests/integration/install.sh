@@ -6,7 +6,7 @@
 # plugin folder) every element registers and a pipeline trains on the CPU,
 # the library having found and loaded the installed module (its answer is
 # about the device, not about a missing module).
-# Usage: install.sh BUILD-DIR DATASET-TOOL HAVE-CUDA-MODULE
+# Usage: install.sh BUILD-DIR DATASET-TOOL HAVE-CUDA-MODULE HAVE-MPI-MODULE
 set -eu
 build=$1
 tool=$2
@@ -23,6 +23,13 @@ for f in gstreamer-1.0/libgsttrain.so gstreamer-1.0/libgsttrainsink.so; do
 done
 if [ "$have_module" = true ]; then
   [ -e "$libdir/gst-train/libgsttrain-cuda.so" ] || fail "no CUDA module in $libdir/gst-train"
+fi
+if [ "${4:-false}" = true ]; then
+  [ -e "$libdir/gst-train/libgsttrain-mpi.so" ] || fail "no MPI module in $libdir/gst-train"
+fi
+# neither CUDA nor MPI is needed to load the library
+if readelf -d "$libdir/libgsttrain-trainer.so" | grep -E "NEEDED.*(libmpi|libcud|libopenblas)"; then
+  fail "libgsttrain-trainer.so links MPI, CUDA or OpenBLAS (above): they are opened at run time"
 fi
 bindir=$(find "$work/root" -name gst-train -type f -printf '%h\n' | head -n 1)
 [ -x "$bindir/gst-train-dataset" ] || fail "no gst-train-dataset installed"

@@ -1,0 +1,34 @@
+/* mpi-module.h: the contract between the training library and its MPI
+ * module (libgsttrain-mpi.so, trainer/dist-mpi.c), which dist.c opens the
+ * first time a process joins a job. Only the module links libmpi, so the
+ * library, the sink plugin and single-process training load on machines
+ * without Open MPI (a GPU host that never trains data-parallel, say). */
+#ifndef GT_MPI_MODULE_H
+#define GT_MPI_MODULE_H
+
+#include "trainer.h"
+
+/* Raise when GtMpiModule or what it points to changes meaning. */
+#define GT_MPI_MODULE_ABI 1
+#define GT_MPI_MODULE_SYMBOL "gt_mpi_module"
+
+typedef struct
+{
+  int abi; /* GT_MPI_MODULE_ABI */
+  GtComm *(*comm_new) (char *why, size_t why_size);
+  void (*comm_free) (GtComm *comm);
+  int (*rank) (const GtComm *comm);
+  int (*size) (const GtComm *comm);
+  int (*local_rank) (const GtComm *comm);
+  int (*allreduce) (GtComm *comm, void *values, size_t count, GtCommType type,
+      GtCommOp op, char *why, size_t why_size);
+  int (*broadcast) (GtComm *comm, void *data, size_t bytes, int root, char *why,
+      size_t why_size);
+  void (*abort) (GtComm *comm, int code, const char *message);
+  /* a trainer of this process joined or left a job (the exit handler
+   * aborts the job when one has not left) */
+  void (*trainer_joined) (void);
+  void (*trainer_left) (void);
+} GtMpiModule;
+
+#endif /* GT_MPI_MODULE_H */
