@@ -167,6 +167,18 @@ torch_parity() {
 }
 torch_parity fp32
 torch_parity bf16
+# Data-parallel on the GPU (tests/trainer/cuda-dist.c): two ranks on this
+# GPU over comm-backend mpi against a two-rank CPU run, then NCCL at one
+# rank against no communicator, and its cost on a resnet50 bf16 step. It
+# needs mpirun, which the kit does not bring.
+if command -v mpirun >/dev/null 2>&1; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    run cuda-dist 150 "$BUILD/tests/cuda-dist" --mpirun "$(command -v mpirun)"
+  row "data-parallel (cuda-dist: 2 ranks over MPI, NCCL at 1 rank)" \
+    "exit $?: $(grep -h 'overhead\|NCCL' "$LOGS/cuda-dist.log" | tail -n 3 | tr '\n' ' ')"
+else
+  row "data-parallel (cuda-dist)" "not run: no mpirun on this machine"
+fi
 
 # ---- 4. the rest ----
 bench_ours ours-128 128
