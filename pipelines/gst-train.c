@@ -65,12 +65,14 @@ typedef struct
  * else "" (set in main). */
 static gchar rank_prefix[32];
 
-/* The prefix for a line that shows an element's @message: none when the
- * element named the rank itself (cudatrainsink does). */
+/* An element's @message without the rank it starts with (cudatrainsink
+ * names it): the line starts with the rank already. */
 static const gchar *
-own_prefix (const gchar *message)
+without_rank (const gchar *message)
 {
-  return g_str_has_prefix (message, rank_prefix) ? "" : rank_prefix;
+  return g_str_has_prefix (message, rank_prefix)
+      ? message + strlen (rank_prefix)
+      : message;
 }
 
 /* ---- finding our own plugins ---- */
@@ -715,8 +717,8 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
       GError *error = NULL;
 
       gst_message_parse_warning (message, &error, NULL);
-      g_printerr ("%swarning from %s: %s\n", own_prefix (error->message),
-          GST_OBJECT_NAME (message->src), error->message);
+      g_printerr ("%swarning from %s: %s\n", rank_prefix,
+          GST_OBJECT_NAME (message->src), without_rank (error->message));
       g_error_free (error);
       break;
     }
@@ -731,8 +733,8 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
                          GST_OBJECT_NAME (message->src), error->message, debug)
                            : g_strdup_printf ("%s: %s",
                                GST_OBJECT_NAME (message->src), error->message);
-      g_printerr ("%serror from %s: %s\n", own_prefix (error->message),
-          GST_OBJECT_NAME (message->src), error->message);
+      g_printerr ("%serror from %s: %s\n", rank_prefix,
+          GST_OBJECT_NAME (message->src), without_rank (error->message));
       dump_dot (app, "error");
       app->exit_status = 1;
       g_error_free (error);

@@ -10,8 +10,9 @@
 #   (every rank runs one CPU thread), a copy mechanism that containers allow.
 # ranks N 'COMMAND LINE'
 #   mpi N with dist-rank.sh: each rank runs the command line in sh, with
-#   $SRC and $SINK set from RANKr_SRC and RANKr_SINK (properties for
-#   datasetsrc and cudatrainsink on rank r only), its pid in
+#   $SRC, $DEC and $SINK set from RANKr_SRC, RANKr_DEC and RANKr_SINK
+#   (properties for datasetsrc, imagedec and cudatrainsink on rank r
+#   only), its pid in
 #   $work/rank-r.pid and its output in $work/rank-r.log.
 # ckpt ARGS...: dist_checkpoint.py (reads checkpoints, torch for "strict").
 . "$(dirname "$0")/fashion-mnist-slice.sh"

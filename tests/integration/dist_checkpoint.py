@@ -10,12 +10,13 @@ checkpoints cudatrainsink writes.
                            torch_reference.py's model
   same A B                 every tensor of A and B (weights, batch-norm
                            statistics, momentum) bitwise equal, same step
-  restored RESUMED A [M0 M]
+  restored RESUMED A RESUMED0 M
                            RESUMED is a checkpoint made by resuming from A
-                           and training one step with lr=0: its weights are
-                           A's, bitwise; with M0 and M (the same resume with
-                           momentum 0 and with momentum M), M's momentum
-                           minus M0's is M times A's (A's momentum restored)
+                           and training one step with lr=0 and momentum M,
+                           RESUMED0 the same with momentum 0: RESUMED's
+                           weights are A's, bitwise (weights restored), and
+                           its momentum minus RESUMED0's (the step's
+                           gradient) is M times A's (momentum restored)
 
 Exit status: 0 yes, 1 no (with what differs), 2 usage or file error.
 """
@@ -99,18 +100,15 @@ def cmd_same(a, b):
     return 0
 
 
-def cmd_restored(resumed, origin, m0=None, m=None, coefficient=None):
-    tr, _ = read(resumed)
+def cmd_restored(resumed, origin, resumed0, coefficient):
+    tm, _ = read(resumed)
     to, _ = read(origin)
-    bad = [n for n in to if is_parameter(n) and tr[n].tobytes() != to[n].tobytes()]
+    t0, _ = read(resumed0)
+    bad = [n for n in to if is_parameter(n) and tm[n].tobytes() != to[n].tobytes()]
     if bad:
         print(f"FAIL: {resumed} does not have {origin}'s weights: {bad[:5]}")
         return 1
     print(f"ok: the weights of {origin} are restored bitwise")
-    if m0 is None:
-        return 0
-    t0, _ = read(m0)
-    tm, _ = read(m)
     c = float(coefficient)
     worst = 0.0
     count = 0
@@ -119,7 +117,8 @@ def cmd_restored(resumed, origin, m0=None, m=None, coefficient=None):
             continue
         want = c * to[name].astype(np.float64)
         got = tm[name].astype(np.float64) - t0[name]
-        # M's buffer is fl(c * buf + g), M0's is g exactly: the difference
+        # RESUMED's buffer is fl(c * buf + g), RESUMED0's is g exactly: the
+        # difference
         # is c * buf up to the rounding of that sum
         scale = np.abs(tm[name]).max() + np.abs(want).max()
         err = np.abs(got - want).max() / max(scale, 1e-30)
@@ -136,14 +135,12 @@ def cmd_restored(resumed, origin, m0=None, m=None, coefficient=None):
 
 def main(argv):
     commands = {"meta": (cmd_meta, 2), "strict": (cmd_strict, 3),
-                "same": (cmd_same, 2), "restored": (cmd_restored, 5)}
+                "same": (cmd_same, 2), "restored": (cmd_restored, 4)}
     if len(argv) < 2 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
     function, count = commands[argv[1]]
     args = argv[2:]
-    if argv[1] == "restored" and len(args) == 2:
-        count = 2
     if len(args) != count:
         print(__doc__, file=sys.stderr)
         return 2
