@@ -158,13 +158,13 @@ gst_cuda_train_sink_check_global_batch (GstCudaTrainSink *sink)
       ("Resumed from a checkpoint trained with a global batch of "
        "%" G_GUINT64_FORMAT " (%s rank(s)); this run's is %" G_GUINT64_FORMAT
        " (%d per rank, %d rank(s)). By the linear scaling rule lr goes with "
-       "the global batch: scale lr by %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
-       " (lr=%g for the checkpoint's lr=%g) unless that was meant.",
+       "the global batch, times %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+       ": if lr=%g suited the checkpoint's run, lr=%g suits this one.",
           theirs, ranks ? ranks : "?", ours, sink->batch_size, sink->world_size,
-          ours, theirs, sink->settings.lr * (gdouble)ours / (gdouble)theirs,
-          sink->settings.lr),
-      ("the weights, momentum and step are restored; the data position of "
-       "each rank is not (the shards changed)"));
+          ours, theirs, sink->settings.lr,
+          sink->settings.lr * (gdouble)ours / (gdouble)theirs),
+      ("the weights, momentum and step are restored; where each rank is in "
+       "the data is not, when the shards changed"));
 }
 
 /* Loads resume-from, when set (in a data-parallel job: when @load, rank

@@ -22,7 +22,9 @@
  * more than one rank; see docs/distributed.md), when neither @shard-index
  * nor @num-shards is set, the source reads shard R of N, R being its rank
  * and N the number of ranks: one launch line for every rank. Setting either
- * property turns that off (num-shards=1: every rank reads everything).
+ * property turns that off, for processes that each train alone
+ * (cudatrainsink distributed=off): a sink in the job checks that its
+ * source reads its rank's shard.
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the
