@@ -67,6 +67,7 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
                                 : 0;
   g_atomic_int_set (
       &sink->message_rank, sink->world_size > 1 ? sink->rank : -1);
+  g_atomic_int_set (&sink->rank_prop, sink->rank);
   g_atomic_int_set (&sink->world_size_prop, sink->world_size);
   g_atomic_int_set (&sink->global_batch_prop, 0);
   return TRUE;

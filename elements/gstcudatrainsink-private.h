@@ -80,6 +80,7 @@ struct _GstCudaTrainSink
   /* what the rank-prefixed messages say (-1: no prefix) and the
    * read-only properties, for other threads (g_atomic_int) */
   gint message_rank;
+  gint rank_prop;
   gint world_size_prop;
   gint global_batch_prop;
 };

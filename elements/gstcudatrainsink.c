@@ -325,9 +325,8 @@ gst_cuda_train_sink_get_property (
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
   gint world_size = g_atomic_int_get (&sink->world_size_prop);
 
-  /* the messages' rank is the rank whenever there is more than one */
   if (prop_id == first_status_prop + PROP_RANK) {
-    g_value_set_int (value, MAX (0, g_atomic_int_get (&sink->message_rank)));
+    g_value_set_int (value, g_atomic_int_get (&sink->rank_prop));
     return;
   }
   if (prop_id == first_status_prop + PROP_WORLD_SIZE) {
