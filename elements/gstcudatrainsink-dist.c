@@ -31,6 +31,18 @@
 
 /* ---- joining and leaving ---- */
 
+void
+gst_cuda_train_sink_dist_name_rank (GstCudaTrainSink *sink)
+{
+  GtLauncherPosition position;
+  gboolean launched = gt_launcher_position (&position) && position.size > 1;
+
+  g_atomic_int_set (&sink->message_rank,
+      launched && sink->settings.distributed != GST_TRAIN_DISTRIBUTED_OFF
+          ? position.rank
+          : -1);
+}
+
 gboolean
 gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
 {

@@ -110,6 +110,11 @@ guint64 gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink);
 
 /* ---- gstcudatrainsink-dist.c ---- */
 
+/* At start, before its checks: messages start with the launcher's rank
+ * when the sink is to join a job of more than one rank (before it joined:
+ * a check that fails ends the job through the launcher, with the rank
+ * named). */
+void gst_cuda_train_sink_dist_name_rank (GstCudaTrainSink *sink);
 /* At start: joins the data-parallel job when distributed says so, and
  * sets rank, world size and the GPU; FALSE with an error posted. */
 gboolean gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink);

@@ -457,6 +457,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   gst_cuda_train_sink_settings_copy (&sink->settings, &sink->props);
   GST_OBJECT_UNLOCK (sink);
 
+  gst_cuda_train_sink_dist_name_rank (sink);
   if (s->snapshot_interval && s->snapshot_location == NULL) {
     GST_ELEMENT_ERROR (sink, RESOURCE, SETTINGS,
         ("snapshot-interval is set but snapshot-location is not."), (NULL));

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Faults in a data-parallel job never hang it:
 #   a rank killed (-9) mid-run: mpirun exits non-zero within 30 s;
-#   a rank that cannot start (a missing folder) and one whose pipeline
-#   fails mid-run (a corrupt JPEG with imagedec on-error=fail): mpirun exits
-#   non-zero within 30 s, and gst-train's error names the rank;
+#   a rank that cannot start (a missing dataset folder; a missing checkpoint
+#   folder, found before it joins) and one whose pipeline fails mid-run (a
+#   corrupt JPEG with imagedec on-error=fail): mpirun exits non-zero within
+#   30 s, and the error names the rank;
 #   a non-finite loss on rank 1 only: every rank stops with an error at the
 #   same step, naming rank 1;
 #   SIGTERM to one gst-train rank (its Ctrl-C): it stops, its peer stops at
@@ -62,6 +63,19 @@ expect_failure "missing folder on rank 1" 30
 grep -q "^rank 1: error from datasetsrc0: .*nowhere" "$work/rank-1.log" || {
   cat "$work/rank-1.log"; fail "rank 1's error does not name the rank"; }
 unset RANK1_SRC
+
+# -- a sink that cannot start on rank 0 (its checkpoint folder is missing):
+# it never joins, and the launcher ends the job
+rm -f "$work"/rank-*
+export RANK0_SINK="checkpoint-location=$work/nowhere/run.safetensors"
+started=$(now)
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "gst-launch-1.0 -e $src ! imagedec $rest \$SINK" &
+job=$!
+expect_failure "missing checkpoint folder on rank 0" 30
+grep -q "rank 0: Cannot write checkpoint-location" "$work/rank-0.log" || {
+  cat "$work/rank-0.log"; fail "rank 0's error does not name the rank"; }
+unset RANK0_SINK
 
 # -- a pipeline error mid-run on rank 1: the last class's files are not
 # JPEGs; rank 0 skips them (a warning each), rank 1 fails at the first
