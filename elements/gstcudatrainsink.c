@@ -39,8 +39,8 @@
  * - `data-wait-fraction` (gdouble): the share of the interval's wall time
  *   the trainer spent waiting for the next batch
  * - `comm-time` (gdouble): seconds of the interval the steps spent
- *   averaging the gradients over the ranks (on the GPU: waiting for it),
- *   0 alone
+ *   averaging the gradients over the ranks, waiting there for the slowest
+ *   rank included (on the GPU: waiting for the reduction), 0 alone
  * - `rank`, `world-size` (gint): the rank that posted the message, and how
  *   many there are (0 and 1 alone)
  * - `sink-memory-fraction`, `pinned-fraction` (gdouble): the share of the
