@@ -3,7 +3,8 @@
 # has 24 (6 steps). Rank 1's data ends, it leaves the job, and rank 0 stops
 # at the same step with a warning that names rank 1, as PyTorch DDP's join:
 # both exit 0, and rank 0's checkpoint is at the common step. Each rank is
-# given its own checkpoint and metrics path: rank 1 writes neither.
+# given its own checkpoint and metrics path: rank 1 writes neither. Then
+# rank 1 has no data at all: no rank trains, both exit 0.
 # Usage: dist-uneven.sh HAVE-MPI DATASET-TOOL
 set -eu
 . "$(dirname "$0")/dist-common.sh"
@@ -34,4 +35,14 @@ tail -1 "$work/rank0.jsonl" | grep -q '"step": 2, .*"images": 16,' || {
   || fail "rank 0 reported other steps than 1 and 2"
 ckpt strict resnet20 10 "$work/rank0.safetensors"
 
-echo "ok: rank 1 ran out after 2 steps, rank 0 stopped at step 2 with it, exit 0, one checkpoint"
+# a rank with no data at all: no rank trains, nothing is written, exit 0
+rm -f "$work"/rank*
+export RANK1_SRC="num-epochs=0"
+ranks 2 "$line" || {
+  cat "$work"/rank-*.log; fail "no data on rank 1: the job did not end with status 0"; }
+grep -q "rank 0: rank 1 had no data to train on before the first step" \
+  "$work/rank-0.log" || {
+  cat "$work/rank-0.log"; fail "rank 0 does not say that rank 1 had no data"; }
+[ ! -e "$work/rank0.safetensors" ] || fail "a checkpoint was written without a step"
+
+echo "ok: rank 1 ran out after 2 steps, rank 0 stopped at step 2 with it, exit 0, one checkpoint; no data on rank 1: nobody trains"
