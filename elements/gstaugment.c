@@ -32,7 +32,9 @@
  * for the flip, drawn whatever @flip is, so that flip=0 leaves the crops of
  * a seed as they were. The output is therefore the same for a seed and an
  * input order, whatever @n-threads, which only shares each image's output
- * rows between threads.
+ * rows between threads. In a data-parallel job (mpirun, srun: more than one
+ * rank in the launcher's environment) every rank but rank 0 mixes its rank
+ * into @seed, so that one launch line gives each rank its own draws.
  *
  * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
  * the input that has no tags travel on to the output.
@@ -285,7 +287,8 @@ gst_augment_class_init (GstAugmentClass *klass)
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the crop and flip draws; the same seed and input order "
-          "give the same output",
+          "give the same output (in a data-parallel job, ranks other than 0 "
+          "mix their rank into it)",
           0, G_MAXUINT64, DEFAULT_SEED, flags));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
@@ -829,7 +832,17 @@ gst_augment_start (GstAugment *augment)
     return FALSE;
   }
 
-  gt_random_init (&augment->rng, s->seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  {
+    gint rank;
+    guint64 seed = gst_train_rank_seed (s->seed, &rank);
+
+    if (seed != s->seed)
+      GST_INFO_OBJECT (augment,
+          "rank %d of a data-parallel job: drawing from seed %" G_GUINT64_FORMAT
+          " mixed with the rank",
+          rank, s->seed);
+    gt_random_init (&augment->rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+  }
   augment->have_in_caps = FALSE;
   augment->n_parts = s->n_threads > 0 ? s->n_threads : g_get_num_processors ();
   augment->parts = g_new0 (GstAugmentPart, augment->n_parts);

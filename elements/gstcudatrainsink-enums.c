@@ -99,3 +99,35 @@ gst_train_mode_get_type (void)
 
   return gst_train_enum_type (&type, "GstTrainMode", values);
 }
+
+GType
+gst_train_distributed_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_TRAIN_DISTRIBUTED_AUTO,
+        "Join a data-parallel job when the launcher's environment (mpirun, "
+        "srun) says there is more than one rank",
+        "auto" },
+    { GST_TRAIN_DISTRIBUTED_OFF, "Train in this process alone", "off" },
+    { GST_TRAIN_DISTRIBUTED_MPI, "Always join an MPI job, even of one rank",
+        "mpi" },
+    { 0, NULL, NULL },
+  };
+
+  return gst_train_enum_type (&type, "GstTrainDistributed", values);
+}
+
+GType
+gst_train_comm_backend_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GT_COMM_AUTO, "NCCL on the GPU, MPI on the CPU", "auto" },
+    { GT_COMM_NCCL, "NCCL (GPU only)", "nccl" },
+    { GT_COMM_MPI, "MPI (on the GPU, through host memory)", "mpi" },
+    { 0, NULL, NULL },
+  };
+
+  return gst_train_enum_type (&type, "GstTrainCommBackend", values);
+}

@@ -7,7 +7,7 @@
 #define DEFAULT_MODEL GT_MODEL_RESNET50
 #define DEFAULT_NUM_CLASSES 0
 #define DEFAULT_DEVICE GST_TRAIN_DEVICE_AUTO
-#define DEFAULT_GPU_ID 0
+#define DEFAULT_GPU_ID (-1)
 #define DEFAULT_PRECISION GT_PRECISION_BF16
 #define DEFAULT_LR 0.1
 #define DEFAULT_MOMENTUM 0.9
@@ -26,6 +26,9 @@
 #define DEFAULT_STATS_INTERVAL 10
 #define DEFAULT_NUM_THREADS 0
 #define DEFAULT_SNAPSHOT_INTERVAL 0
+#define DEFAULT_DISTRIBUTED GST_TRAIN_DISTRIBUTED_AUTO
+#define DEFAULT_COMM_BACKEND GT_COMM_AUTO
+#define DEFAULT_BUCKET_SIZE_MB 25
 
 enum
 {
@@ -56,6 +59,9 @@ enum
   PROP_NUM_THREADS,
   PROP_SNAPSHOT_INTERVAL,
   PROP_SNAPSHOT_LOCATION,
+  PROP_DISTRIBUTED,
+  PROP_COMM_BACKEND,
+  PROP_BUCKET_SIZE_MB,
   N_PROPERTIES
 };
 
@@ -91,6 +97,9 @@ static const gsize settings_offsets[N_PROPERTIES] = {
   [PROP_NUM_THREADS] = FIELD (num_threads),
   [PROP_SNAPSHOT_INTERVAL] = FIELD (snapshot_interval),
   [PROP_SNAPSHOT_LOCATION] = FIELD (snapshot_location),
+  [PROP_DISTRIBUTED] = FIELD (distributed),
+  [PROP_COMM_BACKEND] = FIELD (comm_backend),
+  [PROP_BUCKET_SIZE_MB] = FIELD (bucket_size_mb),
 };
 
 #undef FIELD
@@ -102,10 +111,12 @@ G_STATIC_ASSERT (sizeof (GstTrainDevice) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GtPrecision) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GtLrSchedule) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GstTrainMode) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainDistributed) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GtCommBackend) == sizeof (gint));
 
 static GParamSpec *properties[N_PROPERTIES];
 
-void
+guint
 gst_cuda_train_sink_install_properties (GObjectClass *klass)
 {
   /* read at start: a change takes effect when the element starts again */
@@ -123,7 +134,9 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       "Where the training steps run: GPU or CPU", GST_TYPE_TRAIN_DEVICE,
       DEFAULT_DEVICE, flags);
   properties[PROP_GPU_ID] = g_param_spec_int ("gpu-id", "GPU id",
-      "CUDA device to train on", 0, G_MAXINT, DEFAULT_GPU_ID, flags);
+      "CUDA device to train on (-1: the rank of this process among those of "
+      "its machine in a data-parallel job, 0 alone)",
+      -1, G_MAXINT, DEFAULT_GPU_ID, flags);
   properties[PROP_PRECISION] = g_param_spec_enum ("precision", "Precision",
       "Arithmetic of activations on the GPU (the CPU backend is fp32)",
       GST_TYPE_TRAIN_PRECISION, DEFAULT_PRECISION, flags);
@@ -213,7 +226,26 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
           "(weights only); each is also a \"snapshot\" JSON line in "
           "metrics-location",
           NULL, flags);
+  properties[PROP_DISTRIBUTED] = g_param_spec_enum ("distributed",
+      "Distributed",
+      "Data-parallel training, as PyTorch DistributedDataParallel, one "
+      "process per rank (mpirun -np N gst-launch-1.0 ..., srun): auto joins "
+      "the job when the launcher's environment says there is more than one "
+      "rank, mpi joins even alone, off trains in this process alone",
+      GST_TYPE_TRAIN_DISTRIBUTED, DEFAULT_DISTRIBUTED, flags);
+  properties[PROP_COMM_BACKEND] =
+      g_param_spec_enum ("comm-backend", "Communication backend",
+          "Library that averages the gradients of a data-parallel job (the "
+          "CPU backend always uses MPI)",
+          GST_TYPE_TRAIN_COMM_BACKEND, DEFAULT_COMM_BACKEND, flags);
+  properties[PROP_BUCKET_SIZE_MB] = g_param_spec_uint ("bucket-size-mb",
+      "Bucket size (MiB)",
+      "Data-parallel on the GPU with NCCL: gradients are reduced in buckets "
+      "of this many MiB while the backward pass goes on, as DDP's "
+      "bucket_cap_mb",
+      1, 4096, DEFAULT_BUCKET_SIZE_MB, flags);
   g_object_class_install_properties (klass, N_PROPERTIES, properties);
+  return N_PROPERTIES;
 }
 
 /* Stores @value in the field of @settings that property @prop_id names. */
@@ -383,6 +415,8 @@ gst_cuda_train_sink_settings_to_config (
   config->label_smoothing = (float)s->label_smoothing;
   config->seed = s->seed;
   config->num_threads = s->num_threads;
+  config->comm_backend = s->comm_backend;
+  config->bucket_bytes = (size_t)s->bucket_size_mb << 20;
   gt_trainer_config_set_lr_policy (config, (float)s->lr, s->lr_schedule,
       (int64_t)s->warmup_steps, (int64_t)s->total_steps, (int64_t)s->max_steps);
   return parse_triple (s->mean, config->mean)

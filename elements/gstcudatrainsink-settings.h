@@ -41,10 +41,14 @@ typedef struct
   gint num_threads;
   guint64 snapshot_interval;
   gchar *snapshot_location;
+  GstTrainDistributed distributed;
+  GtCommBackend comm_backend;
+  guint bucket_size_mb;
 } GstCudaTrainSinkSettings;
 
-/* Installs the properties on the element's @klass. */
-void gst_cuda_train_sink_install_properties (GObjectClass *klass);
+/* Installs the properties on the element's @klass; returns the first
+ * property id they leave free, for the element's read-only ones. */
+guint gst_cuda_train_sink_install_properties (GObjectClass *klass);
 
 /* Sets every field of @settings (zeroed memory) to its property's
  * default; after gst_cuda_train_sink_install_properties. */
@@ -63,8 +67,9 @@ void gst_cuda_train_sink_settings_copy (
 /* Frees the strings of @settings. */
 void gst_cuda_train_sink_settings_clear (GstCudaTrainSinkSettings *settings);
 
-/* Fills the model, optimiser, schedule, normalisation and backend fields of
- * @config from @settings (the caller sets the sizes and the backend);
+/* Fills the model, optimiser, schedule, normalisation, backend and
+ * communication fields of @config from @settings (the caller sets the
+ * sizes, the backend, the GPU when gpu-id is -1, and the communicator);
  * FALSE when mean or std is not three numbers. */
 gboolean gst_cuda_train_sink_settings_to_config (
     const GstCudaTrainSinkSettings *settings, GtTrainerConfig *config);

@@ -1,7 +1,10 @@
 /* gstcudatrainsink-trainer.c: the trainer of cudatrainsink: created at the
  * first batch on the device the settings ask for, resumed from
  * resume-from, checkpointed to checkpoint-location and snapshotted to
- * snapshot-location. Failures are error messages of the element. */
+ * snapshot-location. Failures are error messages of the element. In a
+ * data-parallel job the trainer is made after the ranks agreed to start
+ * (gstcudatrainsink-dist.c), resumed from rank 0's checkpoint on every
+ * rank, and only rank 0 writes checkpoints and snapshots. */
 #include "gstcudatrainsink-private.h"
 
 #define GST_CAT_DEFAULT gst_cuda_train_sink_debug
@@ -19,31 +22,66 @@ gst_cuda_train_sink_have_nvidia_driver (void)
       || g_file_test ("/dev/nvidiactl", G_FILE_TEST_EXISTS);
 }
 
-/* Creates the trainer for @config where device says: on the GPU when asked
- * for (an error when it cannot be had) or when it can be had (auto); else
- * on the CPU reference backend, in fp32. With device=auto, falling back to
- * the CPU is a warning when the user has reason to expect the GPU (a CUDA
- * device is usable but the trainer could not be made on it, or the NVIDIA
- * driver is there but CUDA cannot use it: the backend module or one of
- * its libraries missing); on a machine without the NVIDIA driver it is
- * just what happens there, an info message. gst-launch-1.0 prints only the
- * details of an info message, so they say it too. */
+/* Whether this rank can train on a GPU (gpu-id usable): FALSE with the
+ * reason in @why. */
 static gboolean
-gst_cuda_train_sink_create_trainer (
-    GstCudaTrainSink *sink, GtTrainerConfig *config)
+gst_cuda_train_sink_can_use_cuda (
+    GstCudaTrainSink *sink, gchar *why, gsize why_size)
+{
+  gint count;
+
+  if (sink->settings.device == GST_TRAIN_DEVICE_CPU) {
+    g_snprintf (why, why_size, "device=cpu");
+    return FALSE;
+  }
+  count = gt_cuda_device_count (why, why_size);
+  if (count > 0 && sink->gpu_id >= count) {
+    g_snprintf (why, why_size, "GPU %d asked for, and this machine has %d",
+        sink->gpu_id, count);
+    return FALSE;
+  }
+  return count > 0;
+}
+
+/* Creates the trainer for @config where device says: on the GPU when asked
+ * for (an error when it cannot be had) or when it can be had (auto; in a
+ * data-parallel job, when every rank can: @use_cuda); else on the CPU
+ * reference backend, in fp32. With device=auto, falling back to the CPU is
+ * a warning when the user has reason to expect the GPU (a CUDA device is
+ * usable but the trainer could not be made on it, or the NVIDIA driver is
+ * there but CUDA cannot use it: the backend module or one of its libraries
+ * missing); on a machine without the NVIDIA driver it is just what happens
+ * there, an info message. gst-launch-1.0 prints only the details of an info
+ * message, so they say it too.
+ *
+ * In a data-parallel job gt_trainer_new is a collective: a rank that cannot
+ * make its trainer may leave its peers waiting in it, so that ends the job
+ * (gt_comm_abort), with the reason. */
+static gboolean
+gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
+    GtTrainerConfig *config, gboolean use_cuda, const gchar *cuda_why)
 {
   GstTrainDevice device = sink->settings.device;
-  gboolean on_cpu = TRUE, expect_gpu;
+  gboolean on_cpu = TRUE, expect_gpu = use_cuda;
   gchar why[512];
 
+  g_strlcpy (why, cuda_why, sizeof (why));
   if (device != GST_TRAIN_DEVICE_CPU) {
-    expect_gpu = gt_cuda_device_count (why, sizeof (why)) > 0;
-    if (expect_gpu) {
+    if (use_cuda) {
       config->backend = GT_BACKEND_CUDA;
       sink->trainer = gt_trainer_new (config, why, sizeof (why));
       on_cpu = sink->trainer == NULL;
     } else {
       expect_gpu = gst_cuda_train_sink_have_nvidia_driver ();
+    }
+    if (sink->trainer == NULL && use_cuda && sink->comm != NULL) {
+      gchar *message = g_strdup_printf (
+          "could not set up %s on GPU %d: %s; its peers cannot go on "
+          "without it: ending the job",
+          gt_model_name (config->model), sink->gpu_id, why);
+
+      gt_comm_abort (sink->comm, 1, message);
+      g_free (message);
     }
     if (sink->trainer == NULL && device == GST_TRAIN_DEVICE_CUDA) {
       GST_ELEMENT_ERROR (sink, RESOURCE, NOT_FOUND,
@@ -53,7 +91,7 @@ gst_cuda_train_sink_create_trainer (
     if (sink->trainer == NULL && expect_gpu)
       GST_ELEMENT_WARNING (
           sink, RESOURCE, NOT_FOUND, ("Training on the CPU: %s.", why), (NULL));
-    else if (sink->trainer == NULL)
+    else if (sink->trainer == NULL && sink->rank == 0)
       GST_ELEMENT_INFO (sink, RESOURCE, NOT_FOUND,
           ("Training on the CPU: %s.", why), ("Training on the CPU: %s.", why));
   }
@@ -61,6 +99,14 @@ gst_cuda_train_sink_create_trainer (
     config->backend = GT_BACKEND_CPU;
     config->precision = GT_PRECISION_FP32;
     sink->trainer = gt_trainer_new (config, why, sizeof (why));
+  }
+  if (sink->trainer == NULL && sink->comm != NULL) {
+    gchar *message = g_strdup_printf ("could not set up %s: %s; its peers "
+                                      "cannot go on without it: ending the job",
+        gt_model_name (config->model), why);
+
+    gt_comm_abort (sink->comm, 1, message);
+    g_free (message);
   }
   if (sink->trainer == NULL) {
     GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
@@ -92,18 +138,51 @@ gst_cuda_train_sink_resumed_fresh (GstCudaTrainSink *sink)
   return 0;
 }
 
-/* Loads resume-from, when set: an exact resume skips as many batches as
- * the checkpoint has steps, so that a deterministic pipeline continues
+/* After an exact resume: warns when the checkpoint was trained with
+ * another global batch (another world size, or batch), for the learning
+ * rate that goes with it. Checkpoints from before world sizes say
+ * nothing. */
+static void
+gst_cuda_train_sink_check_global_batch (GstCudaTrainSink *sink)
+{
+  const gchar *text = gt_trainer_get_metadata (sink->trainer, "global_batch");
+  const gchar *ranks = gt_trainer_get_metadata (sink->trainer, "world_size");
+  guint64 theirs, ours = (guint64)sink->batch_size * sink->world_size;
+
+  if (text == NULL || sink->rank != 0)
+    return;
+  theirs = g_ascii_strtoull (text, NULL, 10);
+  if (theirs == 0 || theirs == ours)
+    return;
+  GST_ELEMENT_WARNING (sink, RESOURCE, SETTINGS,
+      ("Resumed from a checkpoint trained with a global batch of "
+       "%" G_GUINT64_FORMAT " (%s rank(s)); this run's is %" G_GUINT64_FORMAT
+       " (%d per rank, %d rank(s)). By the linear scaling rule lr goes with "
+       "the global batch, times %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+       ": if lr=%g suited the checkpoint's run, lr=%g suits this one.",
+          theirs, ranks ? ranks : "?", ours, sink->batch_size, sink->world_size,
+          ours, theirs, sink->settings.lr,
+          sink->settings.lr * (gdouble)ours / (gdouble)theirs),
+      ("the weights, momentum and step are restored; where each rank is in "
+       "the data is not, when the shards changed"));
+}
+
+/* Loads resume-from, when set (in a data-parallel job: when @load, rank
+ * 0's decision, and rank 0's file): an exact resume skips as many batches
+ * as the checkpoint has steps, so that a deterministic pipeline continues
  * where it left off. */
 static gboolean
-gst_cuda_train_sink_resume (GstCudaTrainSink *sink)
+gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
 {
   const gchar *path = sink->settings.resume_from;
   gint resumed = 0, status;
   gchar *text;
 
-  if (path == NULL)
+  if (!load)
     return TRUE;
+  /* only rank 0 reads the file; the others name it in messages */
+  if (path == NULL)
+    path = "(rank 0's resume-from)";
   status = gt_trainer_load (sink->trainer, path, &resumed);
   if (status != GT_OK) {
     text = g_strdup_printf ("Cannot resume from \"%s\": %s.", path,
@@ -120,8 +199,10 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink)
   sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
   if (resumed)
     sink->stats.fresh_before = gst_cuda_train_sink_resumed_fresh (sink);
+  if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN)
+    gst_cuda_train_sink_check_global_batch (sink);
   if (sink->settings.mode == GST_TRAIN_MODE_TRAIN && sink->settings.max_steps
-      && sink->last_saved_step >= sink->settings.max_steps)
+      && sink->last_saved_step >= sink->settings.max_steps && sink->rank == 0)
     GST_ELEMENT_WARNING (sink, RESOURCE, SETTINGS,
         ("Resumed at step %" G_GUINT64_FORMAT
          ", which is already max-steps %" G_GUINT64_FORMAT
@@ -134,21 +215,24 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink)
   return TRUE;
 }
 
-gboolean
-gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
+/* The trainer's configuration from the settings, the caps and the dataset
+ * facts; FALSE with an error posted. */
+static gboolean
+gst_cuda_train_sink_make_config (
+    GstCudaTrainSink *sink, GtTrainerConfig *config)
 {
-  GtTrainerConfig config;
-
-  gt_trainer_config_init (&config);
-  if (!gst_cuda_train_sink_settings_to_config (&sink->settings, &config)) {
+  gt_trainer_config_init (config);
+  if (!gst_cuda_train_sink_settings_to_config (&sink->settings, config)) {
     GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
         ("mean and std must be three numbers, \"R,G,B\"."), (NULL));
     return FALSE;
   }
-  config.height = sink->height;
-  config.width = sink->width;
-  config.batch_size = sink->batch_size;
-  if (config.num_classes == 0) {
+  config->height = sink->height;
+  config->width = sink->width;
+  config->batch_size = sink->batch_size;
+  config->gpu_id = sink->gpu_id;
+  config->comm = sink->comm;
+  if (config->num_classes == 0) {
     if (!sink->have_dataset || sink->dataset.num_classes == 0) {
       GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
           ("num-classes is 0 and no dataset tags said how many classes "
@@ -156,18 +240,46 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
           (NULL));
       return FALSE;
     }
-    config.num_classes = (int)sink->dataset.num_classes;
+    config->num_classes = (int)sink->dataset.num_classes;
   }
-  if (config.num_classes == 1 && sink->settings.mode == GST_TRAIN_MODE_TRAIN)
+  return TRUE;
+}
+
+GstTrainSetupResult
+gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
+{
+  GtTrainerConfig config;
+  gboolean ok, use_cuda, resume = sink->settings.resume_from != NULL;
+  gchar cuda_why[512] = "";
+
+  ok = gst_cuda_train_sink_make_config (sink, &config);
+  use_cuda = ok
+      && gst_cuda_train_sink_can_use_cuda (sink, cuda_why, sizeof (cuda_why));
+  if (ok && !use_cuda && sink->settings.device == GST_TRAIN_DEVICE_CUDA) {
+    GST_ELEMENT_ERROR (sink, RESOURCE, NOT_FOUND,
+        ("device=cuda, but CUDA cannot train here: %s.", cuda_why), (NULL));
+    ok = FALSE;
+  }
+  /* every rank makes its trainer, or none does */
+  if (!gst_cuda_train_sink_dist_agree (sink,
+          ok ? GST_TRAIN_RANK_READY : GST_TRAIN_RANK_FAILED, &config, &use_cuda,
+          &resume))
+    return ok ? GST_TRAIN_SETUP_NO_JOB : GST_TRAIN_SETUP_FAILED;
+  if (!use_cuda && sink->comm != NULL && cuda_why[0] == '\0')
+    g_snprintf (
+        cuda_why, sizeof (cuda_why), "not every rank of the job can use a GPU");
+  if (config.num_classes == 1 && sink->settings.mode == GST_TRAIN_MODE_TRAIN
+      && sink->rank == 0)
     GST_ELEMENT_WARNING (sink, STREAM, FAILED,
         ("The dataset has one class: there is nothing to learn (the loss is "
          "0 from the first step). Point datasetsrc at the folder that holds "
          "the class folders, or set num-classes."),
         (NULL));
-  if (!gst_cuda_train_sink_create_trainer (sink, &config))
-    return FALSE;
+  if (!gst_cuda_train_sink_create_trainer (sink, &config, use_cuda, cuda_why))
+    return GST_TRAIN_SETUP_FAILED;
   sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
-  return gst_cuda_train_sink_resume (sink);
+  return gst_cuda_train_sink_resume (sink, resume) ? GST_TRAIN_SETUP_OK
+                                                   : GST_TRAIN_SETUP_FAILED;
 }
 
 guint64
@@ -182,15 +294,16 @@ gst_cuda_train_sink_save (GstCudaTrainSink *sink)
   const gchar *path = sink->settings.checkpoint_location;
   gchar epoch[32], fresh[32];
 
+  /* data-parallel: rank 0's checkpoint is the job's */
   if (path == NULL || sink->trainer == NULL
-      || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->rank != 0)
     return TRUE;
+  /* the counts of every rank, as the caller just gathered them */
   g_snprintf (epoch, sizeof (epoch), "%.6f",
-      train_stats_epoch (
-          &sink->stats, gst_cuda_train_sink_epoch_samples (sink)));
+      train_stats_epoch (&sink->global, sink->global_epoch_samples));
   gt_trainer_set_metadata (sink->trainer, "epoch", epoch);
   g_snprintf (fresh, sizeof (fresh), "%" G_GUINT64_FORMAT,
-      sink->stats.fresh_before + sink->stats.fresh_images);
+      sink->global.fresh_before + sink->global.fresh_images);
   gt_trainer_set_metadata (sink->trainer, FRESH_IMAGES_KEY, fresh);
   if (gt_trainer_save (sink->trainer, path, 0) != GT_OK) {
     /* the trainer's message names the file, what failed and the OS
@@ -207,14 +320,17 @@ gst_cuda_train_sink_save (GstCudaTrainSink *sink)
   return TRUE;
 }
 
-/* Saves the weights as fresh-N.safetensors each time the fresh images pass
- * a multiple of snapshot-interval, and notes it in the metrics. */
+/* Saves the weights as fresh-N.safetensors each time the fresh images (of
+ * every rank, as the caller just gathered them) pass a multiple of
+ * snapshot-interval, and notes it in the metrics; rank 0 only. */
 gboolean
 gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
 {
   const GstCudaTrainSinkSettings *s = &sink->settings;
-  const TrainStats *stats = &sink->stats;
+  const TrainStats *stats = &sink->global;
 
+  if (sink->rank != 0)
+    return TRUE;
   while (s->snapshot_interval && stats->fresh_images >= sink->next_snapshot) {
     gchar *name = g_strdup_printf (
         "fresh-%012" G_GUINT64_FORMAT ".safetensors", sink->next_snapshot);

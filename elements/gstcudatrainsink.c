@@ -38,11 +38,22 @@
  *   reports the one before it)
  * - `data-wait-fraction` (gdouble): the share of the interval's wall time
  *   the trainer spent waiting for the next batch
+ * - `comm-time` (gdouble): seconds of the interval the steps spent
+ *   averaging the gradients over the ranks, waiting there for the slowest
+ *   rank included (on the GPU: waiting for the reduction), 0 alone
+ * - `rank`, `world-size` (gint): the rank that posted the message, and how
+ *   many there are (0 and 1 alone)
  * - `sink-memory-fraction`, `pinned-fraction` (gdouble): the share of the
  *   interval's batches whose images were in the pool the sink offers
  *   (the trainer's batch memory, taken by batcher from the ALLOCATION
  *   query), and in page-locked memory (that pool where a GPU is usable)
  * - `time` (gdouble): seconds since the sink started
+ *
+ * In a data-parallel job the statistics are the job's: `images` and
+ * `fresh-images` (and the per-second rates) summed over the ranks, `epoch`
+ * over all the shards, `loss` over every rank's batches, and
+ * `data-wait-fraction`, `comm-time`, `step-time` and `busy-time` the
+ * slowest rank's; the memory fractions are the posting rank's own.
  *
  * With @mode=eval it posts an `eval-result` element message at EOS (and
  * writes it as a JSON line): `loss` (gdouble, mean), `top1`, `top5`
@@ -69,6 +80,29 @@
  * pipeline stopped without EOS (gst-launch-1.0 without -e, Ctrl-C) writes
  * the steps not yet checkpointed when the sink goes from PAUSED to READY,
  * with a warning that says so.
+ *
+ * ## Data-parallel training
+ *
+ * Run one pipeline per rank under a launcher (`mpirun -np N gst-launch-1.0
+ * -e ...`, or srun): with @distributed=auto the sink joins the job when the
+ * launcher's environment says there is more than one rank, and trains one
+ * model with PyTorch DistributedDataParallel's semantics: rank 0's initial
+ * (or resumed) weights on every rank, the gradients averaged over the ranks
+ * at every step, batch-norm statistics per rank (rank 0's are the ones
+ * saved), @lr and the schedule as set (the global batch is @rank count
+ * times the batch: scale @lr with it). Only rank 0 writes checkpoints,
+ * snapshots and @metrics-location; every rank posts the same train-stats.
+ * datasetsrc reads the shard of its rank by itself; a source whose shard
+ * is not the sink's rank is an error that names both. Every rank needs the
+ * same model, classes, batch shape, mode and intervals (checked before the
+ * first step). When a rank's data ends first (or it is stopped, or fails),
+ * every rank stops at the same step: the others say "rank R left at step
+ * S: stopping with it" (an info message) and end as at EOS, rank 0 with the
+ * final statistics and checkpoint. A non-finite loss on any rank stops
+ * every rank at the same step with the error below, naming the rank. A
+ * rank that dies ends the job through the launcher. Messages of the sink
+ * start with "rank R: " in a job of more than one rank. See
+ * docs/distributed.md.
  *
  * For experiments that compare runs at equal amounts of fresh data (echo
  * makes images and fresh images differ), @snapshot-interval saves the
@@ -128,6 +162,17 @@ enum
 
 static guint signals[N_SIGNALS];
 
+/* Read-only properties, after the settings' own (settings.c). */
+enum
+{
+  PROP_RANK,
+  PROP_WORLD_SIZE,
+  PROP_GLOBAL_BATCH_SIZE,
+  N_STATUS_PROPERTIES
+};
+
+static guint first_status_prop;
+
 static void gst_cuda_train_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
 static void gst_cuda_train_sink_get_property (
@@ -144,6 +189,8 @@ static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
 static void gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink);
+static gboolean gst_cuda_train_sink_post_message (
+    GstElement *element, GstMessage *message);
 
 static void
 gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
@@ -156,7 +203,25 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
   gobject_class->get_property = gst_cuda_train_sink_get_property;
   gobject_class->finalize = gst_cuda_train_sink_finalize;
 
-  gst_cuda_train_sink_install_properties (gobject_class);
+  first_status_prop = gst_cuda_train_sink_install_properties (gobject_class);
+  g_object_class_install_property (gobject_class, first_status_prop + PROP_RANK,
+      g_param_spec_int ("rank", "Rank",
+          "This process's rank in its data-parallel job (0 alone); known once "
+          "the element is PAUSED",
+          0, G_MAXINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class,
+      first_status_prop + PROP_WORLD_SIZE,
+      g_param_spec_int ("world-size", "World size",
+          "Ranks in the data-parallel job (1 alone); known once the element "
+          "is PAUSED",
+          1, G_MAXINT, 1, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class,
+      first_status_prop + PROP_GLOBAL_BATCH_SIZE,
+      g_param_spec_int ("global-batch-size", "Global batch size",
+          "Images per step over the whole job: the batch times world-size "
+          "(0 until the first batch caps arrive); the learning rate goes "
+          "with it (linear scaling rule)",
+          0, G_MAXINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   /**
    * GstCudaTrainSink::stop:
@@ -184,17 +249,22 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "stats-interval steps and at the end (step, epoch, loss, lr, images, "
       "fresh-images, images-per-second, fresh-images-per-second, "
       "echo-factor, step-time, busy-time, data-wait-fraction, "
-      "sink-memory-fraction, pinned-fraction, time), and with "
+      "sink-memory-fraction, pinned-fraction, comm-time, rank, world-size, "
+      "time), and with "
       "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
       "also appended to metrics-location as JSON lines, with a snapshot "
       "line for each snapshot (mark, fresh-images, images, step, time). "
       "Action signal stop: finish the step in flight, write the final "
-      "statistics and checkpoint, and post EOS",
+      "statistics and checkpoint, and post EOS. Data-parallel under mpirun "
+      "or srun (distributed): one model over the ranks, gradients averaged "
+      "every step, rank 0 writes",
       "gst-train developers");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_cuda_train_sink_change_state);
+  element_class->post_message =
+      GST_DEBUG_FUNCPTR (gst_cuda_train_sink_post_message);
   base_class->start = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_start);
   base_class->stop = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_stop);
   base_class->set_caps = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_set_caps);
@@ -208,6 +278,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_PRECISION, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_LR_SCHEDULE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_MODE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_DISTRIBUTED, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_COMM_BACKEND, 0);
   GST_DEBUG_CATEGORY_INIT (
       gst_cuda_train_sink_debug, "cudatrainsink", 0, "ResNet training sink");
 }
@@ -218,6 +290,8 @@ static void
 gst_cuda_train_sink_init (GstCudaTrainSink *sink)
 {
   gst_cuda_train_sink_settings_init (&sink->props);
+  sink->message_rank = -1;
+  sink->world_size_prop = 1;
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
 }
@@ -249,11 +323,91 @@ gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
+  gint world_size = g_atomic_int_get (&sink->world_size_prop);
 
+  if (prop_id == first_status_prop + PROP_RANK) {
+    g_value_set_int (value, g_atomic_int_get (&sink->rank_prop));
+    return;
+  }
+  if (prop_id == first_status_prop + PROP_WORLD_SIZE) {
+    g_value_set_int (value, world_size);
+    return;
+  }
+  if (prop_id == first_status_prop + PROP_GLOBAL_BATCH_SIZE) {
+    g_value_set_int (value, g_atomic_int_get (&sink->global_batch_prop));
+    return;
+  }
   GST_OBJECT_LOCK (sink);
   if (!gst_cuda_train_sink_settings_get (&sink->props, prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (sink);
+}
+
+/* In a job of more than one rank, the text of an error, warning or info
+ * message of the sink (its own or its base class's), and its details
+ * (which gst-launch-1.0 prints alone for an info message), start with
+ * "rank R: ", so that a user who reads the messages of every rank in one
+ * stream (mpirun's output) knows whose it is. */
+static GstMessage *
+gst_cuda_train_sink_name_rank (GstMessage *message, gint rank)
+{
+  GError *error = NULL, *named;
+  gchar *debug = NULL;
+  const GstStructure *details = NULL;
+  GstStructure *copy;
+  GstMessage *renamed;
+
+  switch (GST_MESSAGE_TYPE (message)) {
+    case GST_MESSAGE_ERROR:
+      gst_message_parse_error (message, &error, &debug);
+      gst_message_parse_error_details (message, &details);
+      break;
+    case GST_MESSAGE_WARNING:
+      gst_message_parse_warning (message, &error, &debug);
+      gst_message_parse_warning_details (message, &details);
+      break;
+    case GST_MESSAGE_INFO:
+      gst_message_parse_info (message, &error, &debug);
+      gst_message_parse_info_details (message, &details);
+      break;
+    default:
+      return message;
+  }
+  named = g_error_new (
+      error->domain, error->code, "rank %d: %s", rank, error->message);
+  if (debug != NULL) {
+    gchar *text = g_strdup_printf ("rank %d: %s", rank, debug);
+
+    g_free (debug);
+    debug = text;
+  }
+  copy = details ? gst_structure_copy (details) : NULL;
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR)
+    renamed = gst_message_new_error_with_details (
+        GST_MESSAGE_SRC (message), named, debug, copy);
+  else if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_WARNING)
+    renamed = gst_message_new_warning_with_details (
+        GST_MESSAGE_SRC (message), named, debug, copy);
+  else
+    renamed = gst_message_new_info_with_details (
+        GST_MESSAGE_SRC (message), named, debug, copy);
+  gst_message_set_seqnum (renamed, gst_message_get_seqnum (message));
+  g_error_free (named);
+  g_error_free (error);
+  g_free (debug);
+  gst_message_unref (message);
+  return renamed;
+}
+
+static gboolean
+gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
+{
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
+  gint rank = g_atomic_int_get (&sink->message_rank);
+
+  if (rank >= 0 && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
+    message = gst_cuda_train_sink_name_rank (message, rank);
+  return GST_ELEMENT_CLASS (parent_class)->post_message (element, message);
 }
 
 /* ---- state ---- */
@@ -303,6 +457,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   gst_cuda_train_sink_settings_copy (&sink->settings, &sink->props);
   GST_OBJECT_UNLOCK (sink);
 
+  gst_cuda_train_sink_dist_name_rank (sink);
   if (s->snapshot_interval && s->snapshot_location == NULL) {
     GST_ELEMENT_ERROR (sink, RESOURCE, SETTINGS,
         ("snapshot-interval is set but snapshot-location is not."), (NULL));
@@ -319,6 +474,11 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   if (s->checkpoint_location && s->mode == GST_TRAIN_MODE_TRAIN
       && !gst_cuda_train_sink_check_folder (sink, s->checkpoint_location))
     return FALSE;
+  /* last: a rank that fails a check above never joins, and its launcher
+   * ends the job; one that fails below has joined and must tell its peers
+   * (gst_cuda_train_sink_dist_stop) */
+  if (!gst_cuda_train_sink_dist_start (sink))
+    return FALSE;
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   sink->failed = sink->ended = FALSE;
   sink->skip_batches = 0;
@@ -326,8 +486,11 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   sink->next_snapshot = s->snapshot_interval;
   sink->reached_max = FALSE;
   train_stats_init (&sink->stats, g_get_monotonic_time ());
+  sink->global = sink->stats;
+  sink->global_epoch_samples = 0;
   memset (&sink->eval, 0, sizeof (sink->eval));
-  if (s->metrics_location) {
+  /* data-parallel: rank 0 writes the job's metrics */
+  if (s->metrics_location && sink->rank == 0) {
     sink->metrics = train_json_lines_open (s->metrics_location, &error);
     if (sink->metrics == NULL) {
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
@@ -335,6 +498,8 @@ gst_cuda_train_sink_start (GstBaseSink *base)
               error->message),
           (NULL));
       g_error_free (error);
+      gst_cuda_train_sink_dist_stop (sink);
+      g_clear_pointer (&sink->comm, gt_comm_free);
       return FALSE;
     }
   }
@@ -382,8 +547,12 @@ gst_cuda_train_sink_save_on_stop (GstCudaTrainSink *sink)
     return;
   if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
     return; /* the error is posted */
+  /* data-parallel: the peers stop at this step too; the counts of every
+   * rank go into rank 0's checkpoint */
+  if (!gst_cuda_train_sink_leave_job (sink))
+    return;
   step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (step == sink->last_saved_step)
+  if (step == sink->last_saved_step || sink->rank != 0)
     return;
   GST_WARNING_OBJECT (sink,
       "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
@@ -405,7 +574,10 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   gst_cuda_train_sink_save_on_stop (sink);
   g_atomic_int_set (&sink->stop_requested, 0);
   gst_cuda_train_sink_drop_pending (sink);
+  /* whatever ended this rank's run, its peers must not wait for it */
+  gst_cuda_train_sink_dist_stop (sink);
   g_clear_pointer (&sink->trainer, gt_trainer_free);
+  g_clear_pointer (&sink->comm, gt_comm_free);
   if (sink->metrics)
     fclose (sink->metrics);
   sink->metrics = NULL;
@@ -471,9 +643,8 @@ gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
   /* page-locked only where the batches go to a GPU */
-  gint gpu_id = sink->settings.device == GST_TRAIN_DEVICE_CPU
-      ? -1
-      : sink->settings.gpu_id;
+  gint gpu_id =
+      sink->settings.device == GST_TRAIN_DEVICE_CPU ? -1 : sink->gpu_id;
   GstCaps *caps = NULL;
   gint c, w, h, n;
 
@@ -511,8 +682,10 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
   sink->channels = c;
   sink->width = w;
   sink->height = h;
-  if (sink->trainer == NULL)
+  if (sink->trainer == NULL) {
     sink->batch_size = n;
+    g_atomic_int_set (&sink->global_batch_prop, n * sink->world_size);
+  }
   return TRUE;
 }
 
@@ -555,14 +728,16 @@ gst_cuda_train_sink_report (GstCudaTrainSink *sink, GstStructure *s)
       GST_ELEMENT (sink), gst_message_new_element (GST_OBJECT (sink), s));
 }
 
-/* The train-stats message of the interval that ends now. */
+/* The train-stats message of the interval that ends now, from the counts
+ * of every rank as the caller just gathered them. */
 static void
 gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
 {
+  gint64 now = g_get_monotonic_time ();
   TrainStatsReport r;
 
-  train_stats_take_report (&sink->stats,
-      gst_cuda_train_sink_epoch_samples (sink), g_get_monotonic_time (), &r);
+  train_stats_take_report (&sink->global, sink->global_epoch_samples, now, &r);
+  train_stats_begin_interval (&sink->stats, now);
   gst_cuda_train_sink_report (sink,
       gst_structure_new ("train-stats", "step", G_TYPE_UINT64,
           (guint64)gt_trainer_global_step (sink->trainer), "epoch",
@@ -575,8 +750,9 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
           "busy-time", G_TYPE_DOUBLE, r.busy_time, "data-wait-fraction",
           G_TYPE_DOUBLE, r.data_wait_fraction, "sink-memory-fraction",
           G_TYPE_DOUBLE, r.sink_memory_fraction, "pinned-fraction",
-          G_TYPE_DOUBLE, r.pinned_fraction, "time", G_TYPE_DOUBLE, r.time,
-          NULL));
+          G_TYPE_DOUBLE, r.pinned_fraction, "comm-time", G_TYPE_DOUBLE,
+          r.comm_time, "rank", G_TYPE_INT, sink->rank, "world-size", G_TYPE_INT,
+          sink->world_size, "time", G_TYPE_DOUBLE, r.time, NULL));
 }
 
 /* The eval-result message of an eval run, at EOS. */
@@ -595,7 +771,43 @@ gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
 
 /* ---- steps ---- */
 
-/* Ends the step in flight: its statistics, checkpoint and snapshots. */
+/* The rank named in the trainer's GT_ERROR_STOPPED message ("rank R left
+ * the job"), or -1. */
+static gint
+gst_cuda_train_sink_rank_that_left (GstCudaTrainSink *sink)
+{
+  const gchar *text = strstr (gt_trainer_error (sink->trainer), "rank ");
+  gint rank;
+
+  if (text == NULL || sscanf (text, "rank %d left", &rank) != 1)
+    return -1;
+  return rank;
+}
+
+/* A step ended with GT_ERROR_STOPPED: a peer left the job (its data ended,
+ * it was stopped, or it failed) and every rank stops at this step, as at
+ * EOS (gst_cuda_train_sink_check_end), never with an error. */
+static void
+gst_cuda_train_sink_peer_left (GstCudaTrainSink *sink)
+{
+  guint64 step = (guint64)gt_trainer_global_step (sink->trainer);
+  gint rank = gst_cuda_train_sink_rank_that_left (sink);
+  gchar *who =
+      rank >= 0 ? g_strdup_printf ("rank %d", rank) : g_strdup ("a rank");
+
+  sink->peer_left = TRUE;
+  /* a warning: the batches this rank still had are not trained on */
+  GST_ELEMENT_WARNING (sink, RESOURCE, FAILED,
+      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it.", who, step),
+      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it (%s)", who,
+          step, gt_trainer_error (sink->trainer)));
+  g_free (who);
+}
+
+/* Ends the step in flight: its statistics, checkpoint and snapshots. The
+ * statistics of every rank are gathered (a collective) at the steps that
+ * need them, which every rank reaches together: none after a step that
+ * stopped. */
 static GstFlowReturn
 gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
 {
@@ -604,6 +816,7 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   TrainStepStats step;
   GstMemory *images;
   gint status, fresh, samples = sink->pending.batch.num_samples;
+  gboolean stats_due, checkpoint_due;
 
   if (sink->pending.buffer == NULL)
     return GST_FLOW_OK;
@@ -615,6 +828,10 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   step.in_sink_memory = gst_train_host_memory_is_ours (images);
   step.pinned = gst_train_host_memory_is_pinned (images);
   gst_train_mapped_batch_unmap (&sink->pending);
+  if (status == GT_ERROR_STOPPED) {
+    gst_cuda_train_sink_peer_left (sink);
+    return GST_FLOW_OK;
+  }
   if (status == GT_ERROR_NONFINITE) {
     sink->failed = TRUE;
     GST_ELEMENT_ERROR (sink, STREAM, FAILED,
@@ -633,12 +850,18 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   step.lr = result.lr;
   step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
   step.busy = result.busy_seconds;
+  step.comm = result.comm_seconds;
   train_stats_add_step (&sink->stats, &step);
-  if (s->stats_interval && sink->stats.steps >= s->stats_interval)
+  stats_due = s->stats_interval && sink->stats.steps >= s->stats_interval;
+  checkpoint_due = s->checkpoint_interval
+      && (guint64)result.step % s->checkpoint_interval == 0;
+  /* snapshots follow the fresh images of every rank: a gather each step */
+  if ((stats_due || checkpoint_due || s->snapshot_interval)
+      && !gst_cuda_train_sink_gather_stats (sink))
+    return GST_FLOW_ERROR;
+  if (stats_due)
     gst_cuda_train_sink_post_stats (sink);
-  if (s->checkpoint_interval
-      && (guint64)result.step % s->checkpoint_interval == 0
-      && !gst_cuda_train_sink_save (sink))
+  if (checkpoint_due && !gst_cuda_train_sink_save (sink))
     return GST_FLOW_ERROR;
   if (!gst_cuda_train_sink_snapshot (sink))
     return GST_FLOW_ERROR;
@@ -664,11 +887,18 @@ gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
 
   if (sink->reached_max)
     return GST_FLOW_EOS;
+  /* after an error the last checkpoint stays as it is, whatever comes
+   * next (a source sends EOS after its error) */
+  if (sink->failed)
+    return GST_FLOW_ERROR;
   if (sink->trainer == NULL)
     return GST_FLOW_OK;
   stop = g_atomic_int_get (&sink->stop_requested) != 0;
   if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
-    /* an evaluation ends with its result, at EOS or cut short by stop */
+    /* an evaluation ends with its result, at EOS or cut short by stop; in
+     * a data-parallel job that of every rank */
+    if ((eos || stop) && !gst_cuda_train_sink_leave_job (sink))
+      return GST_FLOW_ERROR;
     if (eos || stop)
       gst_cuda_train_sink_post_eval_result (sink);
     if (!stop)
@@ -686,17 +916,25 @@ gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
       return ret;
     step = (guint64)gt_trainer_global_step (sink->trainer);
   }
-  /* the "stop" signal ends the run as max-steps does */
-  at_max = stop || (max_steps && step >= max_steps);
+  /* the "stop" signal, and a peer that left the job, end the run as
+   * max-steps does */
+  at_max = stop || sink->peer_left || (max_steps && step >= max_steps);
   if (!at_max && !eos)
     return GST_FLOW_OK;
   sink->ended = TRUE;
   if (at_max) {
     GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
-        stop ? "stopped" : "reached max-steps", step);
+        stop                  ? "stopped"
+            : sink->peer_left ? "a peer left"
+                              : "reached max-steps",
+        step);
     sink->reached_max = TRUE;
   }
-  if (sink->stats.steps)
+  /* data-parallel: peers still training stop at this step; then the last
+   * gather */
+  if (!gst_cuda_train_sink_leave_job (sink))
+    return GST_FLOW_ERROR;
+  if (sink->global.steps)
     gst_cuda_train_sink_post_stats (sink);
   /* EOS always leaves a checkpoint, even of an untrained model */
   if (step != sink->last_saved_step || step == 0)
@@ -766,6 +1004,7 @@ gst_cuda_train_sink_train_batch (
     GstCudaTrainSink *sink, GstTrainMappedBatch *mapped, gint64 arrival)
 {
   GstFlowReturn ret;
+  gint status;
 
   /* a last, partial batch too small for batch-norm in training (one value
    * per channel) is dropped, as DataLoader(drop_last=True) would */
@@ -781,7 +1020,14 @@ gst_cuda_train_sink_train_batch (
   ret = gst_cuda_train_sink_finish_step (sink);
   if (ret != GST_FLOW_OK)
     return ret;
-  if (gt_trainer_step_begin (sink->trainer, &mapped->batch) != GT_OK)
+  if (sink->peer_left)
+    return gst_cuda_train_sink_check_end (sink, FALSE);
+  status = gt_trainer_step_begin (sink->trainer, &mapped->batch);
+  if (status == GT_ERROR_STOPPED) {
+    gst_cuda_train_sink_peer_left (sink);
+    return gst_cuda_train_sink_check_end (sink, FALSE);
+  }
+  if (status != GT_OK)
     return gst_cuda_train_sink_trainer_failed (sink);
   sink->pending = *mapped;
   memset (mapped, 0, sizeof (*mapped));
@@ -799,9 +1045,23 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
   GstTrainMappedBatch mapped;
   GstFlowReturn ret;
 
-  if (sink->trainer == NULL) {
-    if (!gst_cuda_train_sink_setup (sink))
-      return GST_FLOW_ERROR;
+  /* an error posted at an event (a shard that is not this rank's) */
+  if (sink->failed)
+    return GST_FLOW_ERROR;
+  if (sink->trainer == NULL && !sink->reached_max) {
+    switch (gst_cuda_train_sink_setup (sink)) {
+      case GST_TRAIN_SETUP_OK:
+        break;
+      case GST_TRAIN_SETUP_FAILED:
+        sink->failed = TRUE;
+        return GST_FLOW_ERROR;
+      case GST_TRAIN_SETUP_NO_JOB:
+        /* another rank cannot train: this one ends as at max-steps */
+        sink->reached_max = sink->ended = TRUE;
+        gst_element_post_message (GST_ELEMENT_CAST (sink),
+            gst_message_new_eos (GST_OBJECT_CAST (sink)));
+        return GST_FLOW_EOS;
+    }
     train_stats_begin_interval (&sink->stats, arrival);
   }
   /* past max-steps, or resumed from a checkpoint at or past it */
@@ -839,15 +1099,26 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       GstTrainDatasetInfo info;
 
       gst_event_parse_tag (event, &tags);
-      if (gst_train_dataset_info_from_tag_list (tags, &info)) {
-        if (sink->have_dataset)
-          gst_train_dataset_info_clear (&sink->dataset);
-        sink->dataset = info;
-        sink->have_dataset = TRUE;
+      if (!gst_train_dataset_info_from_tag_list (tags, &info))
+        break;
+      if (!gst_cuda_train_sink_check_shard (sink, &info)) {
+        gst_train_dataset_info_clear (&info);
+        sink->failed = TRUE;
+        gst_event_unref (event);
+        return FALSE;
       }
+      if (sink->have_dataset)
+        gst_train_dataset_info_clear (&sink->dataset);
+      sink->dataset = info;
+      sink->have_dataset = TRUE;
       break;
     }
     case GST_EVENT_EOS:
+      /* data-parallel: no batch at all; peers waiting to start stop too */
+      if (sink->trainer == NULL && sink->comm != NULL && !sink->agreed)
+        gst_cuda_train_sink_dist_agree (sink,
+            sink->failed ? GST_TRAIN_RANK_FAILED : GST_TRAIN_RANK_NO_DATA, NULL,
+            NULL, NULL);
       ret = gst_cuda_train_sink_check_end (sink, TRUE);
       if (ret != GST_FLOW_OK) {
         /* EOS: max-steps posted the EOS message already; an error is

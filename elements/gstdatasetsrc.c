@@ -12,13 +12,25 @@
  * Each epoch visits the dataset in a fresh random order drawn from @seed and
  * the epoch number (or in dataset order with shuffle=false). With
  * @num-shards > 1 every shard takes every num-shards-th sample of the same
- * epoch order, so shards are disjoint and together complete, as PyTorch's
- * DistributedSampler does. Files are read ahead of the stream by @n-threads
- * reader threads, at most @read-ahead samples in flight.
+ * epoch order (shard k takes positions k, k + num-shards, ...), so shards
+ * are disjoint and together complete, as PyTorch's DistributedSampler does
+ * with drop_last=False, except that no shard is padded with repeats: shards
+ * differ by at most one sample. Files are read ahead of the stream by
+ * @n-threads reader threads, at most @read-ahead samples in flight.
+ *
+ * In a data-parallel job (mpirun, srun: the launcher's environment says
+ * more than one rank; see docs/distributed.md), when neither @shard-index
+ * nor @num-shards is set, the source reads shard R of N, R being its rank
+ * and N the number of ranks: one launch line for every rank. Setting either
+ * property turns that off, for processes that each train alone
+ * (cudatrainsink distributed=off): a sink in the job checks that its
+ * source reads its rank's shard.
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the
- * dataset's size and the samples per epoch.
+ * dataset's size, the samples per epoch, and the shard it reads
+ * (`train-shard-index`, `train-num-shards`), which cudatrainsink checks
+ * against its rank and world size.
  *
  * ## Messages
  *
@@ -48,6 +60,7 @@
 #include "dataset-index.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "gt-launcher.h"
 #include "gt-random.h"
 
 #include <errno.h>
@@ -115,6 +128,8 @@ typedef struct
   guint n_threads;
   guint read_ahead;
   gchar *extensions;
+  /* shard-index or num-shards was set: the launcher's rank is not used */
+  gboolean shard_set;
 } GstDatasetSrcSettings;
 
 struct _GstDatasetSrc
@@ -214,14 +229,17 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SHARD_INDEX,
       g_param_spec_uint ("shard-index", "Shard index",
-          "Which shard this source reads, from 0 to num-shards - 1", 0,
-          G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
+          "Which shard this source reads, from 0 to num-shards - 1 (unset, "
+          "with num-shards unset too: the rank of a data-parallel job, from "
+          "the launcher's environment)",
+          0, G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_SHARDS,
       g_param_spec_uint ("num-shards", "Number of shards",
           "Split every epoch into this many disjoint shards (one per "
-          "training process)",
+          "training process; unset, with shard-index unset too: the number of "
+          "ranks of a data-parallel job, from the launcher's environment)",
           1, G_MAXUINT, DEFAULT_NUM_SHARDS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -358,9 +376,11 @@ gst_dataset_src_set_property (
       break;
     case PROP_SHARD_INDEX:
       props->shard_index = g_value_get_uint (value);
+      props->shard_set = TRUE;
       break;
     case PROP_NUM_SHARDS:
       props->num_shards = g_value_get_uint (value);
+      props->shard_set = TRUE;
       break;
     case PROP_NUM_SAMPLES:
       props->num_samples = g_value_get_uint64 (value);
@@ -468,6 +488,8 @@ gst_dataset_src_send_dataset_info (GstDatasetSrc *src)
   info.class_names = (gchar **)src->index->class_names->pdata;
   info.num_samples = src->index->entries->len;
   info.epoch_samples = src->epoch_samples;
+  info.shard_index = src->settings.shard_index;
+  info.num_shards = src->settings.num_shards;
   tags = gst_train_dataset_info_to_tag_list (&info);
   g_ptr_array_remove_index (
       src->index->class_names, src->index->class_names->len - 1);
@@ -497,6 +519,17 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   s->extensions = g_strdup (src->props.extensions);
   GST_OBJECT_UNLOCK (src);
 
+  if (!s->shard_set) {
+    GtLauncherPosition position;
+
+    if (gt_launcher_position (&position) && position.size > 1) {
+      s->shard_index = (guint)position.rank;
+      s->num_shards = (guint)position.size;
+      GST_INFO_OBJECT (src, "rank %d of %d (%s): reading shard %u of %u",
+          position.rank, position.size, position.source, s->shard_index,
+          s->num_shards);
+    }
+  }
   if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));

@@ -26,7 +26,9 @@
  * leave in random order, as in tf.data's shuffle: once the buffer is full, a
  * random resident copy leaves for each copy that enters, so repeats spread
  * out and rarely share a batch. Everything happens in the upstream streaming
- * thread, and the output depends only on the input and @seed.
+ * thread, and the output depends only on the input and @seed (in a
+ * data-parallel job, ranks other than 0 mix their rank into it, as
+ * augment does).
  *
  * ## mode=adaptive
  *
@@ -124,6 +126,7 @@
 #endif
 
 #include "gstecho.h"
+#include "train-common.h"
 #include "train-meta.h"
 #include "gt-random.h"
 
@@ -356,7 +359,8 @@ gst_echo_class_init (GstEchoClass *klass)
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the per-item draws and of the shuffle; the same seed and "
-          "input give the same output in mode=fixed",
+          "input give the same output in mode=fixed (in a data-parallel job, "
+          "ranks other than 0 mix their rank into it)",
           0, G_MAXUINT64, DEFAULT_SEED,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -1406,7 +1410,17 @@ gst_echo_start (GstEcho *echo)
   if (echo->adaptive)
     echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
   gst_echo_clear (echo);
-  gt_random_init (&echo->rng, s->seed, RANDOM_STREAM);
+  {
+    gint rank;
+    guint64 seed = gst_train_rank_seed (s->seed, &rank);
+
+    if (seed != s->seed)
+      GST_INFO_OBJECT (echo,
+          "rank %d of a data-parallel job: drawing from seed %" G_GUINT64_FORMAT
+          " mixed with the rank",
+          rank, s->seed);
+    gt_random_init (&echo->rng, seed, RANDOM_STREAM);
+  }
   GST_DEBUG_OBJECT (echo, "%s mode, %u items, %" G_GUINT64_FORMAT " bytes",
       echo->adaptive ? "adaptive" : "fixed", echo->capacity,
       echo->settings.max_size_bytes);

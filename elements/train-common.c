@@ -1,6 +1,8 @@
 /* train-common.c: the types declared in train-common.h. */
 #include "train-common.h"
 #include "train-meta.h"
+#include "gt-launcher.h"
+#include "gt-random.h"
 
 GType
 gst_train_on_error_get_type (void)
@@ -138,4 +140,22 @@ gst_train_describe_sample (GstBuffer *buffer)
     return g_strdup_printf (
         "%" G_GUINT64_FORMAT " (\"%s\")", meta->index, meta->location);
   return g_strdup_printf ("%" G_GUINT64_FORMAT, meta->index);
+}
+
+guint64
+gst_train_rank_seed (guint64 seed, gint *rank)
+{
+  GtLauncherPosition position;
+  guint64 state;
+
+  if (!gt_launcher_position (&position) || position.size < 2
+      || position.rank == 0) {
+    *rank = position.rank;
+    return seed;
+  }
+  *rank = position.rank;
+  /* a hash of the rank, not seed + rank: neighbouring seeds would give
+   * neighbouring splitmix64 states, whose streams overlap */
+  state = (guint64)position.rank;
+  return seed ^ gt_random_splitmix64 (&state);
 }

@@ -78,6 +78,14 @@ void gst_train_copy_untagged_metas (GstBuffer *input, GstBuffer *output);
  * meta. Free with g_free(). */
 gchar *gst_train_describe_sample (GstBuffer *buffer);
 
+/* The seed an element with random draws (augment, echo) uses: @seed
+ * itself in a process that runs alone, else, in a job of more than one
+ * rank (by the launcher's environment, gt-launcher.h), @seed mixed with the
+ * rank, so that the ranks of a data-parallel job, started from one launch
+ * line, draw different crops and repeats. Rank 0 keeps @seed. *@rank is set
+ * to the launcher's rank (0 alone). */
+guint64 gst_train_rank_seed (guint64 seed, gint *rank);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_COMMON_H__ */

@@ -210,6 +210,10 @@ gst_train_tags_register (void)
     gst_tag_register (GST_TRAIN_TAG_EPOCH_SAMPLES, GST_TAG_FLAG_META,
         G_TYPE_UINT64, "samples per epoch",
         "number of samples one epoch of this source emits", NULL);
+    gst_tag_register (GST_TRAIN_TAG_SHARD_INDEX, GST_TAG_FLAG_META, G_TYPE_UINT,
+        "shard index", "the shard of the dataset this stream is, from 0", NULL);
+    gst_tag_register (GST_TRAIN_TAG_NUM_SHARDS, GST_TAG_FLAG_META, G_TYPE_UINT,
+        "number of shards", "how many shards the dataset is split into", NULL);
     g_once_init_leave (&registered, 1);
   }
 }
@@ -228,6 +232,9 @@ gst_train_dataset_info_to_tag_list (const GstTrainDatasetInfo *info)
   gst_tag_list_add (tags, GST_TAG_MERGE_REPLACE, GST_TRAIN_TAG_NUM_CLASSES,
       info->num_classes, GST_TRAIN_TAG_NUM_SAMPLES, info->num_samples,
       GST_TRAIN_TAG_EPOCH_SAMPLES, info->epoch_samples, NULL);
+  if (info->num_shards > 0)
+    gst_tag_list_add (tags, GST_TAG_MERGE_REPLACE, GST_TRAIN_TAG_SHARD_INDEX,
+        info->shard_index, GST_TRAIN_TAG_NUM_SHARDS, info->num_shards, NULL);
   for (i = 0; i < info->num_classes && info->class_names != NULL
        && info->class_names[i] != NULL;
        i++)
@@ -254,6 +261,10 @@ gst_train_dataset_info_from_tag_list (
   gst_tag_list_get_uint64 (tags, GST_TRAIN_TAG_NUM_SAMPLES, &info->num_samples);
   gst_tag_list_get_uint64 (
       tags, GST_TRAIN_TAG_EPOCH_SAMPLES, &info->epoch_samples);
+  if (!gst_tag_list_get_uint (tags, GST_TRAIN_TAG_NUM_SHARDS, &info->num_shards)
+      || !gst_tag_list_get_uint (
+          tags, GST_TRAIN_TAG_SHARD_INDEX, &info->shard_index))
+    info->num_shards = info->shard_index = 0;
 
   n_names = gst_tag_list_get_tag_size (tags, GST_TRAIN_TAG_CLASS_NAME);
   info->class_names = g_new0 (gchar *, info->num_classes + 1);

@@ -129,6 +129,10 @@ GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
                                                            * source emits
                                                            * (after sharding
                                                            * and num-samples) */
+/* guint: which shard of the dataset this stream is (from 0), and how many
+ * shards it was split into; both absent when the source does not shard */
+#define GST_TRAIN_TAG_SHARD_INDEX "train-shard-index"
+#define GST_TRAIN_TAG_NUM_SHARDS "train-num-shards"
 
 /**
  * GstTrainDatasetInfo:
@@ -136,6 +140,12 @@ GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
  * @class_names: %NULL-terminated names in label order (num_classes entries)
  * @num_samples: samples in the whole dataset
  * @epoch_samples: samples one epoch of the source emits
+ * @shard_index: the shard of the dataset the source reads (from 0)
+ * @num_shards: how many shards the dataset is split into, 1 when it is not;
+ *     0 when the tags do not say (a source that does not shard)
+ *
+ * A data-parallel job runs one source per rank, each on its own shard:
+ * cudatrainsink checks the shard against its rank and world size.
  */
 typedef struct
 {
@@ -143,6 +153,8 @@ typedef struct
   gchar **class_names;
   guint64 num_samples;
   guint64 epoch_samples;
+  guint shard_index;
+  guint num_shards;
 } GstTrainDatasetInfo;
 
 /* Registers the GST_TRAIN_TAG_* tags; safe to call any number of times. */

@@ -22,6 +22,7 @@ train_stats_begin_interval (TrainStats *stats, gint64 now)
   stats->loss_sum = 0;
   stats->interval_images = stats->interval_fresh = 0;
   stats->step_seconds = stats->busy_seconds = stats->wait_seconds = 0;
+  stats->comm_seconds = 0;
   stats->sink_memory_steps = stats->pinned_steps = 0;
 }
 
@@ -50,6 +51,7 @@ train_stats_add_step (TrainStats *stats, const TrainStepStats *step)
   stats->interval_fresh += step->fresh;
   stats->step_seconds += step->seconds;
   stats->busy_seconds += step->busy;
+  stats->comm_seconds += step->comm;
   stats->sink_memory_steps += step->in_sink_memory ? 1 : 0;
   stats->pinned_steps += step->pinned ? 1 : 0;
 }
@@ -92,6 +94,7 @@ train_stats_take_report (TrainStats *stats, guint64 epoch_samples, gint64 now,
   report->sink_memory_fraction = (gdouble)stats->sink_memory_steps / steps;
   report->pinned_fraction = (gdouble)stats->pinned_steps / steps;
   report->data_wait_fraction = MIN (1.0, stats->wait_seconds / wall);
+  report->comm_time = stats->comm_seconds;
   report->time = train_stats_elapsed (stats, now);
   train_stats_begin_interval (stats, now);
 }
@@ -136,6 +139,10 @@ train_json_object_add_value (
   else if (G_VALUE_HOLDS_UINT64 (value))
     g_string_append_printf (
         object->text, "%" G_GUINT64_FORMAT, g_value_get_uint64 (value));
+  else if (G_VALUE_HOLDS_INT (value))
+    g_string_append_printf (object->text, "%d", g_value_get_int (value));
+  else if (G_VALUE_HOLDS_UINT (value))
+    g_string_append_printf (object->text, "%u", g_value_get_uint (value));
   else
     g_string_append (object->text, "null");
 }

@@ -35,6 +35,7 @@ typedef struct
   gdouble step_seconds;
   gdouble busy_seconds;    /* the trainer computing, as it measures it */
   gdouble wait_seconds;    /* waiting for the next batch */
+  gdouble comm_seconds;    /* data-parallel: reducing, or waiting for it */
   guint sink_memory_steps; /* batches whose images were in the sink's pool */
   guint pinned_steps;      /* ... in page-locked memory */
 } TrainStats;
@@ -56,6 +57,7 @@ typedef struct
   gdouble sink_memory_fraction;
   gdouble pinned_fraction;
   gdouble data_wait_fraction;
+  gdouble comm_time;
   gdouble time;
 } TrainStatsReport;
 
@@ -70,7 +72,8 @@ void train_stats_add_wait (TrainStats *stats, gint64 now);
 void train_stats_batch_done (TrainStats *stats, gint64 now);
 /* A step is done: its @images (@fresh of them not repeats), @loss and
  * @lr, the @seconds from its start to its end, the @busy seconds the
- * trainer says it computed, and where its images were. */
+ * trainer says it computed, the @comm seconds it spent on the ranks'
+ * reduction, and where its images were. */
 typedef struct
 {
   guint images;
@@ -79,6 +82,7 @@ typedef struct
   gdouble lr;
   gdouble seconds;
   gdouble busy;
+  gdouble comm;
   gboolean in_sink_memory;
   gboolean pinned;
 } TrainStepStats;
@@ -109,7 +113,8 @@ void train_json_object_begin (TrainJsonObject *object, GString *text);
 void train_json_object_add_string (
     TrainJsonObject *object, const gchar *name, const gchar *value);
 /* Adds "@name": @value: a double as %.6g (null when not finite, as JSON
- * has no NaN or infinity), a guint64 as it is, any other type as null. */
+ * has no NaN or infinity), an integer (gint, guint, guint64) as it is, any
+ * other type as null. */
 void train_json_object_add_value (
     TrainJsonObject *object, const gchar *name, const GValue *value);
 /* train_json_object_add_value as a GstStructureForeachFunc: @object is the

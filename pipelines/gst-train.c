@@ -17,8 +17,14 @@
  * (--summary). Exit status: 0 when the pipeline reached EOS, 1 on an error
  * (its text on stderr), 2 on bad usage (a bad property value included), 130
  * when aborted.
+ *
+ * Under a launcher (mpirun -np N gst-train ..., srun: one process per rank
+ * of a data-parallel job, docs/distributed.md) rank 0 alone prints progress,
+ * results and the closing line, and writes dot dumps and the summary; every
+ * rank prints its errors and warnings, each line starting with "rank R: ".
  */
 #include "train-report.h"
+#include "gt-launcher.h"
 
 #include <gst/gst.h>
 #include <glib-unix.h>
@@ -51,7 +57,23 @@ typedef struct
   GList *sinks;
   GHashTable *last_steps;
   gboolean played;
+  /* a rank other than 0 of a data-parallel job: errors and warnings only */
+  gboolean follower;
 } App;
+
+/* "rank R: " before every line on stderr in a job of more than one rank,
+ * else "" (set in main). */
+static gchar rank_prefix[32];
+
+/* An element's @message without the rank it starts with (cudatrainsink
+ * names it): the line starts with the rank already. */
+static const gchar *
+without_rank (const gchar *message)
+{
+  return g_str_has_prefix (message, rank_prefix)
+      ? message + strlen (rank_prefix)
+      : message;
+}
 
 /* ---- finding our own plugins ---- */
 
@@ -663,7 +685,7 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
           gst_structure_free (app->last_stats);
         app->last_stats = gst_structure_copy (s);
         print_progress (app, s);
-      } else if (gst_structure_has_name (s, "eval-result")) {
+      } else if (gst_structure_has_name (s, "eval-result") && !app->follower) {
         guint64 images = 0;
 
         if (app->eval_result)
@@ -695,8 +717,8 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
       GError *error = NULL;
 
       gst_message_parse_warning (message, &error, NULL);
-      g_printerr ("warning from %s: %s\n", GST_OBJECT_NAME (message->src),
-          error->message);
+      g_printerr ("%swarning from %s: %s\n", rank_prefix,
+          GST_OBJECT_NAME (message->src), without_rank (error->message));
       g_error_free (error);
       break;
     }
@@ -711,8 +733,8 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
                          GST_OBJECT_NAME (message->src), error->message, debug)
                            : g_strdup_printf ("%s: %s",
                                GST_OBJECT_NAME (message->src), error->message);
-      g_printerr ("error from %s: %s\n", GST_OBJECT_NAME (message->src),
-          error->message);
+      g_printerr ("%serror from %s: %s\n", rank_prefix,
+          GST_OBJECT_NAME (message->src), without_rank (error->message));
       dump_dot (app, "error");
       app->exit_status = 1;
       g_error_free (error);
@@ -743,19 +765,22 @@ on_interrupt (gpointer data)
      * it; EOS from the sources too, for pipelines without that sink (or
      * with one that has no "stop"), where what is queued is trained on */
     if (stop_train_sinks (app) > 0)
-      g_printerr ("interrupt: stopping after the step in flight; the "
+      g_printerr ("%sinterrupt: stopping after the step in flight; the "
                   "batches still queued are not used, the final checkpoint "
-                  "(or eval result) is written (Ctrl-C again to abort)\n");
+                  "(or eval result) is written (Ctrl-C again to abort)\n",
+          rank_prefix);
     else
-      g_printerr ("interrupt: ending the stream; the batches already queued "
-                  "are trained on, then the final checkpoint is written "
-                  "(Ctrl-C again to abort)\n");
+      g_printerr ("%sinterrupt: ending the stream; the batches already "
+                  "queued are trained on, then the final checkpoint is "
+                  "written (Ctrl-C again to abort)\n",
+          rank_prefix);
     if (!gst_element_send_event (app->pipeline, gst_event_new_eos ()))
-      g_printerr ("interrupt: the pipeline did not take EOS; Ctrl-C again "
-                  "to abort\n");
+      g_printerr ("%sinterrupt: the pipeline did not take EOS; Ctrl-C again "
+                  "to abort\n",
+          rank_prefix);
     return G_SOURCE_CONTINUE;
   }
-  g_printerr ("interrupt: aborting\n");
+  g_printerr ("%sinterrupt: aborting\n", rank_prefix);
   app->exit_status = 130;
   g_main_loop_quit (app->loop);
   return G_SOURCE_CONTINUE;
@@ -824,6 +849,7 @@ main (int argc, char **argv)
   };
   GOptionContext *context;
   GError *error = NULL;
+  GtLauncherPosition position;
   App app = { 0 };
   ParseLog parse_log;
   GstBus *bus;
@@ -860,6 +886,16 @@ main (int argc, char **argv)
     return 2;
   }
 
+  /* a data-parallel job: rank 0 speaks for it */
+  if (gt_launcher_position (&position) && position.size > 1) {
+    g_snprintf (rank_prefix, sizeof (rank_prefix), "rank %d: ", position.rank);
+    app.follower = position.rank > 0;
+    quiet |= app.follower;
+    if (app.follower)
+      g_clear_pointer (&dot_dir, g_free);
+    if (app.follower)
+      g_clear_pointer (&summary, g_free);
+  }
   if (dot_dir) {
     if (g_mkdir_with_parents (dot_dir, 0755) < 0) {
       g_printerr (
@@ -876,7 +912,7 @@ main (int argc, char **argv)
   app.pipeline = gst_parse_launch (launch, &error);
   parse_log_end (&parse_log);
   if (app.pipeline == NULL || error != NULL) {
-    g_printerr ("gst-train: the pipeline does not parse: %s\n",
+    g_printerr ("%sgst-train: the pipeline does not parse: %s\n", rank_prefix,
         error ? error->message : "unknown error");
     if (app.pipeline)
       gst_object_unref (app.pipeline);
@@ -920,8 +956,9 @@ main (int argc, char **argv)
   for (i = 0; i < G_N_ELEMENTS (signal_sources); i++)
     g_source_remove (signal_sources[i]);
   if (app.exit_status == 1 && app.error == NULL)
-    g_printerr ("gst-train: the pipeline failed to start\n");
-  print_closing (&app);
+    g_printerr ("%sgst-train: the pipeline failed to start\n", rank_prefix);
+  if (!app.follower)
+    print_closing (&app);
   if (summary && !write_summary (&app, summary) && app.exit_status == 0)
     app.exit_status = 1;
 

@@ -116,6 +116,24 @@ fixture_write_jpeg (const gchar *path, gint width, gint height, guint seed)
   g_free (data);
 }
 
+void
+fixture_set_launcher (gint rank, gint size)
+{
+  gchar text[16];
+
+  if (rank < 0) {
+    g_unsetenv ("OMPI_COMM_WORLD_RANK");
+    g_unsetenv ("OMPI_COMM_WORLD_SIZE");
+    g_unsetenv ("OMPI_COMM_WORLD_LOCAL_RANK");
+    return;
+  }
+  g_snprintf (text, sizeof (text), "%d", rank);
+  g_setenv ("OMPI_COMM_WORLD_RANK", text, TRUE);
+  g_setenv ("OMPI_COMM_WORLD_LOCAL_RANK", text, TRUE);
+  g_snprintf (text, sizeof (text), "%d", size);
+  g_setenv ("OMPI_COMM_WORLD_SIZE", text, TRUE);
+}
+
 gchar *
 fixture_make_temp_dir (void)
 {

@@ -40,6 +40,12 @@ void fixture_write_file (const gchar *path, const guint8 *data, gsize size);
 void fixture_write_jpeg (
     const gchar *path, gint width, gint height, guint seed);
 
+/* Makes this process look like rank @rank of a job of @size ranks that
+ * Open MPI's mpirun started (OMPI_COMM_WORLD_* in the environment), as the
+ * elements read it (gt-launcher.h); @rank < 0 removes those variables. No
+ * MPI is involved: for the elements that only read the environment. */
+void fixture_set_launcher (gint rank, gint size);
+
 /* A new empty temporary folder; remove with fixture_remove_tree(). */
 gchar *fixture_make_temp_dir (void);
 void fixture_remove_tree (const gchar *path);

@@ -67,7 +67,7 @@ GST_END_TEST;
 GST_START_TEST (test_dataset_info_round_trip)
 {
   const gchar *names[] = { "cat", "dog, big", "eel", NULL };
-  GstTrainDatasetInfo in = { 3, (gchar **)names, 1000, 250 }, out;
+  GstTrainDatasetInfo in = { 3, (gchar **)names, 1000, 250, 2, 4 }, out;
   GstTagList *tags = gst_train_dataset_info_to_tag_list (&in);
   GstTagList *empty = gst_tag_list_new_empty ();
 
@@ -80,8 +80,20 @@ GST_START_TEST (test_dataset_info_round_trip)
   fail_unless (out.class_names[3] == NULL);
   fail_unless_equals_uint64 (out.num_samples, 1000);
   fail_unless_equals_uint64 (out.epoch_samples, 250);
+  fail_unless_equals_int (out.shard_index, 2);
+  fail_unless_equals_int (out.num_shards, 4);
   gst_train_dataset_info_clear (&out);
   fail_unless (out.class_names == NULL);
+  gst_tag_list_unref (tags);
+
+  /* a source that does not shard says nothing about shards */
+  in.num_shards = 0;
+  tags = gst_train_dataset_info_to_tag_list (&in);
+  fail_if (gst_tag_list_get_tag_size (tags, GST_TRAIN_TAG_NUM_SHARDS));
+  fail_unless (gst_train_dataset_info_from_tag_list (tags, &out));
+  fail_unless_equals_int (out.num_shards, 0);
+  fail_unless_equals_int (out.shard_index, 0);
+  gst_train_dataset_info_clear (&out);
 
   fail_if (gst_train_dataset_info_from_tag_list (empty, &out));
   fail_unless_equals_int (out.num_classes, 0);

@@ -768,6 +768,62 @@ run_augment (const gchar *root, const gchar *augment_props)
   return r;
 }
 
+/* Every output image of @r, one after the other. */
+static GByteArray *
+all_pixels (RunResult *r)
+{
+  GByteArray *pixels = g_byte_array_new ();
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  for (i = 0; i < r->samples->len; i++) {
+    GstMapInfo map;
+    GstBuffer *buffer =
+        gst_sample_get_buffer (run_result_sample (r, i)->sample);
+
+    fail_unless (gst_buffer_map (buffer, &map, GST_MAP_READ));
+    g_byte_array_append (pixels, map.data, map.size);
+    gst_buffer_unmap (buffer, &map);
+  }
+  run_result_free (r);
+  return pixels;
+}
+
+/* In a data-parallel job (the launcher's environment), rank 0 crops as a
+ * process alone does and rank 1 crops otherwise, from one seed. */
+GST_START_TEST (test_seed_differs_per_rank)
+{
+  gchar *root = write_mixed_tree (8);
+  /* every rank reads every image (num-shards set), to compare the crops */
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
+                                   "num-shards=1 ! imagedec ! augment "
+                                   "width=16 height=16 seed=5 ! fakesink "
+                                   "name=sink",
+      root);
+  GByteArray *alone = all_pixels (fixture_run (launch)), *rank0, *rank1;
+
+  fixture_set_launcher (0, 2);
+  rank0 = all_pixels (fixture_run (launch));
+  fixture_set_launcher (1, 2);
+  rank1 = all_pixels (fixture_run (launch));
+  fixture_set_launcher (-1, 0);
+  fail_unless_equals_int (alone->len, 8 * 16 * 16 * 3);
+  fail_unless (alone->len == rank0->len
+          && memcmp (alone->data, rank0->data, alone->len) == 0,
+      "rank 0 cropped otherwise");
+  fail_unless (alone->len != rank1->len
+          || memcmp (alone->data, rank1->data, alone->len) != 0,
+      "rank 1 cropped as rank 0");
+  g_byte_array_unref (alone);
+  g_byte_array_unref (rank0);
+  g_byte_array_unref (rank1);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_pipeline_gives_fixed_caps)
 {
   gchar *root = write_mixed_tree (24);
@@ -989,6 +1045,7 @@ augment_suite (void)
   tcase_add_test (tc, test_element_center_resize_and_flip);
   tcase_add_test (tc, test_element_refuses_bad_input);
   tcase_add_test (tc, test_pipeline_gives_fixed_caps);
+  tcase_add_test (tc, test_seed_differs_per_rank);
   tcase_add_test (tc, test_same_seed_same_output_whatever_threads);
   tcase_add_test (tc, test_bad_settings_fail_at_start);
   tcase_add_test (tc, test_stop_and_restart_while_streaming);

@@ -2,8 +2,9 @@
  * the CPU backend with resnet20 and small generated datasets: the loss
  * falls, resume is exact and the epoch goes on across it, fresh and total
  * counts at every echo position, eval on a known checkpoint, the "stop"
- * signal and a stop without EOS, and every error and warning the sink
- * reports. */
+ * signal and a stop without EOS, every error and warning the sink
+ * reports, and what it says about data-parallel jobs when it trains
+ * alone. */
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
@@ -575,7 +576,6 @@ GST_START_TEST (test_errors)
     gt_st_close (file);
   }
   sink_run_free (run);
-
   /* a missing resume file, and one of another model */
   assert_error_says (sink_run_printf ("%s ! batcher batch-size=6 ! " SINK
                                       "resume-from=%s/none.safetensors",
@@ -1061,7 +1061,8 @@ set_other_than_default (GParamSpec *spec, GValue *value)
 }
 
 /* Every property reads back its default, then what was set, whatever its
- * type: the sink keeps its properties by table, not by a case for each. */
+ * type: the sink keeps its properties by table, not by a case for each.
+ * Read-only ones read back their default before the sink starts. */
 GST_START_TEST (test_properties_read_back)
 {
   GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
@@ -1080,6 +1081,12 @@ GST_START_TEST (test_properties_read_back)
     g_value_init (&back, spec->value_type);
     g_object_get_property (G_OBJECT (sink), spec->name, &back);
     fail_unless (g_param_value_defaults (spec, &back), "%s", spec->name);
+    /* read-only (rank, world-size, global-batch-size): the default alone */
+    if (!(spec->flags & G_PARAM_WRITABLE)) {
+      g_value_unset (&value);
+      g_value_unset (&back);
+      continue;
+    }
     set_other_than_default (spec, &value);
     fail_if (g_param_value_defaults (spec, &value), "%s", spec->name);
     g_object_set_property (G_OBJECT (sink), spec->name, &value);
@@ -1127,6 +1134,132 @@ GST_START_TEST (test_batches_in_sink_memory)
 
 GST_END_TEST;
 
+/* A batch of @n 12x12 RGB images (a test pattern) with labels 0 and 1. */
+static GstBuffer *
+make_batch (gint n)
+{
+  GstBuffer *buffer = gst_buffer_new ();
+  guint8 *images = g_malloc (n * 12 * 12 * 3);
+  gint32 *labels = g_new (gint32, n);
+  gint i;
+
+  for (i = 0; i < n * 12 * 12 * 3; i++)
+    images[i] = (guint8)(i * 7);
+  for (i = 0; i < n; i++)
+    labels[i] = i % 2;
+  gst_buffer_append_memory (buffer,
+      gst_memory_new_wrapped (0, images, n * 432, 0, n * 432, images, g_free));
+  gst_buffer_append_memory (buffer,
+      gst_memory_new_wrapped (0, labels, n * 4, 0, n * 4, labels, g_free));
+  return buffer;
+}
+
+/* After an error (a non-finite loss: the images scaled to infinity), the
+ * EOS that follows (a source sends one after its flow error) writes no
+ * checkpoint: the last one stays. */
+GST_START_TEST (test_no_checkpoint_after_an_error)
+{
+  static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+      "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
+  GstCaps *caps = gst_caps_from_string (
+      "other/tensors, format=static, num_tensors=2, "
+      "types=(string)\"uint8,int32\", "
+      "dimensions=(string)\"3:12:12:4,4\", framerate=0/1");
+  GstPad *src;
+
+  gst_util_set_object_arg (G_OBJECT (sink), "model", "resnet20");
+  gst_util_set_object_arg (G_OBJECT (sink), "device", "cpu");
+  g_object_set (sink, "num-classes", 2, "num-threads", 1, "mean", "0,0,0",
+      "std", "1e-45,1e-45,1e-45", "checkpoint-location", checkpoint, NULL);
+  src = gst_check_setup_src_pad (sink, &src_template);
+  gst_pad_set_active (src, TRUE);
+  gst_element_set_state (sink, GST_STATE_PLAYING);
+  gst_check_setup_events (src, sink, caps, GST_FORMAT_TIME);
+  fail_unless_equals_int (gst_pad_push (src, make_batch (4)), GST_FLOW_OK);
+  /* the step in flight ends when the next batch comes: it diverged */
+  fail_unless_equals_int (gst_pad_push (src, make_batch (4)), GST_FLOW_ERROR);
+  gst_pad_push_event (src, gst_event_new_eos ());
+  fail_if (g_file_test (checkpoint, G_FILE_TEST_EXISTS),
+      "a checkpoint was written after the error");
+  gst_element_set_state (sink, GST_STATE_NULL);
+  gst_pad_set_active (src, FALSE);
+  gst_check_teardown_src_pad (sink);
+  gst_object_unref (sink);
+  gst_caps_unref (caps);
+  fixture_remove_tree (dir);
+  g_free (checkpoint);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* Alone (no launcher in the environment, or distributed=off under one):
+ * rank 0 of 1, no time in communication, the global batch is the batch;
+ * under a launcher that says rank 1 of 2, datasetsrc reads shard 1 of 2
+ * by itself while a sink with distributed=off trains that shard alone
+ * (no MPI: the environment is all this test fakes). */
+GST_START_TEST (test_alone_and_launcher_shard)
+{
+  const gchar *dir = use_dataset (2, 8);
+  const gchar *launcher[][2] = { { "OMPI_COMM_WORLD_RANK", "1" },
+    { "OMPI_COMM_WORLD_SIZE", "2" }, { "OMPI_COMM_WORLD_LOCAL_RANK", "1" } };
+  gchar *input = input_stage (dir, 1);
+  gint round;
+
+  for (round = 0; round < 2; round++) {
+    gchar *launch = g_strdup_printf ("%s ! batcher batch-size=4 ! " SINK
+                                     "name=sink stats-interval=1 %s",
+        input, round ? "distributed=off" : "");
+    GstElement *pipeline = gst_parse_launch (launch, NULL);
+    GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    GstBus *bus = gst_element_get_bus (pipeline);
+    GstMessage *message;
+    const GstStructure *s;
+    gint rank = -1, world_size = -1, global_batch = -1, value;
+    guint64 steps = 0;
+    guint i;
+
+    for (i = 0; round && i < G_N_ELEMENTS (launcher); i++)
+      g_setenv (launcher[i][0], launcher[i][1], TRUE);
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    while ((message = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+                GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))
+        && GST_MESSAGE_TYPE (message) == GST_MESSAGE_ELEMENT) {
+      s = gst_message_get_structure (message);
+      if (gst_structure_has_name (s, "train-stats")) {
+        fail_unless (gst_structure_get_int (s, "rank", &value) && value == 0);
+        fail_unless (
+            gst_structure_get_int (s, "world-size", &value) && value == 1);
+        fail_unless_equals_float (get_double (s, "comm-time"), 0.0);
+        steps = get_uint64 (s, "step");
+      }
+      gst_message_unref (message);
+    }
+    fail_unless (GST_MESSAGE_TYPE (message) == GST_MESSAGE_EOS);
+    gst_message_unref (message);
+    g_object_get (sink, "rank", &rank, "world-size", &world_size,
+        "global-batch-size", &global_batch, NULL);
+    for (i = 0; i < G_N_ELEMENTS (launcher); i++)
+      g_unsetenv (launcher[i][0]);
+    fail_unless_equals_int (rank, 0);
+    fail_unless_equals_int (world_size, 1);
+    fail_unless_equals_int (global_batch, 4);
+    /* 16 images: 4 steps alone, 2 on shard 1 of 2 */
+    fail_unless_equals_uint64 (steps, round ? 2 : 4);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    gst_object_unref (pipeline);
+    g_free (launch);
+  }
+  g_free (input);
+}
+
+GST_END_TEST;
+
 static Suite *
 cudatrainsink_suite (void)
 {
@@ -1154,6 +1287,8 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_stop_without_eos_checkpoints);
   tcase_add_test (tc, test_checkpoint_folder);
   tcase_add_test (tc, test_one_class_and_cpu_notes);
+  tcase_add_test (tc, test_alone_and_launcher_shard);
+  tcase_add_test (tc, test_no_checkpoint_after_an_error);
   return s;
 }
 

@@ -239,6 +239,67 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
 
 GST_END_TEST;
 
+/* The indices @r read, in order. */
+static GArray *
+indices_read (RunResult *r)
+{
+  GArray *indices = g_array_new (FALSE, FALSE, sizeof (guint64));
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  for (i = 0; i < r->samples->len; i++)
+    g_array_append_val (indices, run_result_sample (r, i)->index);
+  return indices;
+}
+
+/* Under a launcher that says rank r of 3, with no shard set, the source
+ * reads shard r of 3, exactly as shard-index=r num-shards=3 does, and says
+ * so in its tags; a shard set by hand wins (num-shards=1: everything). */
+GST_START_TEST (test_shard_from_launcher)
+{
+  gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
+  gint rank;
+
+  for (rank = 0; rank < 3; rank++) {
+    gchar *explicit =
+        g_strdup_printf ("seed=3 shard-index=%d num-shards=3", rank);
+    RunResult *by_hand = run_src (root, explicit), *launched, *everything;
+    GArray *want = indices_read (by_hand), *got;
+    GstTrainDatasetInfo info;
+
+    fixture_set_launcher (rank, 3);
+    launched = run_src (root, "seed=3");
+    everything = run_src (root, "seed=3 num-shards=1");
+    fixture_set_launcher (-1, 0);
+    got = indices_read (launched);
+    fail_unless (want->len == 6 && got->len == want->len
+            && memcmp (got->data, want->data, want->len * sizeof (guint64))
+                == 0,
+        "rank %d did not read shard %d of 3", rank, rank);
+    fail_unless (gst_train_dataset_info_from_tag_list (launched->tags, &info));
+    fail_unless_equals_int (info.shard_index, rank);
+    fail_unless_equals_int (info.num_shards, 3);
+    gst_train_dataset_info_clear (&info);
+    fail_unless (everything->error == NULL, "%s", everything->error);
+    fail_unless_equals_int (everything->samples->len, n);
+    fail_unless (
+        gst_train_dataset_info_from_tag_list (everything->tags, &info));
+    fail_unless_equals_int (info.num_shards, 1);
+    gst_train_dataset_info_clear (&info);
+    g_array_unref (want);
+    g_array_unref (got);
+    run_result_free (by_hand);
+    run_result_free (launched);
+    run_result_free (everything);
+    g_free (explicit);
+  }
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_num_samples_and_epochs)
 {
   gchar *root = make_tree ();
@@ -438,6 +499,7 @@ datasetsrc_suite (void)
   tcase_add_test (tc, test_labels_follow_sorted_class_names);
   tcase_add_test (tc, test_shuffle_is_reproducible_permutation_per_epoch);
   tcase_add_test (tc, test_shards_are_disjoint_and_complete);
+  tcase_add_test (tc, test_shard_from_launcher);
   tcase_add_test (tc, test_num_samples_and_epochs);
   tcase_add_test (tc, test_list_file);
   tcase_add_test (tc, test_errors_name_the_cause);

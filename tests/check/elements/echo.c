@@ -367,6 +367,26 @@ GST_START_TEST (test_seed_reproduces)
 
 GST_END_TEST;
 
+/* In a data-parallel job (the launcher's environment), rank 0 draws as a
+ * process alone does and rank 1 draws otherwise, from one seed. */
+GST_START_TEST (test_seed_differs_per_rank)
+{
+  GArray *alone = sequence_for_seed (11), *rank0, *rank1;
+
+  fixture_set_launcher (0, 2);
+  rank0 = sequence_for_seed (11);
+  fixture_set_launcher (1, 2);
+  rank1 = sequence_for_seed (11);
+  fixture_set_launcher (-1, 0);
+  fail_unless (sequences_equal (alone, rank0), "rank 0 drew otherwise");
+  fail_unless (!sequences_equal (alone, rank1), "rank 1 drew as rank 0");
+  g_array_unref (alone);
+  g_array_unref (rank0);
+  g_array_unref (rank1);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_repeats_share_memory_through_shuffle)
 {
   GstHarness *h = echo_harness ("factor", 3.0, "shuffle-buffer-size", 8, NULL);
@@ -1114,6 +1134,7 @@ echo_suite (void)
   tcase_add_test (tc, test_fractional_factor);
   tcase_add_test (tc, test_shuffle_spreads_copies);
   tcase_add_test (tc, test_seed_reproduces);
+  tcase_add_test (tc, test_seed_differs_per_rank);
   tcase_add_test (tc, test_repeats_share_memory_through_shuffle);
   tcase_add_test (tc, test_batches_and_chained_echos);
   tcase_add_test (tc, test_mixed_sizes_keep_their_caps);

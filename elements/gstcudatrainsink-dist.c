@@ -1,0 +1,376 @@
+/* gstcudatrainsink-dist.c: cudatrainsink in a data-parallel job, as
+ * PyTorch's DistributedDataParallel: one process (one pipeline) per rank,
+ * the trainer library averaging the gradients (trainer.h, dist.c).
+ *
+ * What the trainer does not do, the sink does here with the library's own
+ * collectives (gt_comm_allreduce), so that no rank ever waits for a peer
+ * that will not come. Every rank makes the same collective calls in the
+ * same order:
+ *
+ *   join (start)  ->  agree (first batch, or EOS, stop or an error before
+ *   it)  ->  [trainer made and resumed, collective]  ->  per step: the
+ *   step, and a gather of the statistics at the step-counted points (stats
+ *   interval, checkpoint interval, every step with snapshots)  ->  leave
+ *   and the last gather (max-steps, stop, EOS, a peer that left, or an
+ *   error: from stop())
+ *
+ * The agreement comes before the trainer because making the trainer is a
+ * collective: a rank that fails before its first batch (a missing folder,
+ * a shard that is not its own) says so there, and its peers end with it
+ * instead of waiting in the trainer's first broadcast. A rank that leaves
+ * (gt_trainer_leave) takes part in the step its peers are in, which ends
+ * on all of them with GT_ERROR_STOPPED at the same step; then every rank
+ * gathers once more, and rank 0 writes the final statistics and checkpoint.
+ */
+#include "gstcudatrainsink-private.h"
+#include "gt-launcher.h"
+
+#include <string.h>
+
+#define GST_CAT_DEFAULT gst_cuda_train_sink_debug
+
+/* ---- joining and leaving ---- */
+
+void
+gst_cuda_train_sink_dist_name_rank (GstCudaTrainSink *sink)
+{
+  GtLauncherPosition position;
+  gboolean launched = gt_launcher_position (&position) && position.size > 1;
+
+  g_atomic_int_set (&sink->message_rank,
+      launched && sink->settings.distributed != GST_TRAIN_DISTRIBUTED_OFF
+          ? position.rank
+          : -1);
+}
+
+gboolean
+gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
+{
+  const GstCudaTrainSinkSettings *s = &sink->settings;
+  GtLauncherPosition position;
+  gboolean launched = gt_launcher_position (&position) && position.size > 1;
+  gchar why[512];
+
+  sink->comm = NULL;
+  sink->rank = 0;
+  sink->world_size = 1;
+  sink->agreed = sink->left_job = sink->peer_left = FALSE;
+  if (s->distributed == GST_TRAIN_DISTRIBUTED_MPI
+      || (s->distributed == GST_TRAIN_DISTRIBUTED_AUTO && launched)) {
+    sink->comm = gt_comm_new (why, sizeof (why));
+    if (sink->comm == NULL) {
+      GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
+          ("Cannot join the data-parallel job: %s.", why),
+          ("distributed=%s; the launcher's environment (%s) says rank %d of "
+           "%d; set distributed=off to train each process alone",
+              s->distributed == GST_TRAIN_DISTRIBUTED_MPI ? "mpi" : "auto",
+              position.source, position.rank, position.size));
+      return FALSE;
+    }
+    sink->rank = gt_comm_rank (sink->comm);
+    sink->world_size = gt_comm_size (sink->comm);
+    GST_INFO_OBJECT (sink, "rank %d of %d (%d on this machine)", sink->rank,
+        sink->world_size, gt_comm_local_rank (sink->comm));
+  }
+  /* gpu-id -1: one GPU per process of this machine, as torchrun's
+   * LOCAL_RANK */
+  sink->gpu_id = s->gpu_id >= 0 ? s->gpu_id
+      : sink->comm              ? gt_comm_local_rank (sink->comm)
+                                : 0;
+  g_atomic_int_set (
+      &sink->message_rank, sink->world_size > 1 ? sink->rank : -1);
+  g_atomic_int_set (&sink->rank_prop, sink->rank);
+  g_atomic_int_set (&sink->world_size_prop, sink->world_size);
+  g_atomic_int_set (&sink->global_batch_prop, 0);
+  return TRUE;
+}
+
+void
+gst_cuda_train_sink_dist_stop (GstCudaTrainSink *sink)
+{
+  if (sink->comm == NULL)
+    return;
+  if (!sink->agreed)
+    gst_cuda_train_sink_dist_agree (
+        sink, GST_TRAIN_RANK_FAILED, NULL, NULL, NULL);
+  else if (sink->trainer != NULL)
+    gst_cuda_train_sink_leave_job (sink);
+}
+
+/* ---- the agreement to start ---- */
+
+/* Fields of the agreement: a MAX reduction over int64 values. */
+enum
+{
+  AGREE_STATUS,       /* -status: the lowest status */
+  AGREE_FIRST_FAILED, /* size - rank of failed ranks: the lowest one */
+  AGREE_FIRST_NO_DATA,
+  AGREE_RESUME,  /* rank 0's */
+  AGREE_NO_CUDA, /* 1 where a rank cannot use a GPU */
+  AGREE_CHECKED, /* then value and -value of each checked field */
+};
+
+/* The configuration fields every rank must share, for the trainer (the
+ * shapes of rank 0's broadcast state) and for the sink (the step-counted
+ * points of gathers). */
+typedef struct
+{
+  const gchar *name;
+  gint64 value;
+} AgreedField;
+
+static guint
+agreed_fields (
+    GstCudaTrainSink *sink, const GtTrainerConfig *config, AgreedField *fields)
+{
+  const GstCudaTrainSinkSettings *s = &sink->settings;
+  guint n = 0;
+
+#define FIELD(label, expression)                                               \
+  fields[n].name = label;                                                      \
+  fields[n++].value = config ? (gint64)(expression) : 0;
+  FIELD ("model", config->model);
+  FIELD ("num-classes", config->num_classes);
+  FIELD ("image width", config->width);
+  FIELD ("image height", config->height);
+  FIELD ("images per batch", config->batch_size);
+  FIELD ("mode", s->mode);
+  FIELD ("stats-interval", s->stats_interval);
+  FIELD ("checkpoint-interval", s->checkpoint_interval);
+  FIELD ("snapshot-interval", s->snapshot_interval);
+#undef FIELD
+  return n;
+}
+
+#define MAX_AGREED_FIELDS 16
+
+gboolean
+gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
+    GstTrainRankStatus status, const GtTrainerConfig *config,
+    gboolean *use_cuda, gboolean *resume)
+{
+  AgreedField fields[MAX_AGREED_FIELDS];
+  gint64 values[AGREE_CHECKED + 2 * MAX_AGREED_FIELDS];
+  guint n_fields, i, n_values;
+  gint size = sink->world_size, lowest;
+  gchar why[256];
+
+  if (sink->comm == NULL)
+    return status == GST_TRAIN_RANK_READY;
+  g_return_val_if_fail (!sink->agreed, FALSE);
+  sink->agreed = TRUE;
+  n_fields = agreed_fields (
+      sink, status == GST_TRAIN_RANK_READY ? config : NULL, fields);
+  n_values = AGREE_CHECKED + 2 * n_fields;
+  memset (values, 0, sizeof (values));
+  values[AGREE_STATUS] = -(gint64)status;
+  if (status == GST_TRAIN_RANK_FAILED)
+    values[AGREE_FIRST_FAILED] = size - sink->rank;
+  if (status == GST_TRAIN_RANK_NO_DATA)
+    values[AGREE_FIRST_NO_DATA] = size - sink->rank;
+  if (sink->rank == 0 && resume)
+    values[AGREE_RESUME] = *resume;
+  values[AGREE_NO_CUDA] = use_cuda ? !*use_cuda : 1;
+  for (i = 0; i < n_fields; i++) {
+    values[AGREE_CHECKED + 2 * i] = fields[i].value;
+    values[AGREE_CHECKED + 2 * i + 1] = -fields[i].value;
+  }
+  GST_DEBUG_OBJECT (sink, "agreement: this rank is %s",
+      status == GST_TRAIN_RANK_READY         ? "ready"
+          : status == GST_TRAIN_RANK_NO_DATA ? "without data"
+                                             : "not training");
+  if (gt_comm_allreduce (sink->comm, values, n_values, GT_COMM_INT64,
+          GT_COMM_MAX, why, sizeof (why))
+      < 0) {
+    GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
+        ("The ranks could not agree to start: %s.", why), (NULL));
+    return FALSE;
+  }
+  if (values[AGREE_STATUS] != -(gint64)GST_TRAIN_RANK_READY) {
+    /* the rank that is not ready knows why; its peers end with it */
+    if (status == GST_TRAIN_RANK_READY) {
+      gboolean failed = values[AGREE_FIRST_FAILED] > 0;
+
+      lowest = size
+          - (gint)values[failed ? AGREE_FIRST_FAILED : AGREE_FIRST_NO_DATA];
+      GST_ELEMENT_WARNING (sink, RESOURCE, FAILED,
+          ("rank %d %s before the first step: every rank stops with it, "
+           "nothing trained.",
+              lowest,
+              failed ? "stopped (an error there, or a stop)"
+                     : "had no data to train on"),
+          ("rank %d %s before the first step: stopping with it", lowest,
+              failed ? "stopped" : "had no data"));
+    }
+    return FALSE;
+  }
+  for (i = 0; i < n_fields; i++) {
+    gint64 highest = values[AGREE_CHECKED + 2 * i],
+           least = -values[AGREE_CHECKED + 2 * i + 1];
+
+    if (highest != least) {
+      GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
+          ("The ranks disagree on the %s (from %" G_GINT64_FORMAT
+           " to %" G_GINT64_FORMAT
+           "): every rank must train the same model on batches of the same "
+           "shape, with the same mode and intervals.",
+              fields[i].name, least, highest),
+          (NULL));
+      return FALSE;
+    }
+  }
+  if (use_cuda)
+    *use_cuda = values[AGREE_NO_CUDA] == 0;
+  if (resume)
+    *resume = values[AGREE_RESUME] != 0;
+  return TRUE;
+}
+
+/* ---- statistics over the ranks ---- */
+
+/* One rank's row of the gather. */
+enum
+{
+  ROW_IMAGES,
+  ROW_FRESH,
+  ROW_INTERVAL_IMAGES,
+  ROW_INTERVAL_FRESH,
+  ROW_WAIT,
+  ROW_COMM,
+  ROW_STEP,
+  ROW_BUSY,
+  ROW_EPOCH_SAMPLES,
+  ROW_FIELDS
+};
+
+gboolean
+gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
+{
+  const TrainStats *mine = &sink->stats;
+  TrainStats *global = &sink->global;
+  gint size = sink->world_size, r;
+  gdouble *rows, *row;
+  gchar why[256];
+
+  *global = *mine;
+  sink->global_epoch_samples = gst_cuda_train_sink_epoch_samples (sink);
+  if (sink->comm == NULL)
+    return TRUE;
+  /* every rank fills its own row of a zeroed table and a sum fills in the
+   * others' (adding zeros is exact): sums and maxima from one call */
+  rows = g_new0 (gdouble, (gsize)size * ROW_FIELDS);
+  row = rows + (gsize)sink->rank * ROW_FIELDS;
+  row[ROW_IMAGES] = (gdouble)mine->images;
+  row[ROW_FRESH] = (gdouble)mine->fresh_images;
+  row[ROW_INTERVAL_IMAGES] = (gdouble)mine->interval_images;
+  row[ROW_INTERVAL_FRESH] = (gdouble)mine->interval_fresh;
+  row[ROW_WAIT] = mine->wait_seconds;
+  row[ROW_COMM] = mine->comm_seconds;
+  row[ROW_STEP] = mine->step_seconds;
+  row[ROW_BUSY] = mine->busy_seconds;
+  row[ROW_EPOCH_SAMPLES] = (gdouble)sink->global_epoch_samples;
+  if (gt_comm_allreduce (sink->comm, rows, (gsize)size * ROW_FIELDS,
+          GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
+      < 0) {
+    g_free (rows);
+    GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
+        ("Could not gather the statistics of the ranks: %s.", why), (NULL));
+    return FALSE;
+  }
+  global->images = global->fresh_images = 0;
+  global->interval_images = global->interval_fresh = 0;
+  global->wait_seconds = global->comm_seconds = 0;
+  global->step_seconds = global->busy_seconds = 0;
+  sink->global_epoch_samples = 0;
+  for (r = 0; r < size; r++) {
+    row = rows + (gsize)r * ROW_FIELDS;
+    global->images += (guint64)row[ROW_IMAGES];
+    global->fresh_images += (guint64)row[ROW_FRESH];
+    global->interval_images += (guint64)row[ROW_INTERVAL_IMAGES];
+    global->interval_fresh += (guint64)row[ROW_INTERVAL_FRESH];
+    sink->global_epoch_samples += (guint64)row[ROW_EPOCH_SAMPLES];
+    /* the job goes at the pace of its slowest rank */
+    global->wait_seconds = MAX (global->wait_seconds, row[ROW_WAIT]);
+    global->comm_seconds = MAX (global->comm_seconds, row[ROW_COMM]);
+    global->step_seconds = MAX (global->step_seconds, row[ROW_STEP]);
+    global->busy_seconds = MAX (global->busy_seconds, row[ROW_BUSY]);
+  }
+  g_free (rows);
+  return TRUE;
+}
+
+gboolean
+gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
+{
+  gdouble sums[4];
+  gchar why[256];
+
+  if (sink->comm == NULL)
+    return TRUE;
+  sums[0] = totals->loss_sum;
+  sums[1] = (gdouble)totals->num_samples;
+  sums[2] = (gdouble)totals->correct_top1;
+  sums[3] = (gdouble)totals->correct_top5;
+  if (gt_comm_allreduce (
+          sink->comm, sums, 4, GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
+      < 0) {
+    GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
+        ("Could not add up the evaluation of the ranks: %s.", why), (NULL));
+    return FALSE;
+  }
+  totals->loss_sum = sums[0];
+  totals->num_samples = (int64_t)sums[1];
+  totals->correct_top1 = (int64_t)sums[2];
+  totals->correct_top5 = (int64_t)sums[3];
+  return TRUE;
+}
+
+gboolean
+gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink)
+{
+  gboolean ok = TRUE;
+
+  if (sink->comm == NULL)
+    return sink->settings.mode == GST_TRAIN_MODE_EVAL
+        || gst_cuda_train_sink_gather_stats (sink);
+  if (sink->left_job)
+    return TRUE;
+  sink->left_job = TRUE;
+  /* peers still in a step stop at it; a rank whose step stopped has left
+   * already, and this does nothing */
+  if (gt_trainer_leave (sink->trainer) != GT_OK) {
+    GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
+        ("Could not leave the data-parallel job: %s.",
+            gt_trainer_error (sink->trainer)),
+        (NULL));
+    ok = FALSE;
+  }
+  GST_DEBUG_OBJECT (sink, "left the job at step %" G_GINT64_FORMAT,
+      gt_trainer_global_step (sink->trainer));
+  /* the peers gather once more whatever happened here */
+  if (sink->settings.mode == GST_TRAIN_MODE_EVAL)
+    ok &= gst_cuda_train_sink_gather_eval (sink, &sink->eval);
+  else
+    ok &= gst_cuda_train_sink_gather_stats (sink);
+  return ok;
+}
+
+/* ---- the shard ---- */
+
+gboolean
+gst_cuda_train_sink_check_shard (
+    GstCudaTrainSink *sink, const GstTrainDatasetInfo *info)
+{
+  if (sink->comm == NULL || info->num_shards == 0)
+    return TRUE;
+  if (info->num_shards == (guint)sink->world_size
+      && info->shard_index == (guint)sink->rank)
+    return TRUE;
+  GST_ELEMENT_ERROR (sink, STREAM, FAILED,
+      ("The source reads shard %u of %u, but this sink is rank %d of a job "
+       "of %d: each rank must read its own shard of the data.",
+          info->shard_index, info->num_shards, sink->rank, sink->world_size),
+      ("leave datasetsrc's shard-index and num-shards unset in a "
+       "data-parallel job: it then reads the shard of its rank"));
+  return FALSE;
+}

@@ -1,0 +1,131 @@
+#!/bin/sh
+# Faults in a data-parallel job never hang it:
+#   a rank killed (-9) mid-run: mpirun exits non-zero within 30 s;
+#   a rank that cannot start (a missing dataset folder; a missing checkpoint
+#   folder, found before it joins) and one whose pipeline fails mid-run (a
+#   corrupt JPEG with imagedec on-error=fail): mpirun exits non-zero within
+#   30 s, and the error names the rank;
+#   a non-finite loss on rank 1 only: every rank stops with an error at the
+#   same step, naming rank 1;
+#   SIGTERM to one gst-train rank (its Ctrl-C): it stops, its peer stops at
+#   the same step with a warning, both exit 0, the checkpoint at that step.
+# Usage: dist-faults.sh HAVE-MPI DATASET-TOOL GST-TRAIN
+set -eu
+. "$(dirname "$0")/dist-common.sh"
+dist_setup dist-faults "$1" "$2" 48
+export GST_TRAIN="$3"
+
+src='datasetsrc location=$DIST_WORK/fm/train'
+rest='! augment width=16 height=16 ! batcher batch-size=4
+  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1'
+
+# waits up to 30 s until $1 has at least $2 lines (a run that trains on)
+wait_lines() {
+  deadline=$(($(date +%s) + 30))
+  while [ "$(cat "$1" 2>/dev/null | wc -l)" -lt "$2" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$1 did not reach $2 lines"
+    sleep 0.1
+  done
+}
+
+# expect_failure NAME SECONDS: the job in the background ($job) ended with a
+# non-zero status within SECONDS of $started
+expect_failure() {
+  status=0
+  wait "$job" || status=$?
+  took=$(elapsed "$started" "$(now)")
+  [ "$status" -ne 0 ] || { cat "$work"/rank-*.log; fail "$1: mpirun exited 0"; }
+  [ "$status" -ne 124 ] || fail "$1: the job hung (killed by timeout)"
+  awk -v t="$took" -v m="$2" 'BEGIN { exit !(t < m) }' \
+    || fail "$1: mpirun took $took s to end, more than $2"
+  echo "$1: mpirun exited $status after $took s"
+}
+
+# -- a rank killed mid-run
+rm -f "$work"/rank-* "$work/m.jsonl"
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "gst-launch-1.0 -e $src num-epochs=-1 ! imagedec $rest stats-interval=1
+     metrics-location=\$DIST_WORK/m.jsonl" &
+job=$!
+wait_lines "$work/m.jsonl" 2
+kill -9 "$(cat "$work/rank-1.pid")"
+started=$(now)
+expect_failure "kill -9 of rank 1" 30
+
+# -- a rank that cannot start: rank 1's folder is missing
+rm -f "$work"/rank-*
+export RANK1_SRC="location=$work/nowhere"
+started=$(now)
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "\$GST_TRAIN $src \$SRC ! imagedec $rest" &
+job=$!
+expect_failure "missing folder on rank 1" 30
+grep -q "^rank 1: error from datasetsrc0: .*nowhere" "$work/rank-1.log" || {
+  cat "$work/rank-1.log"; fail "rank 1's error does not name the rank"; }
+unset RANK1_SRC
+
+# -- a sink that cannot start on rank 0 (its checkpoint folder is missing):
+# it never joins, and the launcher ends the job
+rm -f "$work"/rank-*
+export RANK0_SINK="checkpoint-location=$work/nowhere/run.safetensors"
+started=$(now)
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "gst-launch-1.0 -e $src ! imagedec $rest \$SINK" &
+job=$!
+expect_failure "missing checkpoint folder on rank 0" 30
+grep -q "rank 0: Cannot write checkpoint-location" "$work/rank-0.log" || {
+  cat "$work/rank-0.log"; fail "rank 0's error does not name the rank"; }
+unset RANK0_SINK
+
+# -- a pipeline error mid-run on rank 1: the last class's files are not
+# JPEGs; rank 0 skips them (a warning each), rank 1 fails at the first
+for file in "$work"/fm/train/9_*/*.jpg; do
+  echo "not a JPEG" >"$file"
+done
+rm -f "$work"/rank-*
+export RANK1_DEC="on-error=fail"
+started=$(now)
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "\$GST_TRAIN $src shuffle=false ! imagedec \$DEC $rest" &
+job=$!
+expect_failure "corrupt JPEG on rank 1" 30
+grep -q "^rank 1: error from imagedec0: " "$work/rank-1.log" || {
+  cat "$work/rank-1.log"; fail "rank 1's error does not name the rank"; }
+unset RANK1_DEC
+
+# -- a non-finite loss on rank 1 only (its images scaled to infinity):
+# both ranks stop at step 1 with the error, which names rank 1
+rm -f "$work"/rank-*
+export RANK1_SINK="mean=0,0,0 std=1e-45,1e-45,1e-45"
+started=$(now)
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "gst-launch-1.0 -e $src shuffle=false ! imagedec $rest \$SINK" &
+job=$!
+expect_failure "non-finite loss on rank 1" 30
+for r in 0 1; do
+  grep -q "rank $r: Training diverged: step 1: the loss of rank 1 was not finite" \
+    "$work/rank-$r.log" || {
+    cat "$work/rank-$r.log"; fail "rank $r did not stop at step 1 naming rank 1"; }
+done
+unset RANK1_SINK
+
+# -- SIGTERM to rank 1's gst-train: a stop, as Ctrl-C; rank 0 stops with it
+rm -f "$work"/rank-* "$work/m.jsonl" "$work/stop.safetensors"
+timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
+  "\$GST_TRAIN $src num-epochs=-1 ! imagedec $rest stats-interval=1
+     metrics-location=\$DIST_WORK/m.jsonl
+     checkpoint-location=\$DIST_WORK/stop.safetensors" &
+job=$!
+wait_lines "$work/m.jsonl" 2
+kill -TERM "$(cat "$work/rank-1.pid")"
+wait "$job" || { cat "$work"/rank-*.log; fail "a stopped job did not exit 0"; }
+step=$(ckpt meta "$work/stop.safetensors" gst_train.step)
+grep -q "^rank 0: warning from cudatrainsink0: rank 1 left at step $step: stopping with it" \
+  "$work/rank-0.log" || {
+  cat "$work"/rank-*.log; fail "rank 0 did not stop at rank 1's step $step"; }
+grep -q "stopped at step $step; checkpoint written" "$work/rank-0.log" \
+  || fail "rank 0's closing line is not at step $step"
+grep -q "^rank 1: interrupt: stopping" "$work/rank-1.log" \
+  || fail "rank 1 did not take SIGTERM as a stop"
+
+echo "ok: kill -9, a missing folder, a corrupt file and a non-finite loss end the job; SIGTERM stops both ranks at step $step"

@@ -1,0 +1,69 @@
+#!/bin/sh
+# Resuming data-parallel training:
+#   2 ranks to step 3 with a checkpoint, then 2 ranks resumed to step 6, is
+#   bitwise the uninterrupted 2-rank run to step 6 (weights, batch-norm
+#   statistics, momentum, step);
+#   2 ranks -> 1 process and 1 process -> 2 ranks: the resumed run has the
+#   checkpoint's weights, momentum and step (one more step with lr=0 keeps
+#   the weights, and the momentum grows by exactly momentum x the saved
+#   buffer), and warns that the global batch changed.
+# Usage: dist-resume.sh HAVE-MPI DATASET-TOOL
+set -eu
+. "$(dirname "$0")/dist-common.sh"
+dist_setup dist-resume "$1" "$2" 48
+
+# the schedule's length is fixed (total-steps), so that a run to step 3 and
+# one to step 6 train the same first steps
+line="datasetsrc location=$work/fm/train seed=3 num-epochs=-1 ! imagedec
+  ! augment width=16 height=16 ! batcher batch-size=4
+  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1
+    total-steps=8 stats-interval=0"
+# two ranks; one process (no launcher: it trains alone)
+two() {
+  # shellcheck disable=SC2086
+  mpi 2 gst-launch-1.0 -e $line "$@" >"$work/log" 2>&1 || {
+    cat "$work/log"; fail "2 ranks: $*"; }
+}
+one() {
+  # shellcheck disable=SC2086
+  preloaded gst-launch-1.0 -e $line "$@" >"$work/log" 2>&1 || {
+    cat "$work/log"; fail "1 process: $*"; }
+}
+
+# -- 2 ranks: 3 steps + 3 resumed = 6 steps
+two max-steps=3 checkpoint-location="$work/a3.safetensors"
+two max-steps=6 resume-from="$work/a3.safetensors" \
+  checkpoint-location="$work/a6-resumed.safetensors"
+two max-steps=6 checkpoint-location="$work/a6.safetensors"
+ckpt same "$work/a6-resumed.safetensors" "$work/a6.safetensors"
+
+# -- 2 ranks -> 1: step 3 of the 2-rank run, one more step with lr=0
+one max-steps=4 lr=0 momentum=0 resume-from="$work/a3.safetensors" \
+  checkpoint-location="$work/b4-m0.safetensors"
+one max-steps=4 lr=0 momentum=0.9 resume-from="$work/a3.safetensors" \
+  checkpoint-location="$work/b4.safetensors"
+grep -q "global batch of 8 (2 rank(s)); this run's is 4 (4 per rank, 1 rank(s))" \
+  "$work/log" || { cat "$work/log"; fail "2 -> 1: no warning about the global batch"; }
+[ "$(ckpt meta "$work/b4.safetensors" gst_train.step)" = 4 ] \
+  || fail "2 -> 1: the step was not restored"
+ckpt restored "$work/b4.safetensors" "$work/a3.safetensors" \
+  "$work/b4-m0.safetensors" 0.9
+
+# -- 1 -> 2 ranks
+one max-steps=3 checkpoint-location="$work/c3.safetensors"
+two max-steps=4 lr=0 momentum=0 resume-from="$work/c3.safetensors" \
+  checkpoint-location="$work/d4-m0.safetensors"
+two max-steps=4 lr=0 momentum=0.9 resume-from="$work/c3.safetensors" \
+  checkpoint-location="$work/d4.safetensors"
+grep -q "rank 0: Resumed from a checkpoint trained with a global batch of 4 (1 rank(s)); this run's is 8 (4 per rank, 2 rank(s))" \
+  "$work/log" || { cat "$work/log"; fail "1 -> 2: no warning about the global batch"; }
+[ "$(grep -c "Resumed from a checkpoint" "$work/log")" -eq 1 ] \
+  || fail "1 -> 2: the warning is not rank 0's alone"
+[ "$(ckpt meta "$work/d4.safetensors" gst_train.step)" = 4 ] \
+  || fail "1 -> 2: the step was not restored"
+[ "$(ckpt meta "$work/d4.safetensors" world_size)" = 2 ] \
+  || fail "1 -> 2: the new checkpoint does not say world_size 2"
+ckpt restored "$work/d4.safetensors" "$work/c3.safetensors" \
+  "$work/d4-m0.safetensors" 0.9
+
+echo "ok: a 2-rank resume is bitwise the uninterrupted run; 2 -> 1 and 1 -> 2 restore weights, momentum and step, with a warning"
