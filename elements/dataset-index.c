@@ -30,7 +30,8 @@ gst_train_dataset_parse_extensions (const gchar *list)
   for (i = 0; parts[i] != NULL; i++) {
     gchar *ext = g_strstrip (parts[i]);
 
-    while (*ext == '.')
+    /* Spaces after the dot too: ". png" means "png", not " png". */
+    while (*ext == '.' || g_ascii_isspace (*ext))
       ext++;
     if (*ext != '\0')
       g_ptr_array_add (out, g_ascii_strdown (ext, -1));
