@@ -78,6 +78,42 @@ gz_read_full (gzFile gz, const char *path, gboolean is_gzip, guint8 *buf,
   return (gssize)done;
 }
 
+/* Reads up to @payload bytes into @f->data, which grows with what the file
+ * holds rather than with what its header claims: a few bytes that announce
+ * gigabytes are a truncated file, not an allocation of gigabytes. Returns
+ * the count read (short at end of file), or -1 with error set. */
+static gssize
+read_payload (gzFile gz, IdxFile *f, gsize payload, GError **error)
+{
+  gsize done = 0, capacity = 0;
+
+  while (done < payload) {
+    gssize got;
+
+    if (done == capacity) {
+      guint8 *larger;
+
+      capacity = MIN (payload, MAX (capacity * 2, (gsize)1 << 20));
+      larger = g_try_realloc (f->data, capacity);
+      if (!larger) {
+        g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+            "%s: out of memory loading %" G_GSIZE_FORMAT " bytes", f->path,
+            payload);
+        return -1;
+      }
+      f->data = larger;
+    }
+    got = gz_read_full (
+        gz, f->path, f->gzip, f->data + done, capacity - done, error);
+    if (got < 0)
+      return -1;
+    done += (gsize)got;
+    if (done < capacity)
+      break;
+  }
+  return (gssize)done;
+}
+
 /* Explains a short read: a damaged gzip stream or a plain short file. */
 static void
 set_truncated_error (GError **error, gzFile gz, const IdxFile *f,
@@ -215,13 +251,7 @@ idx_load (IdxFile *f, const char *path, gboolean want_images, GError **error)
         "%s: IDX data too large (%" G_GUINT64_FORMAT " bytes)", path, payload);
     goto fail;
   }
-  f->data = g_try_malloc ((gsize)payload);
-  if (!f->data) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: out of memory loading %" G_GUINT64_FORMAT " bytes", path, payload);
-    goto fail;
-  }
-  got = gz_read_full (gz, path, f->gzip, f->data, (gsize)payload, error);
+  got = read_payload (gz, f, (gsize)payload, error);
   if (got < 0)
     goto fail;
   if ((guint64)got < payload) {

@@ -3,13 +3,18 @@
  * as a label file. The reader sniffs the gzip magic itself, so gzip and
  * plain inputs take the same door.
  *
- * A file it accepts must hold exactly the bytes its header announces.
+ * A file it accepts must hold exactly the bytes its header announces, and
+ * memory follows the data: an input of a few kilobytes never fails for lack
+ * of memory, whatever its header claims (libFuzzer's -malloc_limit_mb, or
+ * replay.c's address-space limit, makes a large allocation fail).
  */
 #include "fuzz-scratch.h"
 #include "idx-reader.h"
 
+#include <string.h>
+
 static void
-load (const char *path, gboolean want_images)
+load (const char *path, size_t size, gboolean want_images)
 {
   GError *error = NULL;
   IdxFile f;
@@ -29,6 +34,8 @@ load (const char *path, gboolean want_images)
   } else {
     FUZZ_CHECK (error != NULL && error->message[0] != '\0',
         "a failure without a reason");
+    FUZZ_CHECK (size > (1 << 20) || !strstr (error->message, "out of memory"),
+        "out of memory on a small file: memory follows the header");
     g_error_free (error);
   }
   idx_file_clear (&f);
@@ -42,7 +49,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (path == NULL)
     path = fuzz_scratch_path ("input.idx");
   fuzz_write_file (path, data, size);
-  load (path, TRUE);
-  load (path, FALSE);
+  load (path, size, TRUE);
+  load (path, size, FALSE);
   return 0;
 }

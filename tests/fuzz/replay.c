@@ -11,6 +11,21 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* AddressSanitizer reserves terabytes of address space for its shadow. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_ASAN 1
+#endif
+#endif
+
+/* libFuzzer fails an input that makes the code allocate more than 2 GiB
+ * (-malloc_limit_mb); without it, a limit on the address space makes such
+ * an allocation fail where a target can see it. */
+#define REPLAY_ADDRESS_SPACE_LIMIT ((rlim_t)2 << 30)
 
 static gint
 compare_names (gconstpointer a, gconstpointer b)
@@ -75,6 +90,14 @@ main (int argc, char **argv)
   guint total = 0;
   int i;
 
+#ifndef HAVE_ASAN
+  {
+    struct rlimit limit = { REPLAY_ADDRESS_SPACE_LIMIT,
+      REPLAY_ADDRESS_SPACE_LIMIT };
+
+    setrlimit (RLIMIT_AS, &limit);
+  }
+#endif
   for (i = 1; i < argc; i++) {
     guint n = replay_path (argv[i]);
 
