@@ -35,5 +35,5 @@ clang -O1 -g -fprofile-instr-generate -fcoverage-mapping \
 LLVM_PROFILE_FILE="$work/replay.profraw" "$work/replay" "$@" >/dev/null
 "$profdata" merge -o "$work/replay.profdata" "$work/replay.profraw"
 # shellcheck disable=SC2046
-"$cov" report "$work/replay" -instr-profile="$work/replay.profdata" \
+"$cov" report "$work/replay" -instr-profile="$work/replay.profdata" ${COVERAGE_ARGS:-} \
   $(for s in $sources; do echo "$src/$s"; done)

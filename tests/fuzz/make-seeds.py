@@ -2,7 +2,9 @@
 """Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/):
 small valid inputs of every kind each parser accepts, from which libFuzzer
 starts. Run from anywhere; the files are committed, so this only needs to
-run again to change them.
+run again to change them. The files named by a hash beside them are what
+campaigns found that reaches further, added with libFuzzer's -merge=1
+(docs/reliability.md); this script leaves them alone.
 
 Needs PIL (python3-pil); cjpeg (libjpeg-turbo-progs) adds restart-marker and
 arithmetic-coded JPEGs when it is there.
