@@ -4,7 +4,10 @@
  * class (hidden ones too), classes sorted by name in code-point order (so
  * "B" comes before "a"), and inside a class every file of every nested folder,
  * folders visited in sorted path order and files sorted by name. Sorting UTF-8
- * bytes with strcmp() gives exactly Python's code-point order.
+ * bytes with strcmp() gives exactly Python's code-point order. One exception:
+ * a symbolic link to a folder's own parent is not followed (torchvision
+ * follows it until the path gets too long, listing the same files again at
+ * every level).
  */
 #include "dataset-index.h"
 
@@ -30,7 +33,8 @@ gst_train_dataset_parse_extensions (const gchar *list)
   for (i = 0; parts[i] != NULL; i++) {
     gchar *ext = g_strstrip (parts[i]);
 
-    while (*ext == '.')
+    /* Spaces after the dot too: ". png" means "png", not " png". */
+    while (*ext == '.' || g_ascii_isspace (*ext))
       ext++;
     if (*ext != '\0')
       g_ptr_array_add (out, g_ascii_strdown (ext, -1));
@@ -86,28 +90,53 @@ list_sorted (const gchar *dir, GError **error)
   return names;
 }
 
-/* Collects every folder under @dir (itself included) into @dirs. */
+/* A folder as stat() names it, whatever path led to it. */
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+} FolderId;
+
+/* Collects every folder under @dir (itself included) into @dirs, but not a
+ * folder that is one of its own @ancestors (reached through a symbolic link
+ * to a parent), as find -L does: two such links in one folder would make
+ * the walk take 2^depth steps. */
 static void
-collect_dirs (const gchar *dir, GPtrArray *dirs, guint depth)
+collect_dirs (const gchar *dir, GPtrArray *dirs, GArray *ancestors)
 {
   GPtrArray *names;
+  struct stat st;
+  FolderId id;
   guint i;
 
+  if (stat (dir, &st) != 0)
+    return;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  for (i = 0; i < ancestors->len; i++) {
+    FolderId *ancestor = &g_array_index (ancestors, FolderId, i);
+
+    if (ancestor->dev == id.dev && ancestor->ino == id.ino)
+      return;
+  }
   g_ptr_array_add (dirs, g_strdup (dir));
-  /* A symbolic-link loop would recurse forever; torchvision does too, we
-   * stop at a depth no real dataset reaches. */
-  if (depth > 64)
+  /* Links to folders outside can still nest paths deeply; torchvision would
+   * go on until the path is too long, we stop at a depth no real dataset
+   * reaches. */
+  if (ancestors->len > 64)
     return;
   names = list_sorted (dir, NULL);
   if (names == NULL)
     return;
+  g_array_append_val (ancestors, id);
   for (i = 0; i < names->len; i++) {
     gchar *child = g_build_filename (dir, g_ptr_array_index (names, i), NULL);
 
     if (is_directory (child))
-      collect_dirs (child, dirs, depth + 1);
+      collect_dirs (child, dirs, ancestors);
     g_free (child);
   }
+  g_array_set_size (ancestors, ancestors->len - 1);
   g_ptr_array_unref (names);
 }
 
@@ -177,9 +206,11 @@ load_image_folder (GstTrainDatasetIndex *index, const gchar *root,
     const gchar *name = g_ptr_array_index (index->class_names, i);
     gchar *class_dir = g_build_filename (root, name, NULL);
     GPtrArray *dirs = g_ptr_array_new_with_free_func (g_free);
+    GArray *ancestors = g_array_new (FALSE, FALSE, sizeof (FolderId));
     guint before = index->entries->len;
 
-    collect_dirs (class_dir, dirs, 0);
+    collect_dirs (class_dir, dirs, ancestors);
+    g_array_unref (ancestors);
     /* os.walk() results sorted by their folder path. */
     g_ptr_array_sort (dirs, compare_strings);
     for (j = 0; j < dirs->len; j++) {

@@ -45,12 +45,12 @@
 #endif
 
 #include "gstimagedec.h"
+#include "jpeg-decode.h"
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
 
 #include <gst/video/video.h>
-#include <string.h>
 #include <turbojpeg.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_image_dec_debug);
@@ -61,10 +61,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_image_dec_debug);
 #define DEFAULT_SCALES GST_IMAGE_DEC_SCALES_FAST
 #define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
 #define DEFAULT_MAX_ERRORS 1000
-
-/* No real photograph comes near this; a corrupt header that claims more is
- * refused before we allocate for it. */
-#define MAX_PIXELS (G_GUINT64_CONSTANT (1) << 28)
 
 enum
 {
@@ -357,75 +353,6 @@ gst_image_dec_get_property (
 
 /* ---- decoding (any thread) ---- */
 
-/* The smallest libjpeg-turbo scale (at most 1/1, and a power of two when
- * @scales says fast) that keeps the short side of a @width x @height image at
- * @min_short_side pixels or more. */
-static tjscalingfactor
-gst_image_dec_pick_scale (
-    int width, int height, guint min_short_side, GstImageDecScales scales)
-{
-  tjscalingfactor best = { 1, 1 };
-  tjscalingfactor *factors;
-  int i, n_factors = 0;
-
-  if (min_short_side == 0)
-    return best;
-  factors = tjGetScalingFactors (&n_factors);
-  for (i = 0; factors != NULL && i < n_factors; i++) {
-    tjscalingfactor f = factors[i];
-    int short_side = MIN (TJSCALED (width, f), TJSCALED (height, f));
-
-    if (f.num > f.denom)
-      continue;
-    /* Only 1/2 and 1/4 have SIMD inverse DCTs (1/8 keeps the DC term alone):
-     * a 7/8 decode is slower than a full one. */
-    if (scales == GST_IMAGE_DEC_SCALES_FAST && f.num != 1)
-      continue;
-    if ((guint)short_side >= min_short_side
-        && f.num * best.denom < best.num * f.denom)
-      best = f;
-  }
-  return best;
-}
-
-/* libjpeg-turbo's own CMYK to RGB rule (its cmyk.h, used by djpeg): the
- * stored values are Adobe-inverted, so R = C * K / 255, rounded. */
-static void
-gst_image_dec_cmyk_to_rgb (
-    const guint8 *cmyk, guint8 *rgb, int width, int height, int rgb_stride)
-{
-  int x, y;
-
-  for (y = 0; y < height; y++) {
-    const guint8 *in = cmyk + (gsize)y * width * 4;
-    guint8 *out = rgb + (gsize)y * rgb_stride;
-
-    for (x = 0; x < width; x++, in += 4, out += 3) {
-      guint k = in[3];
-
-      out[0] = (2 * in[0] * k + 255) / 510;
-      out[1] = (2 * in[1] * k + 255) / 510;
-      out[2] = (2 * in[2] * k + 255) / 510;
-    }
-  }
-}
-
-/* Luminance of RGB rows, with libjpeg's weights (ITU-R BT.601). */
-static void
-gst_image_dec_rgb_to_gray (const guint8 *rgb, int rgb_stride, guint8 *gray,
-    int gray_stride, int width, int height)
-{
-  int x, y;
-
-  for (y = 0; y < height; y++) {
-    const guint8 *in = rgb + (gsize)y * rgb_stride;
-    guint8 *out = gray + (gsize)y * gray_stride;
-
-    for (x = 0; x < width; x++, in += 3)
-      out[x] = (19595 * in[0] + 38470 * in[1] + 7471 * in[2] + 32768) >> 16;
-  }
-}
-
 /* Decodes @job->input with @handle into a new buffer; on failure leaves
  * @job->output NULL and says why in @job->error. */
 static void
@@ -433,96 +360,37 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     GstVideoFormat format, guint min_short_side, GstImageDecScales scales)
 {
   GstMapInfo map;
-  /* A tables-only stream passes tjDecompressHeader3() without a size. */
-  int width = 0, height = 0, subsamp, colorspace, out_width, out_height;
-  tjscalingfactor scale;
+  GstTrainJpegHeader header;
   GstVideoInfo info;
   GstBuffer *output;
   GstMapInfo out_map;
-  int stride, ret;
+  gboolean ok;
 
   if (!gst_buffer_map (job->input, &map, GST_MAP_READ)) {
     job->error = g_strdup ("could not map the input buffer");
     return;
   }
-  if (map.size == 0) {
-    job->error = g_strdup ("the buffer is empty");
+  if (!gst_train_jpeg_read_header (handle, map.data, map.size, min_short_side,
+          scales == GST_IMAGE_DEC_SCALES_FAST, &header, &job->error))
     goto done;
-  }
-  if (map.size > G_MAXULONG
-      || tjDecompressHeader3 (
-             handle, map.data, map.size, &width, &height, &subsamp, &colorspace)
-          != 0) {
-    job->error =
-        g_strdup_printf ("not a decodable JPEG (%s)", tjGetErrorStr2 (handle));
-    goto done;
-  }
-  if (width <= 0 || height <= 0
-      || (guint64)width * (guint64)height > MAX_PIXELS) {
-    job->error =
-        g_strdup_printf ("implausible image size %dx%d", width, height);
-    goto done;
-  }
 
-  scale = gst_image_dec_pick_scale (width, height, min_short_side, scales);
-  out_width = TJSCALED (width, scale);
-  out_height = TJSCALED (height, scale);
-  gst_video_info_set_format (&info, format, out_width, out_height);
-  stride = GST_VIDEO_INFO_PLANE_STRIDE (&info, 0);
+  gst_video_info_set_format (
+      &info, format, header.out_width, header.out_height);
   output = gst_train_recycler_new_buffer (
       dec->recycler, GST_VIDEO_INFO_SIZE (&info));
   gst_buffer_map (output, &out_map, GST_MAP_WRITE);
-
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    /* TurboJPEG does not convert CMYK itself: decode the inks, then apply
-     * libjpeg-turbo's rule. */
-    guint8 *cmyk = g_malloc ((gsize)out_width * out_height * 4);
-
-    ret = tjDecompress2 (handle, map.data, map.size, cmyk, out_width,
-        out_width * 4, out_height, TJPF_CMYK, TJFLAG_STOPONWARNING);
-    if (ret == 0 && format == GST_VIDEO_FORMAT_RGB) {
-      gst_image_dec_cmyk_to_rgb (
-          cmyk, out_map.data, out_width, out_height, stride);
-    } else if (ret == 0) {
-      guint8 *rgb = g_malloc ((gsize)out_width * out_height * 3);
-
-      gst_image_dec_cmyk_to_rgb (
-          cmyk, rgb, out_width, out_height, out_width * 3);
-      gst_image_dec_rgb_to_gray (
-          rgb, out_width * 3, out_map.data, stride, out_width, out_height);
-      g_free (rgb);
-    }
-    g_free (cmyk);
-  } else {
-    ret = tjDecompress2 (handle, map.data, map.size, out_map.data, out_width,
-        stride, out_height,
-        format == GST_VIDEO_FORMAT_GRAY8 ? TJPF_GRAY : TJPF_RGB,
-        TJFLAG_STOPONWARNING);
-  }
-  if (ret == 0) {
-    /* Recycled memory would carry an older image in the bytes that pad each
-     * row to its stride: equal images should be equal buffers. */
-    gsize row_bytes = (gsize)out_width * GST_VIDEO_INFO_COMP_PSTRIDE (&info, 0);
-    int y;
-
-    for (y = 0; y < out_height && (gsize)stride > row_bytes; y++)
-      memset (
-          out_map.data + (gsize)y * stride + row_bytes, 0, stride - row_bytes);
-  }
+  ok = gst_train_jpeg_decode (handle, map.data, map.size, &header,
+      format == GST_VIDEO_FORMAT_GRAY8, out_map.data,
+      GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
   gst_buffer_unmap (output, &out_map);
-
-  if (ret != 0) {
-    /* With TJFLAG_STOPONWARNING a truncated or damaged file stops here
-     * instead of coming out half grey. */
-    job->error =
-        g_strdup_printf ("corrupt JPEG data (%s)", tjGetErrorStr2 (handle));
+  if (!ok) {
     gst_buffer_unref (output);
     goto done;
   }
 
   job->output = output;
-  job->width = out_width;
-  job->height = out_height;
+  job->width = header.out_width;
+  job->height = header.out_height;
 
 done:
   gst_buffer_unmap (job->input, &map);

@@ -5,7 +5,7 @@
 set -eu
 
 packages="
-  gcc meson ninja-build pkg-config clang-format git
+  gcc meson ninja-build pkg-config clang-format git clang libclang-rt-14-dev
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev

@@ -3,7 +3,9 @@
 # and runs the whole suite, then builds again under AddressSanitizer (with
 # LeakSanitizer) and runs it a second time. GPU tests (suite gpu) skip
 # (exit 77) where no GPU is usable; any other skip counts as a failure, and
-# with REQUIRE_GPU=1 a GPU skip does too.
+# with REQUIRE_GPU=1 a GPU skip does too. A third stage builds the libFuzzer
+# targets with clang (tests/fuzz) and runs each for 30 s from its committed
+# corpus: a crash, or no libFuzzer to run them with, is a failure.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -57,8 +59,67 @@ $dir: $1 passed, $2 failed, $3 skipped"
   return 0
 }
 
+# Each fuzz target for $FUZZ_SECONDS (30) from its committed corpus and
+# regressions; what it adds to the corpus goes to a scratch folder, crash
+# inputs to build-fuzz/artifacts/. One passed or failed per target.
+fuzz_suite() {
+  dir=build-fuzz
+  seconds=${FUZZ_SECONDS:-30}
+  targets="jpeg dataset-list safetensors idx strings"
+  passed=0 failed=0 executions=""
+  if ! command -v clang >/dev/null \
+      || ! printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+        'int LLVMFuzzerTestOneInput (const uint8_t *d, size_t n) { return 0; }' \
+        | clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
+    echo "test.sh: no clang with libFuzzer (clang, libclang-rt-14-dev):" \
+      "the fuzz stage did not run, which counts as a failure" >&2
+    summary="$summary
+$dir: 0 passed, 1 failed, 0 skipped (no clang with libFuzzer)"
+    total_failed=$(( total_failed + 1 ))
+    return 0
+  fi
+  if [ -d "$dir" ]; then
+    meson setup --reconfigure "$dir" >/dev/null
+  else
+    CC=clang meson setup "$dir" -Dwerror=true -Dfuzz=enabled -Dcuda=disabled \
+      >/dev/null
+  fi
+  # Only the fuzz targets: the suites above built and tested the rest.
+  # shellcheck disable=SC2046
+  ninja -C "$dir" $(for t in $targets; do echo "tests/fuzz/fuzz-$t"; done)
+  mkdir -p "$dir/artifacts"
+  for t in $targets; do
+    scratch=$(mktemp -d)
+    log="$dir/artifacts/fuzz-$t.log"
+    status=0
+    # -timeout is wall-clock time: the slowest inputs take under a second of
+    # CPU, but on a busy machine 10 s fired on one of them.
+    # shellcheck disable=SC2046
+    "$dir/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=25 \
+      -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t-" "$scratch" \
+      tests/fuzz/corpus/"$t" $(ls -d tests/fuzz/regressions/"$t" 2>/dev/null) \
+      >"$log" 2>&1 || status=$?
+    rm -rf "$scratch"
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    executions="$executions $t=${runs:-?}"
+    if [ "$status" -eq 0 ]; then
+      passed=$(( passed + 1 ))
+    else
+      failed=$(( failed + 1 ))
+      echo "test.sh: fuzz-$t failed (exit $status); its log:" >&2
+      tail -n 60 "$log" >&2
+    fi
+  done
+  echo "fuzz executions in ${seconds} s each:$executions"
+  summary="$summary
+$dir: $passed passed, $failed failed, 0 skipped (fuzz executions:$executions)"
+  total_passed=$(( ${total_passed:-0} + passed ))
+  total_failed=$(( total_failed + failed ))
+}
+
 run_suite build
 run_suite build-asan -Db_sanitize=address -Db_lundef=false
+fuzz_suite
 
 echo "$summary"
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"

@@ -719,16 +719,48 @@ check_layout (Parser *ps, GtStFile *file)
   return rc;
 }
 
+/* Checks the @size bytes at @bytes as a whole safetensors file and fills
+ * @file from them: both gt_st_open and gt_st_open_memory end here. */
+static int
+parse_file (Parser *ps, GtStFile *file, const unsigned char *bytes, size_t size)
+{
+  uint64_t header_size = 0;
+  size_t bad;
+  int i;
+
+  if (size < 8)
+    return parse_fail (ps, "file is shorter than the 8-byte header size");
+  for (i = 7; i >= 0; i--)
+    header_size = (header_size << 8) | bytes[i];
+  if (header_size > MAX_HEADER_SIZE)
+    return parse_fail (ps, "header size %" PRIu64 " is over the %u-byte limit",
+        header_size, MAX_HEADER_SIZE);
+  if (header_size > size - 8)
+    return parse_fail (ps,
+        "header size %" PRIu64 " runs past the end of the "
+        "%zu-byte file",
+        header_size, size);
+  bad = find_invalid_utf8 (bytes + 8, (size_t)header_size);
+  if (bad < header_size)
+    return parse_fail (ps, "header is not valid UTF-8 at byte %zu", bad);
+  file->data = bytes + 8 + header_size;
+  file->data_size = size - 8 - header_size;
+  ps->start = ps->pos = (const char *)bytes + 8;
+  ps->end = ps->start + header_size;
+  ps->depth = 2;
+  ps->data_size = file->data_size;
+  if (parse_header (ps, file) < 0)
+    return -1;
+  return check_layout (ps, file);
+}
+
 GtStFile *
 gt_st_open (const char *path, char *why, size_t why_size)
 {
   Parser ps = { 0 };
   GtStFile *file;
-  const unsigned char *bytes;
-  uint64_t header_size = 0;
   struct stat st;
-  size_t bad;
-  int fd, i;
+  int fd;
 
   if (path == NULL) {
     report (why, why_size, "no path given");
@@ -760,33 +792,7 @@ gt_st_open (const char *path, char *why, size_t why_size)
   close (fd);
   fd = -1;
 
-  bytes = file->map;
-  for (i = 7; i >= 0; i--)
-    header_size = (header_size << 8) | bytes[i];
-  if (header_size > MAX_HEADER_SIZE) {
-    parse_fail (&ps, "header size %" PRIu64 " is over the %u-byte limit",
-        header_size, MAX_HEADER_SIZE);
-    goto fail;
-  }
-  if (header_size > file->map_size - 8) {
-    parse_fail (&ps,
-        "header size %" PRIu64 " runs past the end of the "
-        "%zu-byte file",
-        header_size, file->map_size);
-    goto fail;
-  }
-  bad = find_invalid_utf8 (bytes + 8, (size_t)header_size);
-  if (bad < header_size) {
-    parse_fail (&ps, "header is not valid UTF-8 at byte %zu", bad);
-    goto fail;
-  }
-  file->data = bytes + 8 + header_size;
-  file->data_size = file->map_size - 8 - header_size;
-  ps.start = ps.pos = (const char *)bytes + 8;
-  ps.end = ps.start + header_size;
-  ps.depth = 2;
-  ps.data_size = file->data_size;
-  if (parse_header (&ps, file) < 0 || check_layout (&ps, file) < 0)
+  if (parse_file (&ps, file, file->map, file->map_size) < 0)
     goto fail;
   return file;
 
@@ -796,6 +802,29 @@ fail:
   report (why, why_size, "%s: %s", path, ps.message);
   gt_st_close (file);
   return NULL;
+}
+
+GtStFile *
+gt_st_open_memory (const void *bytes, size_t size, char *why, size_t why_size)
+{
+  Parser ps = { 0 };
+  GtStFile *file;
+
+  if (bytes == NULL && size > 0) {
+    report (why, why_size, "(memory): no bytes given");
+    return NULL;
+  }
+  file = calloc (1, sizeof (*file));
+  if (file == NULL) {
+    report (why, why_size, "(memory): out of memory");
+    return NULL;
+  }
+  if (parse_file (&ps, file, bytes, size) < 0) {
+    report (why, why_size, "(memory): %s", ps.message);
+    gt_st_close (file);
+    return NULL;
+  }
+  return file;
 }
 
 void

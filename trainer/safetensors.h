@@ -54,6 +54,12 @@ typedef struct GtStFile GtStFile;
  * the path and the problem in @why otherwise. */
 GtStFile *gt_st_open (const char *path, char *why, size_t why_size);
 
+/* Reads the @size bytes at @bytes as gt_st_open reads a file, with every
+ * check it makes; the bytes are not copied and must stay unchanged until
+ * gt_st_close. NULL with the problem in @why (after "(memory): ") otherwise. */
+GtStFile *gt_st_open_memory (
+    const void *bytes, size_t size, char *why, size_t why_size);
+
 /* Unmaps @file and frees everything it handed out; NULL is ignored. */
 void gt_st_close (GtStFile *file);
 

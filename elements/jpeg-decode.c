@@ -1,0 +1,156 @@
+/* jpeg-decode.c: imagedec's decoding core, as in jpeg-decode.h. */
+#include "jpeg-decode.h"
+
+#include <string.h>
+
+/* No real photograph comes near this; a corrupt header that claims more is
+ * refused before we allocate for it. */
+#define MAX_PIXELS (G_GUINT64_CONSTANT (1) << 28)
+
+/* The smallest libjpeg-turbo scale (at most 1/1, and a power of two when
+ * @fast_scales_only) that keeps the short side of a @width x @height image at
+ * @min_short_side pixels or more. */
+static tjscalingfactor
+pick_scale (
+    int width, int height, guint min_short_side, gboolean fast_scales_only)
+{
+  tjscalingfactor best = { 1, 1 };
+  tjscalingfactor *factors;
+  int i, n_factors = 0;
+
+  if (min_short_side == 0)
+    return best;
+  factors = tjGetScalingFactors (&n_factors);
+  for (i = 0; factors != NULL && i < n_factors; i++) {
+    tjscalingfactor f = factors[i];
+    int short_side = MIN (TJSCALED (width, f), TJSCALED (height, f));
+
+    if (f.num > f.denom)
+      continue;
+    /* Only 1/2 and 1/4 have SIMD inverse DCTs (1/8 keeps the DC term alone):
+     * a 7/8 decode is slower than a full one. */
+    if (fast_scales_only && f.num != 1)
+      continue;
+    if ((guint)short_side >= min_short_side
+        && f.num * best.denom < best.num * f.denom)
+      best = f;
+  }
+  return best;
+}
+
+/* libjpeg-turbo's own CMYK to RGB rule (its cmyk.h, used by djpeg): the
+ * stored values are Adobe-inverted, so R = C * K / 255, rounded. */
+static void
+cmyk_to_rgb (
+    const guint8 *cmyk, guint8 *rgb, int width, int height, int rgb_stride)
+{
+  int x, y;
+
+  for (y = 0; y < height; y++) {
+    const guint8 *in = cmyk + (gsize)y * width * 4;
+    guint8 *out = rgb + (gsize)y * rgb_stride;
+
+    for (x = 0; x < width; x++, in += 4, out += 3) {
+      guint k = in[3];
+
+      out[0] = (2 * in[0] * k + 255) / 510;
+      out[1] = (2 * in[1] * k + 255) / 510;
+      out[2] = (2 * in[2] * k + 255) / 510;
+    }
+  }
+}
+
+/* Luminance of RGB rows, with libjpeg's weights (ITU-R BT.601). */
+static void
+rgb_to_gray (const guint8 *rgb, int rgb_stride, guint8 *gray, int gray_stride,
+    int width, int height)
+{
+  int x, y;
+
+  for (y = 0; y < height; y++) {
+    const guint8 *in = rgb + (gsize)y * rgb_stride;
+    guint8 *out = gray + (gsize)y * gray_stride;
+
+    for (x = 0; x < width; x++, in += 3)
+      out[x] = (19595 * in[0] + 38470 * in[1] + 7471 * in[2] + 32768) >> 16;
+  }
+}
+
+gboolean
+gst_train_jpeg_read_header (tjhandle handle, const guint8 *data, gsize size,
+    guint min_short_side, gboolean fast_scales_only, GstTrainJpegHeader *header,
+    gchar **error)
+{
+  /* A tables-only stream passes tjDecompressHeader3() without a size. */
+  int width = 0, height = 0, subsamp, colorspace;
+
+  if (size == 0) {
+    *error = g_strdup ("the buffer is empty");
+    return FALSE;
+  }
+  if (size > G_MAXULONG
+      || tjDecompressHeader3 (
+             handle, data, size, &width, &height, &subsamp, &colorspace)
+          != 0) {
+    *error =
+        g_strdup_printf ("not a decodable JPEG (%s)", tjGetErrorStr2 (handle));
+    return FALSE;
+  }
+  if (width <= 0 || height <= 0
+      || (guint64)width * (guint64)height > MAX_PIXELS) {
+    *error = g_strdup_printf ("implausible image size %dx%d", width, height);
+    return FALSE;
+  }
+
+  header->width = width;
+  header->height = height;
+  header->colorspace = colorspace;
+  header->scale = pick_scale (width, height, min_short_side, fast_scales_only);
+  header->out_width = TJSCALED (width, header->scale);
+  header->out_height = TJSCALED (height, header->scale);
+  return TRUE;
+}
+
+gboolean
+gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
+    const GstTrainJpegHeader *header, gboolean gray, guint8 *out, int stride,
+    gchar **error)
+{
+  int out_width = header->out_width, out_height = header->out_height;
+  gsize row_bytes = (gsize)out_width * (gray ? 1 : 3);
+  int ret, y;
+
+  if (header->colorspace == TJCS_CMYK || header->colorspace == TJCS_YCCK) {
+    /* TurboJPEG does not convert CMYK itself: decode the inks, then apply
+     * libjpeg-turbo's rule. */
+    guint8 *cmyk = g_malloc ((gsize)out_width * out_height * 4);
+
+    ret = tjDecompress2 (handle, data, size, cmyk, out_width, out_width * 4,
+        out_height, TJPF_CMYK, TJFLAG_STOPONWARNING);
+    if (ret == 0 && !gray) {
+      cmyk_to_rgb (cmyk, out, out_width, out_height, stride);
+    } else if (ret == 0) {
+      guint8 *rgb = g_malloc ((gsize)out_width * out_height * 3);
+
+      cmyk_to_rgb (cmyk, rgb, out_width, out_height, out_width * 3);
+      rgb_to_gray (rgb, out_width * 3, out, stride, out_width, out_height);
+      g_free (rgb);
+    }
+    g_free (cmyk);
+  } else {
+    ret = tjDecompress2 (handle, data, size, out, out_width, stride, out_height,
+        gray ? TJPF_GRAY : TJPF_RGB, TJFLAG_STOPONWARNING);
+  }
+  if (ret != 0) {
+    /* With TJFLAG_STOPONWARNING a truncated or damaged file stops here
+     * instead of coming out half grey. */
+    *error =
+        g_strdup_printf ("corrupt JPEG data (%s)", tjGetErrorStr2 (handle));
+    return FALSE;
+  }
+  /* Recycled memory would carry an older image in the bytes that pad each
+   * row to its stride: equal images should be equal buffers. */
+  for (y = 0; y < out_height && (gsize)stride > row_bytes; y++)
+    memset (out + (gsize)y * stride + row_bytes, 0, stride - row_bytes);
+  return TRUE;
+}

@@ -1,0 +1,45 @@
+/* jpeg-decode.h: imagedec's decoding core, JPEG bytes to RGB or GRAY8 rows.
+ *
+ * GLib and libjpeg-turbo only, with no GstBuffer in sight, so that the
+ * element and the fuzzer (tests/fuzz/fuzz-jpeg.c) run the same code on the
+ * same bytes: the element maps its buffers and calls these two in turn.
+ */
+#ifndef __GST_TRAIN_JPEG_DECODE_H__
+#define __GST_TRAIN_JPEG_DECODE_H__
+
+#include <glib.h>
+#include <turbojpeg.h>
+
+G_BEGIN_DECLS
+
+/* What a JPEG header says, and the size it decodes to. */
+typedef struct
+{
+  int width;
+  int height;
+  int colorspace; /* TJCS_* */
+  tjscalingfactor scale;
+  int out_width;
+  int out_height;
+} GstTrainJpegHeader;
+
+/* Reads the header of @data with @handle, refuses an empty buffer and an
+ * implausible size, and picks the smallest scale (a power of two when
+ * @fast_scales_only) that keeps the short side at @min_short_side pixels or
+ * more (0: full size). FALSE, with the reason in *@error, when it does not
+ * decode. */
+gboolean gst_train_jpeg_read_header (tjhandle handle, const guint8 *data,
+    gsize size, guint min_short_side, gboolean fast_scales_only,
+    GstTrainJpegHeader *header, gchar **error);
+
+/* Decodes @data as @header says into @out: @header->out_height rows of
+ * @stride bytes, RGB or (@gray) GRAY8, the bytes after each row zeroed.
+ * FALSE, with the reason in *@error, on corrupt or truncated data. A
+ * handle that failed should be replaced: it can reject the next good image. */
+gboolean gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
+    const GstTrainJpegHeader *header, gboolean gray, guint8 *out, int stride,
+    gchar **error);
+
+G_END_DECLS
+
+#endif /* __GST_TRAIN_JPEG_DECODE_H__ */
