@@ -31,16 +31,21 @@ Subcommands:
                 rank<r>.final.<name>     rank r's statistics (buffers only)
               and f64.<name> for every float tensor: the same emulation in
               float64, the yardstick of tests/trainer/parity.c.
-  check-gloo  --ranks N (2): the same data and initial weights trained by N
+  check-gloo  --ranks 2: the same data and initial weights trained by 2
               processes with torch.distributed (gloo) and DDP; every tensor
               above must be bitwise equal (torch.equal) to the emulation.
 
 DDP details the emulation copies, from PyTorch 1.13's reducer: each rank's
 gradient is multiplied by 1/N (a float32 multiply) as it is copied into the
 bucket, and the buckets are summed (all-reduce). With two ranks the sum of
-two values does not depend on the order, so the emulation, which sums in
-rank order, can be bitwise equal to gloo; with three or more, gloo's ring
-order differs per chunk and only the rounding of the additions can differ.
+two values does not depend on the order (nor, x0.5 being exact, on whether
+the halving comes before or after), so the emulation, which sums in rank
+order, is bitwise equal to gloo (check-gloo). With three or more, gloo's
+ring adds in an order that differs from chunk to chunk: with 3 ranks about
+a third of the averaged gradients of step 1 differ by one rounding (1e-8
+absolute), and three steps on most tensors differ in their last bits.
+There is no bitwise statement to make then, and check-gloo takes 2 ranks
+only.
 The real run uses broadcast_buffers=False: with DDP's default (True) rank
 0's buffers are copied to the others before every forward, so rank r>0's
 running statistics would be rank 0's plus one update; trainer/ keeps every
@@ -394,6 +399,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.ranks < 1 or a.batch < 1:
         p.error("--ranks and --batch must be positive")
+    if a.cmd == "check-gloo" and a.ranks != 2:
+        p.error("check-gloo compares bitwise, which holds for 2 ranks only (see above)")
     return {"reference": cmd_reference, "check-gloo": cmd_check_gloo,
             "gloo-rank": cmd_gloo_rank}[a.cmd](a)
 
