@@ -19,7 +19,8 @@
 # efficiency = 2-rank images/s / (2 x 1-rank images/s at the same threads
 # per rank), and the 2-rank images/s against 1 rank on all cores. The
 # report goes to stdout and docs/benchmarks/dist-cpu.md (--quick: 1 run of
-# 3 steps, resnet20 only, to bench/out/dist-cpu-quick.md).
+# 3 steps, resnet20 only, to bench/out/dist-cpu-quick.md), rewritten after
+# every run; a "## Notes" section below the tables is kept.
 #
 # Needs: meson, ninja, a C compiler, libopenblas-dev, libopenmpi-dev and
 # openmpi-bin, /usr/bin/python3 with Debian's python3-torch and
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --no-resnet50) RESNET50=0; shift ;;
     --output) OUTPUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "dist-cpu.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -160,8 +161,14 @@ lines.append("")
 text = "\n".join(lines)
 if quiet != "quiet":
     print(text)
+# A "## Notes" section written by hand below the tables is kept.
+try:
+    previous = open(output).read()
+except OSError:
+    previous = ""
+notes = previous[previous.index("\n## Notes"):] if "\n## Notes" in previous else "\n"
 with open(output, "w") as f:
-    f.write(text + "\n")
+    f.write(text + notes)
 PYEOF
 }
 
