@@ -4,9 +4,10 @@
  * sizes. One scenario per run:
  *
  *   mpirun -np N dist-trainer nonfinite
- *       rank 1's input is NaN (its std[0] is 1e-45, its config otherwise the
- *       same): every rank's step ends GT_ERROR_NONFINITE, naming rank 1,
- *       at the same step, with nothing applied on any rank.
+ *       rank 1's std[0] is 1e-45 (its config otherwise the same), so its
+ *       input overflows to infinities and its loss is NaN: every rank's
+ *       step ends GT_ERROR_NONFINITE, naming rank 1, at the same step, with
+ *       nothing applied on any rank.
  *   mpirun -np N dist-trainer uneven
  *       rank 1 leaves (gt_trainer_leave) after 2 steps; the others' third
  *       step ends GT_ERROR_STOPPED naming rank 1 with nothing applied, and
