@@ -10,6 +10,7 @@ set -eu
 program=$1 scratch=$2 ranks=$3 model=$4 classes=$5 size=$6 batch=$7 steps=$8
 shift 8
 here=$(dirname "$0")
+# shellcheck source=SCRIPTDIR/dist-lib.sh
 . "$here/dist-lib.sh"
 dist_skip_unless_ready "$program"
 out="$scratch/$model-$size-$ranks"

@@ -10,6 +10,7 @@
 set -eu
 program=$1 scratch=$2 scenario=$3
 here=$(dirname "$0")
+# shellcheck source=SCRIPTDIR/dist-lib.sh
 . "$here/dist-lib.sh"
 dist_skip_unless_ready "$program"
 
