@@ -21,7 +21,8 @@ Subcommands:
                 init.<name>              the initial state_dict
                 images, labels           the global batch
                 split                    int64 [N, 2]: rank r's first sample
-                                         and number of samples
+                                         and number of samples (B each, or
+                                         --rank-batches B0,B1,...)
                 rank<r>.step0.logits     rank r's logits at the first step
                 rank<r>.losses           rank r's own loss at every step
                 step0.loss, losses       the global loss (first, every step)
@@ -97,8 +98,17 @@ class Replica:
         return logits.detach(), loss.detach()
 
 
-def rank_slices(ranks, batch):
-    return [(r * batch, batch) for r in range(ranks)]
+def rank_sizes(a):
+    """Each rank's number of samples: --rank-batches, else --batch each."""
+    if a.rank_batches:
+        return [int(n) for n in a.rank_batches.split(",")]
+    return [a.batch] * a.ranks
+
+
+def rank_slices(a):
+    """(first sample, number of samples) of each rank in the global batch."""
+    sizes = rank_sizes(a)
+    return [(sum(sizes[:r]), n) for r, n in enumerate(sizes)]
 
 
 def average_gradients(replicas):
@@ -134,7 +144,7 @@ def emulate(a, init_state, images, labels, dtype=torch.float32):
     losses."""
     replicas = [Replica(a, init_state, images[first:first + count],
                         labels[first:first + count], dtype)
-                for first, count in rank_slices(a.ranks, a.batch)]
+                for first, count in rank_slices(a)]
     total_samples = sum(rep.x.shape[0] for rep in replicas)
     out, losses = {}, []
     rank_losses = [[] for _ in replicas]
@@ -187,7 +197,7 @@ def choose_batch(a, init_state):
     best = None
     for attempt in range(a.max_attempts):
         data_seed = a.seed + attempt
-        images, labels = tr.random_batch(a.ranks * a.batch, a.size, a.classes, data_seed)
+        images, labels = tr.random_batch(sum(rank_sizes(a)), a.size, a.classes, data_seed)
         result, margin, losses = emulate(a, init_state, images, labels)
         if best is None or margin > best[0]:
             best = (margin, data_seed, images, labels, result, losses)
@@ -212,17 +222,19 @@ def cmd_reference(a):
 
     out = {"init." + k: v for k, v in init_state.items()}
     out["images"], out["labels"] = images, labels
-    out["split"] = torch.tensor(rank_slices(a.ranks, a.batch), dtype=torch.int64)
+    out["split"] = torch.tensor(rank_slices(a), dtype=torch.int64)
     out.update(result)
+    sizes = rank_sizes(a)
     meta = {k: getattr(a, k) for k in (
-        "model", "classes", "size", "batch", "ranks", "steps", "lr", "momentum",
+        "model", "classes", "size", "ranks", "steps", "lr", "momentum",
         "weight_decay", "label_smoothing", "nesterov", "zero_init_residual", "seed",
         "threads")}
-    meta.update(torch=torch.__version__, global_batch=a.ranks * a.batch,
+    # batch: the largest rank's, the trainer's batch_size
+    meta.update(torch=torch.__version__, batch=max(sizes), global_batch=sum(sizes),
                 mean=",".join(map(str, tr.MEAN)), std=",".join(map(str, tr.STD)),
                 data_seed=data_seed, relu_margin=f"{margin:.3g}")
     tr.save_safetensors(a.out, out, meta)
-    print(f"{a.out}: {a.ranks} ranks of {a.batch}, data seed {data_seed}, ReLU margin "
+    print(f"{a.out}: ranks of {','.join(map(str, sizes))} samples, data seed {data_seed}, ReLU margin "
           f"{margin:.3g}, losses " + " ".join(f"{v:.6f}" for v in losses))
     return 0
 
@@ -292,7 +304,7 @@ def cmd_check_gloo(a):
     with tempfile.TemporaryDirectory(prefix="ddp-gloo-") as scratch:
         inputs = {"init." + k: v for k, v in init_state.items()}
         inputs["images"], inputs["labels"] = images, labels
-        inputs["split"] = torch.tensor(rank_slices(a.ranks, a.batch), dtype=torch.int64)
+        inputs["split"] = torch.tensor(rank_slices(a), dtype=torch.int64)
         input_path = os.path.join(scratch, "inputs.safetensors")
         tr.save_safetensors(input_path, inputs)
         common = ["--model", a.model, "--classes", str(a.classes), "--ranks", str(a.ranks),
@@ -341,7 +353,8 @@ def cmd_check_gloo(a):
     for line in mismatches:
         print("FAIL: " + line)
     print(f"{'OK' if not mismatches else 'FAIL'}: {a.ranks}-rank gloo DDP against the "
-          f"one-process emulation, {a.model} {a.size}x{a.size}, {a.batch} per rank, "
+          f"one-process emulation, {a.model} {a.size}x{a.size}, "
+          f"{','.join(map(str, rank_sizes(a)))} samples per rank, "
           f"{a.steps} steps, data seed {data_seed} (ReLU margin {margin:.3g}): "
           f"{compared} tensors compared bitwise, {len(mismatches)} differ")
     return 1 if mismatches else 0
@@ -353,6 +366,9 @@ def add_training_arguments(p, ranks_default=2):
     p.add_argument("--size", type=int, default=16)
     p.add_argument("--batch", type=int, default=4, help="samples per rank")
     p.add_argument("--ranks", type=int, default=ranks_default)
+    p.add_argument("--rank-batches", default=None, metavar="B0,B1,...",
+                   help="each rank's number of samples, when they differ (DDP "
+                   "still averages the ranks' mean gradients with equal weights)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -399,6 +415,9 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.ranks < 1 or a.batch < 1:
         p.error("--ranks and --batch must be positive")
+    if a.rank_batches and (len(a.rank_batches.split(",")) != a.ranks
+                           or min(int(n) for n in a.rank_batches.split(",")) < 1):
+        p.error("--rank-batches needs one positive number per rank")
     if a.cmd == "check-gloo" and a.ranks != 2:
         p.error("check-gloo compares bitwise, which holds for 2 ranks only (see above)")
     return {"reference": cmd_reference, "check-gloo": cmd_check_gloo,

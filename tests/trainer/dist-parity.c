@@ -6,7 +6,9 @@
  *
  * builds a CPU trainer in the job, loads the reference's initial weights
  * (a collective: only rank 0 reads the file), trains K steps on its slice
- * and checks: its own logits of step 1; the global loss and the averaged
+ * (the slices may differ in size: DDP still weighs every rank's mean
+ * gradient the same, while the loss is the mean over all samples) and
+ * checks: its own logits of step 1; the global loss and the averaged
  * gradients of step 1; the global loss of every step; the weights and
  * momentum after K steps; its own running statistics (rank 0's also under
  * the names the reference saves). Then, across the ranks: the weights and
@@ -238,7 +240,8 @@ main (int argc, char **argv)
   GtStepResult result;
   char why[512], path[1024], name[64];
   int threads = 1, ranks, steps, classes, step, resumed = -1, same;
-  int64_t first, count, total_failures;
+  int64_t first, count, total, total_failures;
+  int r;
   size_t image_bytes;
   float *logits, *losses;
 
@@ -292,12 +295,17 @@ main (int argc, char **argv)
   if (split->dtype != GT_ST_I64 || split->shape[0] != ranks)
     die ("split is not int64 [%d, 2]", ranks);
   slices = gt_st_data (file, split);
+  for (r = 0, total = 0; r < ranks; r++) {
+    if (slices[2 * r] != total || slices[2 * r + 1] < 1
+        || slices[2 * r + 1] > metadata_int (file, "batch"))
+      die ("split: rank %d's samples %lld + %lld do not follow the others' "
+           "within a batch of %d",
+          r, (long long)slices[2 * r], (long long)slices[2 * r + 1],
+          metadata_int (file, "batch"));
+    total += slices[2 * r + 1];
+  }
   first = slices[2 * rank];
   count = slices[2 * rank + 1];
-  if (first != (int64_t)rank * metadata_int (file, "batch")
-      || count != metadata_int (file, "batch"))
-    fail ("rank %d's slice is samples %lld + %lld, expected r * batch + batch",
-        rank, (long long)first, (long long)count);
   image_bytes = (size_t)images->shape[1] * images->shape[2] * images->shape[3];
   batch.images =
       (const uint8_t *)gt_st_data (file, images) + first * image_bytes;
@@ -311,12 +319,11 @@ main (int argc, char **argv)
    * gradients. */
   if (gt_trainer_step (trainer, &batch, &result) != GT_OK)
     die ("step 1: %s", gt_trainer_error (trainer));
-  if (result.num_samples != count
-      || result.global_samples != (int64_t)ranks * count)
+  if (result.num_samples != count || result.global_samples != total)
     fail ("step 1 counted %d samples here, %lld in all; expected %lld and "
           "%lld",
         result.num_samples, (long long)result.global_samples, (long long)count,
-        (long long)(ranks * count));
+        (long long)total);
   logits = malloc ((size_t)count * classes * sizeof (float));
   if (gt_trainer_read_logits (trainer, logits, (size_t)count * classes)
       != (size_t)count * classes)
@@ -338,7 +345,7 @@ main (int argc, char **argv)
     losses[step] = result.loss;
   }
   if (gt_trainer_global_step (trainer) != steps
-      || gt_trainer_samples_seen (trainer) != (int64_t)steps * ranks * count)
+      || gt_trainer_samples_seen (trainer) != steps * total)
     fail ("after %d steps: step %lld, %lld samples seen", steps,
         (long long)gt_trainer_global_step (trainer),
         (long long)gt_trainer_samples_seen (trainer));

@@ -13,7 +13,7 @@ here=$(dirname "$0")
 # shellcheck source=SCRIPTDIR/dist-lib.sh
 . "$here/dist-lib.sh"
 dist_skip_unless_ready "$program"
-out="$scratch/$model-$size-$ranks"
+out="$scratch/$model-$size-$ranks-$batch"
 rm -rf "$out"
 mkdir -p "$out"
 
