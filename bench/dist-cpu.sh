@@ -176,16 +176,19 @@ LOADS=
 for run in $(seq 1 "$RUNS"); do
   LOADS="$LOADS $(cut -d' ' -f1 /proc/loadavg)"
   for config in "${configs[@]}"; do
+    # shellcheck disable=SC2086 # the config splits into words on purpose
     set -- $config
     shape=(--model "$1" --size "$2" --batch "$3" --classes "$4"
       --warmup "$WARMUP" --steps "$STEPS")
     log "run $run/$RUNS: $1 at $2x$2, $3 per rank"
-    "$BENCH" --no-comm --threads "$HALF" "${shape[@]}" >> "$RESULTS"
-    mpirun --bind-to none -np 2 "$BENCH" --threads "$HALF" "${shape[@]}" >> "$RESULTS"
-    "$BENCH" --no-comm --threads "$CORES" "${shape[@]}" >> "$RESULTS"
-    "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 1 --threads "$HALF" "${shape[@]}" >> "$RESULTS"
-    "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 2 --threads "$HALF" "${shape[@]}" >> "$RESULTS"
-    "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 1 --threads "$CORES" "${shape[@]}" >> "$RESULTS"
+    {
+      "$BENCH" --no-comm --threads "$HALF" "${shape[@]}"
+      mpirun --bind-to none -np 2 "$BENCH" --threads "$HALF" "${shape[@]}"
+      "$BENCH" --no-comm --threads "$CORES" "${shape[@]}"
+      "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 1 --threads "$HALF" "${shape[@]}"
+      "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 2 --threads "$HALF" "${shape[@]}"
+      "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 1 --threads "$CORES" "${shape[@]}"
+    } >> "$RESULTS"
   done
   if [ "$run" -lt "$RUNS" ]; then
     report "$run" quiet
