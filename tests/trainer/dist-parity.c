@@ -1,0 +1,392 @@
+/* dist-parity.c: data-parallel training on the CPU backend against PyTorch's
+ * DistributedDataParallel, as ddp_reference.py emulates it (same initial
+ * weights, rank r on its slice of the same global batch). Every rank of
+ *
+ *   mpirun -np N dist-parity [--threads T] REFERENCE.safetensors OUT_DIR
+ *
+ * builds a CPU trainer in the job, loads the reference's initial weights
+ * (a collective: only rank 0 reads the file), trains K steps on its slice
+ * (the slices may differ in size: DDP still weighs every rank's mean
+ * gradient the same, while the loss is the mean over all samples) and
+ * checks: its own logits of step 1; the global loss and the averaged
+ * gradients of step 1; the global loss of every step; the weights and
+ * momentum after K steps; its own running statistics (rank 0's also under
+ * the names the reference saves). Then, across the ranks: the weights and
+ * momentum are bitwise the same on every rank, and the statistics are not
+ * (each rank's are its own batches'). `dist-parity --built` exits 77 when
+ * the build has no MPI.
+ *
+ * The comparison is tests/trainer/parity.c's rule with its numbers
+ * (nothing is shared but the numbers, copied here): per tensor, the error
+ * max|ours - exact| / max|exact| against the float64 run, at most YARDSTICK
+ * times PyTorch's own fp32 error on that tensor, and always passing below
+ * the tolerance floor of its kind. */
+#include "dist-state.h"
+#include "safetensors.h"
+#include "trainer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The same as TOLERANCE_* and YARDSTICK in tests/trainer/parity.c. */
+#define TOLERANCE_FORWARD 1e-5
+#define TOLERANCE_GRADIENT 5e-5
+#define TOLERANCE_WEIGHTS 5e-5
+#define YARDSTICK 4.0
+
+static int rank, failures;
+static double worst_forward, worst_gradient, worst_weights;
+
+static void
+fail (const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  fprintf (stderr, "FAIL: rank %d: ", rank);
+  vfprintf (stderr, format, args);
+  fprintf (stderr, "\n");
+  va_end (args);
+  failures++;
+}
+
+static void
+die (const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  fprintf (stderr, "FAIL: rank %d: ", rank);
+  vfprintf (stderr, format, args);
+  fprintf (stderr, "\n");
+  va_end (args);
+  exit (1);
+}
+
+static const GtStTensor *
+need (GtStFile *file, const char *name)
+{
+  const GtStTensor *tensor = gt_st_find (file, name);
+
+  if (tensor == NULL)
+    die ("the reference has no tensor %s", name);
+  return tensor;
+}
+
+static int
+metadata_int (GtStFile *file, const char *key)
+{
+  const char *text = gt_st_metadata (file, key);
+
+  if (text == NULL)
+    die ("the reference has no metadata %s", key);
+  return atoi (text);
+}
+
+static float
+metadata_float (GtStFile *file, const char *key)
+{
+  const char *text = gt_st_metadata (file, key);
+
+  if (text == NULL)
+    die ("the reference has no metadata %s", key);
+  return (float)atof (text);
+}
+
+/* max|a - exact| / max|exact| (NaN counts as the largest error) */
+static double
+relative_error (const float *a, const double *exact, size_t count)
+{
+  double max_diff = 0, max_exact = 0;
+  size_t i;
+
+  for (i = 0; i < count; i++) {
+    double diff = fabs ((double)a[i] - exact[i]);
+
+    if (!(diff <= max_diff))
+      max_diff = diff;
+    if (fabs (exact[i]) > max_exact)
+      max_exact = fabs (exact[i]);
+  }
+  return max_exact > 0 ? max_diff / max_exact : max_diff;
+}
+
+/* parity.c's compare: against f64.@name, at most YARDSTICK times PyTorch's
+ * fp32 error (@name) but never stricter than @floor. */
+static void
+compare (GtStFile *file, const char *name, const float *ours, size_t count,
+    double floor, double *worst)
+{
+  const GtStTensor *torch_tensor = need (file, name), *exact_tensor;
+  double torch_error, error, tolerance = floor;
+  char exact_name[200];
+
+  snprintf (exact_name, sizeof (exact_name), "f64.%s", name);
+  exact_tensor = need (file, exact_name);
+  if (gt_st_numel (torch_tensor) != count || gt_st_numel (exact_tensor) != count
+      || exact_tensor->dtype != GT_ST_F64 || torch_tensor->dtype != GT_ST_F32) {
+    fail ("%s: %zu fp32 values expected, the reference has %llu", name, count,
+        (unsigned long long)gt_st_numel (torch_tensor));
+    return;
+  }
+  torch_error = relative_error (
+      gt_st_data (file, torch_tensor), gt_st_data (file, exact_tensor), count);
+  if (YARDSTICK * torch_error > tolerance)
+    tolerance = YARDSTICK * torch_error;
+  error = relative_error (ours, gt_st_data (file, exact_tensor), count);
+  if (getenv ("GT_PARITY_VERBOSE"))
+    printf ("rank %d: %-50s ours %.3g, PyTorch fp32 %.3g, tolerance %.3g\n",
+        rank, name, error, torch_error, tolerance);
+  if (!(error <= tolerance))
+    fail ("%s: relative error %.3g > %.3g (PyTorch's fp32: %.3g)", name, error,
+        tolerance, torch_error);
+  if (!(error <= *worst))
+    *worst = error;
+}
+
+/* Every tensor of @trainer whose kind @parts selects, against
+ * @prefix + its name (an int64 count for num_batches_tracked, exactly). */
+static void
+compare_state (GtTrainer *trainer, GtStFile *file, const char *prefix,
+    GtTensorPart part, unsigned parts, double floor, double *worst)
+{
+  int i;
+
+  for (i = 0; i < gt_trainer_num_tensors (trainer); i++) {
+    GtTensorInfo info;
+    char name[200];
+    float *ours;
+
+    gt_trainer_tensor_info (trainer, i, &info);
+    if (!(parts & (info.is_parameter ? DIST_PARAMS : DIST_STATS)))
+      continue;
+    snprintf (name, sizeof (name), "%s%s", prefix, info.name);
+    ours = malloc ((size_t)info.numel * sizeof (float));
+    if (gt_trainer_read_tensor (trainer, info.name, part, ours, info.numel)) {
+      fail ("reading %s: %s", info.name, gt_trainer_error (trainer));
+    } else if (strstr (info.name, "num_batches_tracked")) {
+      const GtStTensor *count = need (file, name);
+
+      if (count->dtype != GT_ST_I64
+          || (int64_t)ours[0] != *(const int64_t *)gt_st_data (file, count))
+        fail ("%s: %g, PyTorch %lld", name, ours[0],
+            (long long)*(const int64_t *)gt_st_data (file, count));
+    } else {
+      compare (file, name, ours, (size_t)info.numel, floor, worst);
+    }
+    free (ours);
+  }
+}
+
+/* The init.* tensors as a state_dict file, the way torchvision saves one. */
+static void
+write_initial_weights (GtStFile *file, const char *path)
+{
+  GtStWriter *writer = gt_st_writer_new ();
+  char why[512];
+  int i;
+
+  for (i = 0; i < gt_st_num_tensors (file); i++) {
+    const GtStTensor *tensor = gt_st_tensor (file, i);
+
+    if (strncmp (tensor->name, "init.", 5) == 0)
+      gt_st_writer_add (writer, tensor->name + 5, tensor->dtype, tensor->ndim,
+          tensor->shape, gt_st_data (file, tensor));
+  }
+  if (gt_st_writer_write (writer, path, why, sizeof (why)) < 0)
+    die ("%s", why);
+  gt_st_writer_free (writer);
+}
+
+static GtTrainer *
+make_trainer (GtStFile *file, GtComm *comm, int threads)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  char why[512];
+
+  gt_trainer_config_init (&config);
+  if (gt_model_from_name (gt_st_metadata (file, "model"), &config.model))
+    die ("unknown model %s", gt_st_metadata (file, "model"));
+  config.num_classes = metadata_int (file, "classes");
+  config.height = config.width = metadata_int (file, "size");
+  config.batch_size = metadata_int (file, "batch");
+  config.num_threads = threads;
+  config.lr_schedule = GT_LR_CONSTANT;
+  config.lr = metadata_float (file, "lr");
+  config.momentum = metadata_float (file, "momentum");
+  config.weight_decay = metadata_float (file, "weight_decay");
+  config.label_smoothing = metadata_float (file, "label_smoothing");
+  config.nesterov = metadata_int (file, "nesterov");
+  config.comm = comm;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  if (trainer == NULL)
+    die ("%s", why);
+  return trainer;
+}
+
+int
+main (int argc, char **argv)
+{
+  GtComm *comm;
+  GtStFile *file;
+  GtTrainer *trainer;
+  const GtStTensor *images, *labels, *split;
+  const int64_t *slices;
+  GtBatch batch = { 0 };
+  GtStepResult result;
+  char why[512], path[1024], name[64];
+  int threads = 1, ranks, steps, classes, step, resumed = -1, same;
+  int64_t first, count, total, total_failures;
+  int r;
+  size_t image_bytes;
+  float *logits, *losses;
+
+  dist_exit_if_asked_built (argc, argv);
+  if (argc == 5 && strcmp (argv[1], "--threads") == 0) {
+    threads = atoi (argv[2]);
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc != 3) {
+    fprintf (stderr,
+        "usage: mpirun -np N %s [--threads T] REFERENCE.safetensors "
+        "OUT_DIR\n",
+        argv[0]);
+    return 2;
+  }
+  comm = gt_comm_new (why, sizeof (why));
+  if (comm == NULL)
+    die ("joining the job: %s", why);
+  rank = gt_comm_rank (comm);
+  file = gt_st_open (argv[1], why, sizeof (why));
+  if (file == NULL)
+    die ("%s", why);
+  ranks = metadata_int (file, "ranks");
+  steps = metadata_int (file, "steps");
+  classes = metadata_int (file, "classes");
+  if (ranks != gt_comm_size (comm))
+    die ("the reference is for %d ranks, the job has %d", ranks,
+        gt_comm_size (comm));
+
+  /* Only rank 0 reads the weights: the others name a file that is not
+   * there, which gt_trainer_load must not open. */
+  if (rank == 0) {
+    snprintf (path, sizeof (path), "%s/init.safetensors", argv[2]);
+    write_initial_weights (file, path);
+  } else {
+    snprintf (path, sizeof (path), "%s/not-written-rank-%d", argv[2], rank);
+  }
+  trainer = make_trainer (file, comm, threads);
+  if (gt_trainer_rank (trainer) != rank
+      || gt_trainer_world_size (trainer) != ranks)
+    fail ("the trainer says rank %d of %d", gt_trainer_rank (trainer),
+        gt_trainer_world_size (trainer));
+  if (gt_trainer_load (trainer, path, &resumed) != GT_OK || resumed != 0)
+    die ("loading the initial weights: %s", gt_trainer_error (trainer));
+
+  /* this rank's slice of the global batch */
+  images = need (file, "images");
+  labels = need (file, "labels");
+  split = need (file, "split");
+  if (split->dtype != GT_ST_I64 || split->shape[0] != ranks)
+    die ("split is not int64 [%d, 2]", ranks);
+  slices = gt_st_data (file, split);
+  for (r = 0, total = 0; r < ranks; r++) {
+    if (slices[2 * r] != total || slices[2 * r + 1] < 1
+        || slices[2 * r + 1] > metadata_int (file, "batch"))
+      die ("split: rank %d's samples %lld + %lld do not follow the others' "
+           "within a batch of %d",
+          r, (long long)slices[2 * r], (long long)slices[2 * r + 1],
+          metadata_int (file, "batch"));
+    total += slices[2 * r + 1];
+  }
+  first = slices[2 * rank];
+  count = slices[2 * rank + 1];
+  image_bytes = (size_t)images->shape[1] * images->shape[2] * images->shape[3];
+  batch.images =
+      (const uint8_t *)gt_st_data (file, images) + first * image_bytes;
+  batch.labels = (const int32_t *)gt_st_data (file, labels) + first;
+  batch.num_samples = (int)count;
+  batch.height = (int)images->shape[1];
+  batch.width = (int)images->shape[2];
+  batch.channels = (int)images->shape[3];
+
+  /* Step 1: this rank's forward pass, the global loss and the averaged
+   * gradients. */
+  if (gt_trainer_step (trainer, &batch, &result) != GT_OK)
+    die ("step 1: %s", gt_trainer_error (trainer));
+  if (result.num_samples != count || result.global_samples != total)
+    fail ("step 1 counted %d samples here, %lld in all; expected %lld and "
+          "%lld",
+        result.num_samples, (long long)result.global_samples, (long long)count,
+        (long long)total);
+  logits = malloc ((size_t)count * classes * sizeof (float));
+  if (gt_trainer_read_logits (trainer, logits, (size_t)count * classes)
+      != (size_t)count * classes)
+    fail ("fewer logits than %lld x %d", (long long)count, classes);
+  snprintf (name, sizeof (name), "rank%d.step0.logits", rank);
+  compare (file, name, logits, (size_t)count * classes, TOLERANCE_FORWARD,
+      &worst_forward);
+  compare (
+      file, "step0.loss", &result.loss, 1, TOLERANCE_FORWARD, &worst_forward);
+  compare_state (trainer, file, "step0.grad.", GT_TENSOR_GRAD, DIST_PARAMS,
+      TOLERANCE_GRADIENT, &worst_gradient);
+
+  /* Steps 2..K, then the state. */
+  losses = malloc (steps * sizeof (float));
+  losses[0] = result.loss;
+  for (step = 1; step < steps; step++) {
+    if (gt_trainer_step (trainer, &batch, &result) != GT_OK)
+      die ("step %d: %s", step + 1, gt_trainer_error (trainer));
+    losses[step] = result.loss;
+  }
+  if (gt_trainer_global_step (trainer) != steps
+      || gt_trainer_samples_seen (trainer) != steps * total)
+    fail ("after %d steps: step %lld, %lld samples seen", steps,
+        (long long)gt_trainer_global_step (trainer),
+        (long long)gt_trainer_samples_seen (trainer));
+  compare (file, "losses", losses, steps, TOLERANCE_WEIGHTS, &worst_weights);
+  compare_state (trainer, file, "final.", GT_TENSOR_VALUE, DIST_PARAMS,
+      TOLERANCE_WEIGHTS, &worst_weights);
+  compare_state (trainer, file, "final.momentum.", GT_TENSOR_MOMENTUM,
+      DIST_PARAMS, TOLERANCE_WEIGHTS, &worst_weights);
+  snprintf (name, sizeof (name), "rank%d.final.", rank);
+  compare_state (trainer, file, name, GT_TENSOR_VALUE, DIST_STATS,
+      TOLERANCE_WEIGHTS, &worst_weights);
+  if (rank == 0)
+    compare_state (trainer, file, "final.", GT_TENSOR_VALUE, DIST_STATS,
+        TOLERANCE_WEIGHTS, &worst_weights);
+
+  /* Across the ranks: one set of weights and momentum, per-rank
+   * statistics. */
+  same = dist_same_on_all_ranks (
+      comm, dist_state_hash (trainer, DIST_PARAMS | DIST_MOMENTUM));
+  if (same != 1)
+    fail ("the weights and momentum are not bitwise the same on every rank");
+  same = dist_same_on_all_ranks (comm, dist_state_hash (trainer, DIST_STATS));
+  if (ranks > 1 && same != 0)
+    fail ("every rank has the same running statistics: they should be each "
+          "rank's own");
+
+  printf (
+      "rank %d of %d: %s, losses", rank, ranks, gt_st_metadata (file, "model"));
+  for (step = 0; step < steps; step++)
+    printf (" %.6f", losses[step]);
+  printf ("; worst relative error: forward %.3g (tolerance %.0e), gradients "
+          "%.3g (%.0e), after %d steps %.3g (%.0e)\n",
+      worst_forward, TOLERANCE_FORWARD, worst_gradient, TOLERANCE_GRADIENT,
+      steps, worst_weights, TOLERANCE_WEIGHTS);
+  total_failures = dist_sum (comm, failures);
+  free (losses);
+  free (logits);
+  gt_trainer_free (trainer);
+  gt_st_close (file);
+  gt_comm_free (comm);
+  if (rank == 0 && total_failures != 0)
+    printf ("%lld failures over the ranks\n", (long long)total_failures);
+  return total_failures == 0 ? 0 : 1;
+}
