@@ -80,6 +80,8 @@ struct _GstCudaTrainSink
   /* what the rank-prefixed messages say (-1: no prefix) and the
    * read-only properties, for other threads (g_atomic_int) */
   gint message_rank;
+  /* what the trainer runs on, for train-stats ("cpu: OpenBLAS ...") */
+  gchar *compute;
   gint rank_prop;
   gint world_size_prop;
   gint global_batch_prop;

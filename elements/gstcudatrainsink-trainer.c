@@ -114,9 +114,23 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
         (NULL));
     return FALSE;
   }
-  GST_INFO_OBJECT (sink, "%s, %d classes, %zu parameters, on the %s",
+  g_free (sink->compute);
+  if (on_cpu) {
+    gt_cpu_describe (config->cpu_kernels, config->cpu_isa, why, sizeof (why));
+    sink->compute = g_strdup_printf ("CPU: %s", why);
+  } else {
+    GtCudaDeviceInfo info;
+
+    if (gt_cuda_device_info (sink->gpu_id, &info, why, sizeof (why)) == 0)
+      sink->compute = g_strdup_printf ("GPU %d: %s, cuDNN %d, %s", sink->gpu_id,
+          info.name, info.cudnn_version,
+          config->precision == GT_PRECISION_BF16 ? "bf16" : "fp32");
+    else
+      sink->compute = g_strdup_printf ("GPU %d", sink->gpu_id);
+  }
+  GST_INFO_OBJECT (sink, "%s, %d classes, %zu parameters, on %s",
       gt_model_name (config->model), config->num_classes,
-      gt_trainer_num_parameters (sink->trainer), on_cpu ? "CPU" : "GPU");
+      gt_trainer_num_parameters (sink->trainer), sink->compute);
   return TRUE;
 }
 

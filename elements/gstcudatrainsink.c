@@ -43,6 +43,10 @@
  *   rank included (on the GPU: waiting for the reduction), 0 alone
  * - `rank`, `world-size` (gint): the rank that posted the message, and how
  *   many there are (0 and 1 alone)
+ * - `compute` (gchararray): what the trainer runs on: on the CPU the BLAS,
+ *   the kernels it runs and the vector unit of the direct convolutions
+ *   ("CPU: OpenBLAS 0.3.21, Cooperlake kernels; direct 3x3 convolutions:
+ *   avx512"), on a GPU its number, name, cuDNN version and precision
  * - `sink-memory-fraction`, `pinned-fraction` (gdouble): the share of the
  *   interval's batches whose images were in the pool the sink offers
  *   (the trainer's batch memory, taken by batcher from the ALLOCATION
@@ -250,7 +254,7 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "fresh-images, images-per-second, fresh-images-per-second, "
       "echo-factor, step-time, busy-time, data-wait-fraction, "
       "sink-memory-fraction, pinned-fraction, comm-time, rank, world-size, "
-      "time), and with "
+      "compute, time), and with "
       "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
       "also appended to metrics-location as JSON lines, with a snapshot "
       "line for each snapshot (mark, fresh-images, images, step, time). "
@@ -578,6 +582,7 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   gst_cuda_train_sink_dist_stop (sink);
   g_clear_pointer (&sink->trainer, gt_trainer_free);
   g_clear_pointer (&sink->comm, gt_comm_free);
+  g_clear_pointer (&sink->compute, g_free);
   if (sink->metrics)
     fclose (sink->metrics);
   sink->metrics = NULL;
@@ -752,7 +757,9 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
           G_TYPE_DOUBLE, r.sink_memory_fraction, "pinned-fraction",
           G_TYPE_DOUBLE, r.pinned_fraction, "comm-time", G_TYPE_DOUBLE,
           r.comm_time, "rank", G_TYPE_INT, sink->rank, "world-size", G_TYPE_INT,
-          sink->world_size, "time", G_TYPE_DOUBLE, r.time, NULL));
+          sink->world_size, "compute", G_TYPE_STRING,
+          sink->compute ? sink->compute : "", "time", G_TYPE_DOUBLE, r.time,
+          NULL));
 }
 
 /* The eval-result message of an eval run, at EOS. */

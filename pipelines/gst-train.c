@@ -463,6 +463,21 @@ announce_playing (App *app)
   }
 }
 
+/* Before the first progress line: what the trainer runs on (the BLAS and
+ * its kernels on the CPU, the GPU and cuDNN), from train-stats. */
+static void
+announce_compute (App *app, GstMessage *message, const GstStructure *stats)
+{
+  const gchar *compute = gst_structure_get_string (stats, "compute");
+  gchar *prefix;
+
+  if (app->quiet || compute == NULL || *compute == '\0')
+    return;
+  prefix = sink_prefix (app, GST_ELEMENT (GST_MESSAGE_SRC (message)));
+  g_print ("%straining on %s\n", prefix, compute);
+  g_free (prefix);
+}
+
 /* Asks every cudatrainsink that has the "stop" action signal to finish its
  * step in flight, write its final statistics and checkpoint and end the
  * stream without training on what is still queued. Returns how many did. */
@@ -683,6 +698,8 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
             g_strdup (GST_OBJECT_NAME (GST_MESSAGE_SRC (message))), step);
         if (app->last_stats)
           gst_structure_free (app->last_stats);
+        else
+          announce_compute (app, message, s);
         app->last_stats = gst_structure_copy (s);
         print_progress (app, s);
       } else if (gst_structure_has_name (s, "eval-result") && !app->follower) {

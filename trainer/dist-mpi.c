@@ -20,6 +20,7 @@ struct GtComm
   int rank;
   int size;
   int local_rank;
+  int local_size;
 };
 
 /* Trainers of this process in a job they have not left. */
@@ -118,6 +119,7 @@ mpi_new (char *why, size_t why_size)
           comm->world, MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node)
       == MPI_SUCCESS) {
     MPI_Comm_rank (node, &comm->local_rank);
+    MPI_Comm_size (node, &comm->local_size);
     MPI_Comm_free (&node);
   }
   return comm;
@@ -148,6 +150,12 @@ static int
 mpi_local_rank (const GtComm *comm)
 {
   return comm ? comm->local_rank : 0;
+}
+
+static int
+mpi_local_size (const GtComm *comm)
+{
+  return comm && comm->local_size > 0 ? comm->local_size : 1;
 }
 
 static int
@@ -222,6 +230,7 @@ const GtMpiModule gt_mpi_module = {
   mpi_rank,
   mpi_size,
   mpi_local_rank,
+  mpi_local_size,
   mpi_allreduce,
   mpi_broadcast,
   mpi_abort,

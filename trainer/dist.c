@@ -93,6 +93,12 @@ gt_comm_local_rank (const GtComm *comm)
 }
 
 int
+gt_comm_local_size (const GtComm *comm)
+{
+  return comm ? mpi->local_size (comm) : 1;
+}
+
+int
 gt_comm_allreduce (GtComm *comm, void *values, size_t count, GtCommType type,
     GtCommOp op, char *why, size_t why_size)
 {

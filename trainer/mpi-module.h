@@ -20,6 +20,7 @@ typedef struct
   int (*rank) (const GtComm *comm);
   int (*size) (const GtComm *comm);
   int (*local_rank) (const GtComm *comm);
+  int (*local_size) (const GtComm *comm);
   int (*allreduce) (GtComm *comm, void *values, size_t count, GtCommType type,
       GtCommOp op, char *why, size_t why_size);
   int (*broadcast) (GtComm *comm, void *data, size_t bytes, int root, char *why,

@@ -106,7 +106,10 @@ typedef struct
   GtBackend backend;
   int gpu_id;
   GtPrecision precision;
-  int num_threads; /* 0: one per online CPU */
+  /* 0: one per online CPU, shared among the ranks of a data-parallel job
+   * on this machine (so that two ranks do not run twice as many threads
+   * as there are cores) */
+  int num_threads;
 
   /* x = (u8 / 255 - mean) / std, per RGB channel; a one-channel batch is
    * used as grey (R = G = B). */
@@ -412,8 +415,9 @@ GtComm *gt_comm_new (char *why, size_t why_size);
 void gt_comm_free (GtComm *comm);
 int gt_comm_rank (const GtComm *comm);
 int gt_comm_size (const GtComm *comm);
-/* The rank among the processes of this machine. */
+/* The rank among the processes of this machine, and their number. */
 int gt_comm_local_rank (const GtComm *comm);
+int gt_comm_local_size (const GtComm *comm);
 
 typedef enum
 {

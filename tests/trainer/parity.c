@@ -104,6 +104,9 @@ static GtPrecision precision = GT_PRECISION_FP32;
 /* errors as relative L2 norms (bf16) rather than maxima */
 static int use_l2;
 
+static void fail (const char *format, ...)
+    __attribute__ ((format (printf, 1, 2)));
+
 static void
 fail (const char *format, ...)
 {

@@ -99,7 +99,8 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   cpu->spec = spec;
   cpu->config = *config;
   if (num_threads <= 0)
-    num_threads = (int)sysconf (_SC_NPROCESSORS_ONLN);
+    num_threads =
+        (int)sysconf (_SC_NPROCESSORS_ONLN) / gt_comm_local_size (config->comm);
   if (num_threads <= 0)
     num_threads = 1;
   if (gt_cpu_blas_init (why, why_size) < 0) {
