@@ -16,12 +16,13 @@
  * (each rank's are its own batches'). `dist-parity --built` exits 77 when
  * the build has no MPI.
  *
- * The comparison is tests/trainer/parity.c's rule with its numbers
- * (nothing is shared but the numbers, copied here): per tensor, the error
- * max|ours - exact| / max|exact| against the float64 run, at most YARDSTICK
- * times PyTorch's own fp32 error on that tensor, and always passing below
- * the tolerance floor of its kind. */
+ * The comparison is parity.c's rule, from parity-rule.h: per tensor, the
+ * error max|ours - exact| / max|exact| against the float64 run, at most
+ * YARDSTICK times PyTorch's own fp32 error on that tensor, never stricter
+ * than the floor of its kind, never looser than CEILING times it (beyond,
+ * the reference is ill-conditioned and the case fails). */
 #include "dist-state.h"
+#include "parity-rule.h"
 #include "safetensors.h"
 #include "trainer.h"
 
@@ -30,12 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The same as TOLERANCE_* and YARDSTICK in tests/trainer/parity.c. */
-#define TOLERANCE_FORWARD 1e-5
-#define TOLERANCE_GRADIENT 5e-5
-#define TOLERANCE_WEIGHTS 5e-5
-#define YARDSTICK 4.0
 
 static int rank, failures;
 static double worst_forward, worst_gradient, worst_weights;
@@ -96,33 +91,15 @@ metadata_float (GtStFile *file, const char *key)
   return (float)atof (text);
 }
 
-/* max|a - exact| / max|exact| (NaN counts as the largest error) */
-static double
-relative_error (const float *a, const double *exact, size_t count)
-{
-  double max_diff = 0, max_exact = 0;
-  size_t i;
-
-  for (i = 0; i < count; i++) {
-    double diff = fabs ((double)a[i] - exact[i]);
-
-    if (!(diff <= max_diff))
-      max_diff = diff;
-    if (fabs (exact[i]) > max_exact)
-      max_exact = fabs (exact[i]);
-  }
-  return max_exact > 0 ? max_diff / max_exact : max_diff;
-}
-
-/* parity.c's compare: against f64.@name, at most YARDSTICK times PyTorch's
- * fp32 error (@name) but never stricter than @floor. */
+/* parity.c's compare: against f64.@name, with parity-rule.h's tolerance. */
 static void
 compare (GtStFile *file, const char *name, const float *ours, size_t count,
     double floor, double *worst)
 {
   const GtStTensor *torch_tensor = need (file, name), *exact_tensor;
-  double torch_error, error, tolerance = floor;
+  double torch_error, error, tolerance;
   char exact_name[200];
+  int ill_conditioned;
 
   snprintf (exact_name, sizeof (exact_name), "f64.%s", name);
   exact_tensor = need (file, exact_name);
@@ -132,11 +109,15 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
         (unsigned long long)gt_st_numel (torch_tensor));
     return;
   }
-  torch_error = relative_error (
+  torch_error = parity_max_error (
       gt_st_data (file, torch_tensor), gt_st_data (file, exact_tensor), count);
-  if (YARDSTICK * torch_error > tolerance)
-    tolerance = YARDSTICK * torch_error;
-  error = relative_error (ours, gt_st_data (file, exact_tensor), count);
+  tolerance = parity_fp32_tolerance (floor, torch_error, &ill_conditioned);
+  if (ill_conditioned)
+    fail ("%s: the reference is ill-conditioned: PyTorch's own fp32 is %.3g "
+          "from float64, %g times which passes the ceiling %.3g: choose the "
+          "data by ReLU margin",
+        name, torch_error, YARDSTICK, tolerance);
+  error = parity_max_error (ours, gt_st_data (file, exact_tensor), count);
   if (getenv ("GT_PARITY_VERBOSE"))
     printf ("rank %d: %-50s ours %.3g, PyTorch fp32 %.3g, tolerance %.3g\n",
         rank, name, error, torch_error, tolerance);

@@ -27,6 +27,7 @@
  * |ours - torch| / |torch| (see BF16_FORWARD for why). */
 #define _GNU_SOURCE /* dl_iterate_phdr, in cuda-module-report.h */
 #include "cuda-module-report.h"
+#include "parity-rule.h"
 #include "safetensors.h"
 #include "trainer.h"
 
@@ -36,25 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Errors below these always pass: fp32 with different summation orders
- * (oneDNN against im2col + OpenBLAS) differs by about 1e-6 relative in the
- * outputs; gradients go through every layer backwards, the weights after
- * three steps through three of those. */
-#define TOLERANCE_FORWARD 1e-5
-#define TOLERANCE_GRADIENT 5e-5
-#define TOLERANCE_WEIGHTS 5e-5
-/* Deep nets without zero-init are badly conditioned (resnet50's logits
- * carry ~5e-5 relative error in PyTorch's own fp32): there, we must be no
- * further from the float64 result than this many times PyTorch's fp32. */
-#define YARDSTICK 4.0
-/* ...but never more than this many times the floor in fp32: where
- * PyTorch's own fp32 error is so large that YARDSTICK times it passes the
- * ceiling, the reference is ill-conditioned (a ReLU input at rounding
- * distance from zero, a deep net without zero-init) and proves nothing:
- * the case fails and asks for better data (--min-relu-margin). bf16 has no
- * ceiling: its own rounding makes PyTorch's bf16 gradients 0.2-0.6 off on
- * some tensors, which no data choice removes. */
-#define CEILING 10.0
+/* TOLERANCE_*, YARDSTICK and CEILING: parity-rule.h. bf16 has no ceiling:
+ * its own rounding makes PyTorch's bf16 gradients 0.2-0.6 off on some
+ * tensors, which no data choice removes. */
 /* bf16 floors, in the relative L2 sense. bf16 keeps 8 significant bits: a
  * rounding moves a value by up to 2^-9 (2e-3) of itself, 2^-9 / sqrt(3)
  * (1.1e-3) in the RMS sense, and every layer rounds its output and its
@@ -166,20 +151,8 @@ relative_l2 (const float *a, const double *exact, size_t count)
 static double
 relative_error (const float *a, const double *exact, size_t count)
 {
-  double max_diff = 0, max_exact = 0;
-  size_t i;
-
-  if (use_l2)
-    return relative_l2 (a, exact, count);
-  for (i = 0; i < count; i++) {
-    double diff = fabs ((double)a[i] - exact[i]);
-
-    if (!(diff <= max_diff))
-      max_diff = diff; /* NaN too */
-    if (fabs (exact[i]) > max_exact)
-      max_exact = fabs (exact[i]);
-  }
-  return max_exact > 0 ? max_diff / max_exact : max_diff;
+  return use_l2 ? relative_l2 (a, exact, count)
+                : parity_max_error (a, exact, count);
 }
 
 /* Compares @ours with tensor @name of the reference. Where the reference
@@ -210,15 +183,19 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
   if (exact_tensor && gt_st_numel (exact_tensor) == count) {
     memcpy (exact, gt_st_data (file, exact_tensor), count * sizeof (double));
     torch_error = relative_error (torch_values, exact, count);
-    if (YARDSTICK * torch_error > tolerance)
-      tolerance = YARDSTICK * torch_error;
-    if (!use_l2 && tolerance > CEILING * floor) {
-      fail ("%s: the reference is ill-conditioned: PyTorch's own fp32 is "
-            "%.3g from float64, which would allow %.3g, above the ceiling "
-            "%.3g (%g times the floor): choose the data by ReLU margin "
-            "(--min-relu-margin)",
-          name, torch_error, tolerance, CEILING * floor, CEILING);
-      tolerance = CEILING * floor;
+    if (use_l2) {
+      if (YARDSTICK * torch_error > tolerance)
+        tolerance = YARDSTICK * torch_error;
+    } else {
+      int ill_conditioned;
+
+      tolerance = parity_fp32_tolerance (floor, torch_error, &ill_conditioned);
+      if (ill_conditioned)
+        fail ("%s: the reference is ill-conditioned: PyTorch's own fp32 is "
+              "%.3g from float64, %g times which passes the ceiling %.3g "
+              "(%g times the floor): choose the data by ReLU margin "
+              "(--min-relu-margin)",
+            name, torch_error, YARDSTICK, tolerance, CEILING);
     }
   } else {
     for (i = 0; i < count; i++)
