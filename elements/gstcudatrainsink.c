@@ -45,8 +45,9 @@
  *   many there are (0 and 1 alone)
  * - `compute` (gchararray): what the trainer runs on: on the CPU the BLAS,
  *   the kernels it runs and the vector unit of the direct convolutions
- *   ("CPU: OpenBLAS 0.3.21, Cooperlake kernels; direct 3x3 convolutions:
- *   avx512"), on a GPU its number, name, cuDNN version and precision
+ *   and of the streaming passes ("CPU: OpenBLAS 0.3.21, Cooperlake
+ *   kernels; direct 3x3 convolutions: avx512; streaming passes: avx512"),
+ *   on a GPU its number, name, cuDNN version and precision
  * - `sink-memory-fraction`, `pinned-fraction` (gdouble): the share of the
  *   interval's batches whose images were in the pool the sink offers
  *   (the trainer's batch memory, taken by batcher from the ALLOCATION

@@ -3,7 +3,8 @@
  * fails when the kernels in use are older ones; with --expect-reload (run
  * with OPENBLAS_CORETYPE=Prescott, OpenBLAS's fallback for CPU models it
  * does not know), fails unless the backend noticed and reloaded it. A
- * CPU trainer's first step then runs on those kernels. */
+ * CPU trainer's first step then runs on those kernels. The batch-norm and
+ * other streaming passes must run the widest vector unit too. */
 #include "check.h"
 #include "cpu-blas.h"
 #include "trainer.h"
@@ -28,6 +29,16 @@ main (int argc, char **argv)
       wanted ? wanted : "(no AVX2: OpenBLAS's own choice)", text);
   CHECK (gt_cpu_blas_core_is_enough (gt_cpu_blas_core (), wanted),
       "OpenBLAS runs %s kernels on a CPU with %s", gt_cpu_blas_core (), wanted);
+  /* the batch-norm, add and SGD passes: built for the CPU's vector unit */
+  __builtin_cpu_init ();
+  if (__builtin_cpu_supports ("avx512f") && __builtin_cpu_supports ("avx512bw")
+      && __builtin_cpu_supports ("avx512vl")
+      && __builtin_cpu_supports ("avx512dq"))
+    CHECK (strstr (text, "streaming passes: avx512") != NULL,
+        "an AVX-512 CPU runs older streaming passes: %s", text);
+  else if (__builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma"))
+    CHECK (strstr (text, "streaming passes: avx2") != NULL,
+        "an AVX2 CPU runs pre-AVX streaming passes: %s", text);
   /* the classification itself, whatever this CPU is */
   CHECK (!gt_cpu_blas_core_is_enough ("Prescott", "Haswell"), "Prescott");
   CHECK (!gt_cpu_blas_core_is_enough ("Sandybridge", "Haswell"), "AVX only");

@@ -263,10 +263,23 @@ unit_forward (CpuBackend *cpu, Unit *unit, const float *x, int n,
 {
   const GtNormSpec *norm = unit->norm;
   size_t rows = (size_t)n * unit->conv->out_h * unit->conv->out_w;
+  double mean[norm->channels], m2[norm->channels];
+  int have_moments = 0;
 
-  gt_cpu_conv_forward (cpu->pool, &cpu->scratch, unit->conv, x, n,
-      cpu->params + unit->conv->weight, unit->conv_out);
+  /* in training, the direct kernels also give batch-norm its moments */
   if (training)
+    have_moments =
+        gt_cpu_conv_forward_moments (cpu->pool, &cpu->scratch, unit->conv, x, n,
+            cpu->params + unit->conv->weight, unit->conv_out, mean, m2);
+  else
+    gt_cpu_conv_forward (cpu->pool, &cpu->scratch, unit->conv, x, n,
+        cpu->params + unit->conv->weight, unit->conv_out);
+  if (have_moments)
+    gt_cpu_norm_forward_train_moments (cpu->pool, rows, norm->channels,
+        unit->conv_out, mean, m2, cpu->params + norm->weight,
+        cpu->params + norm->bias, residual, relu, unit->out, unit->mean,
+        unit->invstd, cpu->stats + norm->mean, cpu->stats + norm->var);
+  else if (training)
     gt_cpu_norm_forward_train (cpu->pool, &cpu->scratch, rows, norm->channels,
         unit->conv_out, cpu->params + norm->weight, cpu->params + norm->bias,
         residual, relu, unit->out, unit->mean, unit->invstd,
@@ -336,7 +349,7 @@ typedef struct
   size_t count;
 } AddTask;
 
-static void
+GT_CPU_STREAMING static void
 add_task (void *data, int thread, int num_threads)
 {
   AddTask *task = data;
@@ -442,7 +455,7 @@ typedef struct
 /* torch.optim.SGD: g = grad + wd * w; buf = m * buf + g;
  * w -= lr * (nesterov ? g + m * buf : buf). Every thread takes its share
  * of every tensor, so that one pass covers the flat buffer. */
-static void
+GT_CPU_STREAMING static void
 sgd_task (void *data, int thread, int num_threads)
 {
   SgdTask *task = data;
@@ -648,11 +661,14 @@ gt_cpu_describe (GtCpuKernels kernels, GtCpuIsa isa, char *out, size_t size)
     return -1;
   }
   if (kernels == GT_CPU_KERNELS_REFERENCE)
-    snprintf (out, size, "%s; no direct 3x3 kernels (reference path)",
-        gt_cpu_blas_describe ());
+    snprintf (out, size,
+        "%s; no direct 3x3 kernels (reference path); streaming passes: %s",
+        gt_cpu_blas_describe (), gt_cpu_streaming_isa_name ());
   else
-    snprintf (out, size, "%s; direct 3x3 convolutions: %s",
+    snprintf (out, size,
+        "%s; direct 3x3 convolutions: %s; streaming passes: %s",
         gt_cpu_blas_describe (),
-        gt_cpu_direct_conv_kernels_name (gt_cpu_direct_conv_kernels (isa)));
+        gt_cpu_direct_conv_kernels_name (gt_cpu_direct_conv_kernels (isa)),
+        gt_cpu_streaming_isa_name ());
   return 0;
 }

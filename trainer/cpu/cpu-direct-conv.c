@@ -13,10 +13,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void (*ForwardKernel) (
-    const float *pad, int h, int w, int c_in, const float *weights, float *y);
-typedef void (*WeightGradKernel) (
-    const float *pad, int h, int w, int c_in, const float *dy, float *grads);
+/* Up to two regions the next image will read, fetched into the cache a
+ * slice at a time while the kernels compute the current one: the copies and
+ * reads that start an image then find their data there instead of waiting
+ * for memory (the kernels themselves are compute-bound). */
+typedef struct
+{
+  const char *base[2];
+  size_t bytes[2];
+} Prefetch;
+
+static inline void
+prefetch_part (const Prefetch *pf, int part, int parts)
+{
+  int i;
+
+  if (pf == NULL)
+    return;
+  for (i = 0; i < 2; i++) {
+    size_t lo = pf->bytes[i] * part / parts;
+    size_t hi = pf->bytes[i] * (part + 1) / parts, at;
+
+    for (at = lo & ~(size_t)63; at < hi; at += 64)
+      __builtin_prefetch (pf->base[i] + at, 0, 2);
+  }
+}
+
+/* A kernel's pad is padded_w pixels a row; h and w are its output's. */
+typedef void (*ForwardKernel) (const float *pad, int padded_w, int stride,
+    int h, int w, int c_in, const float *weights, float *y, const Prefetch *pf);
+typedef void (*WeightGradKernel) (const float *pad, int padded_w, int stride,
+    int h, int w, int c_in, const float *dy, float *grads, const Prefetch *pf);
 
 struct GtDirectKernels
 {
@@ -87,24 +114,27 @@ width_index (int channels)
 }
 
 /* The widest tile (pixels, or channels in the weight-gradient kernel) any
- * variant reads past a row's end; the slack below covers it. */
+ * variant reads past a row's end, at stride 2 twice as many pixels; the
+ * slack below covers it. */
 #define MAX_TILE 16
 _Static_assert(256 / 16 <= MAX_TILE, "AVX-512 tiles outgrow the pad slack");
 
 size_t
 gt_cpu_direct_conv_pad_floats (int h, int w, int channels)
 {
-  /* the kernels read one tile past a row's end: slack for the last row */
-  return (size_t)(h + 2) * (w + 2) * channels + MAX_TILE * (size_t)channels
+  /* the kernels read a tile past a row's end: slack for the last row */
+  return (size_t)(h + 2) * (w + 2) * channels + 2 * MAX_TILE * (size_t)channels
       + 64;
 }
 
 int
 gt_cpu_direct_conv_applies (const GtConvSpec *conv, int for_input_grad)
 {
-  /* the reordered weights and gradients hold 3x3 x 64 x 64 at most */
-  if (conv->kernel != 3 || conv->stride != 1 || conv->padding != 1
-      || conv->in_channels > 64)
+  /* the reordered weights and gradients hold 3x3 x 64 x 64 at most; the
+   * input gradient runs the forward kernel on the output gradient, which
+   * takes stride 1 */
+  if (conv->kernel != 3 || conv->padding != 1 || conv->in_channels > 64
+      || conv->stride < 1 || conv->stride > (for_input_grad ? 1 : 2))
     return 0;
   return width_index (for_input_grad ? conv->in_channels : conv->out_channels)
       >= 0;
@@ -145,12 +175,14 @@ typedef struct
 {
   GtCpuScratch *scratch;
   const float *in; /* x (forward, weight gradient) or dy (input gradient) */
-  int n, h, w, c_in, c_out;
+  int n, h, w, c_in, c_out; /* h x w: of in */
+  int stride, out_h, out_w;
   const float *weights; /* [tap][c_in][c_out] */
   const float *dy;
   float *out;
   ForwardKernel forward;
   WeightGradKernel weight_grad;
+  int moments; /* each thread's moments of out into scratch->conv_moments */
 } DirectTask;
 
 static void
@@ -159,14 +191,26 @@ direct_forward_task (void *data, int thread, int num_threads)
   DirectTask *task = data;
   float *pad = task->scratch->pads[thread];
   size_t in_size = (size_t)task->h * task->w * task->c_in;
-  size_t out_size = (size_t)task->h * task->w * task->c_out;
+  size_t out_size = (size_t)task->out_h * task->out_w * task->c_out;
   size_t begin, end, image;
+  double *moments = task->scratch->conv_moments
+      + (size_t)thread * (2 * task->scratch->max_channels + 1);
 
+  if (task->moments)
+    memset (moments, 0, (2 * (size_t)task->c_out + 1) * sizeof (double));
   gt_cpu_split (task->n, thread, num_threads, &begin, &end);
   for (image = begin; image < end; image++) {
+    float *out = task->out + image * out_size;
+    Prefetch next = { { (const char *)(task->in + (image + 1) * in_size) },
+      { in_size * sizeof (float) } };
+
     pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
-    task->forward (pad, task->h, task->w, task->c_in, task->weights,
-        task->out + image * out_size);
+    task->forward (pad, task->w + 2, task->stride, task->out_h, task->out_w,
+        task->c_in, task->weights, out, image + 1 < end ? &next : NULL);
+    /* while the image is still in the cache */
+    if (task->moments)
+      gt_cpu_moments_add (moments, moments + 1, moments + 1 + task->c_out, out,
+          (size_t)task->out_h * task->out_w, task->c_out);
   }
 }
 
@@ -177,28 +221,32 @@ direct_weight_grad_task (void *data, int thread, int num_threads)
   float *pad = task->scratch->pads[thread];
   float *grads = task->scratch->direct_grads[thread];
   size_t in_size = (size_t)task->h * task->w * task->c_in;
-  size_t out_size = (size_t)task->h * task->w * task->c_out;
+  size_t out_size = (size_t)task->out_h * task->out_w * task->c_out;
   size_t begin, end, image;
 
   memset (grads, 0, 9 * (size_t)task->c_in * task->c_out * sizeof (float));
   gt_cpu_split (task->n, thread, num_threads, &begin, &end);
   for (image = begin; image < end; image++) {
+    Prefetch next = { { (const char *)(task->in + (image + 1) * in_size),
+                          (const char *)(task->dy + (image + 1) * out_size) },
+      { in_size * sizeof (float), out_size * sizeof (float) } };
+
     pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
-    task->weight_grad (
-        pad, task->h, task->w, task->c_in, task->dy + image * out_size, grads);
+    task->weight_grad (pad, task->w + 2, task->stride, task->out_h, task->out_w,
+        task->c_in, task->dy + image * out_size, grads,
+        image + 1 < end ? &next : NULL);
   }
 }
 
-void
-gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
-    const GtConvSpec *conv, const float *x, int n, const float *weight,
-    float *y)
+static void
+direct_forward (GtCpuPool *pool, GtCpuScratch *scratch, const GtConvSpec *conv,
+    const float *x, int n, const float *weight, float *y, int moments)
 {
   int in_c = conv->in_channels, out_c = conv->out_channels, k, c;
   float *weights = scratch->direct_weights;
   DirectTask task = { scratch, x, n, conv->in_h, conv->in_w, in_c, out_c,
-    weights, NULL, y, scratch->direct_kernels->forward[width_index (out_c)],
-    NULL };
+    conv->stride, conv->out_h, conv->out_w, weights, NULL, y,
+    scratch->direct_kernels->forward[width_index (out_c)], NULL, moments };
 
   /* OHWI -> HWIO: the output channels of a tap and input channel are the
    * vector the kernel loads */
@@ -206,6 +254,22 @@ gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
     for (c = 0; c < 9 * in_c; c++)
       weights[(size_t)c * out_c + k] = weight[(size_t)k * 9 * in_c + c];
   gt_cpu_pool_run (pool, direct_forward_task, &task);
+}
+
+void
+gt_cpu_direct_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y)
+{
+  direct_forward (pool, scratch, conv, x, n, weight, y, 0);
+}
+
+void
+gt_cpu_direct_conv_forward_moments (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y)
+{
+  direct_forward (pool, scratch, conv, x, n, weight, y, 1);
 }
 
 void
@@ -217,8 +281,9 @@ gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
   int num_threads = gt_cpu_pool_size (pool), t, k, c, tap;
   size_t count = 9 * (size_t)in_c * out_c, i;
   float *weights = scratch->direct_weights;
-  DirectTask task = { scratch, x, n, conv->in_h, conv->in_w, in_c, out_c, NULL,
-    dy, NULL, NULL, scratch->direct_kernels->weight_grad[width_index (out_c)] };
+  DirectTask task = { scratch, x, n, conv->in_h, conv->in_w, in_c, out_c,
+    conv->stride, conv->out_h, conv->out_w, NULL, dy, NULL, NULL,
+    scratch->direct_kernels->weight_grad[width_index (out_c)], 0 };
 
   /* weight gradient: per-thread sums in [tap][c][k], then added up and
    * turned back into OHWI */
@@ -240,6 +305,7 @@ gt_cpu_direct_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
       for (c = 0; c < in_c; c++)
         weights[((size_t)(8 - tap) * out_c + k) * in_c + c] =
             weight[((size_t)k * 9 + tap) * in_c + c];
+  /* (at stride 1 only: gt_cpu_direct_conv_applies) */
   task.in = dy;
   task.c_in = out_c;
   task.c_out = in_c;

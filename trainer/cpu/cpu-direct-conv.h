@@ -26,6 +26,9 @@ const char *gt_cpu_direct_conv_kernels_name (const GtDirectKernels *kernels);
 /* The contracts of gt_cpu_conv_forward and gt_cpu_conv_backward, on the
  * direct kernels of the scratch. */
 GtConvForward gt_cpu_direct_conv_forward;
+/* gt_cpu_direct_conv_forward that leaves each thread's moments of y (count,
+ * per-channel mean, sum of squared deviations) in scratch->conv_moments. */
+GtConvForward gt_cpu_direct_conv_forward_moments;
 GtConvBackward gt_cpu_direct_conv_backward;
 
 #endif /* GT_CPU_DIRECT_CONV_H */

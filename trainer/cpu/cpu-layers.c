@@ -12,6 +12,20 @@
 #define NORM_EPS 1e-5
 #define NORM_MOMENTUM 0.1
 
+const char *
+gt_cpu_streaming_isa_name (void)
+{
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+  /* the order GCC's resolver tries the versions in */
+  __builtin_cpu_init ();
+  if (__builtin_cpu_supports ("x86-64-v4"))
+    return "avx512";
+  if (__builtin_cpu_supports ("x86-64-v3"))
+    return "avx2";
+#endif
+  return "sse";
+}
+
 int
 gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
     size_t column_floats, size_t partial_floats, int max_channels,
@@ -29,12 +43,15 @@ gt_cpu_scratch_init (GtCpuScratch *scratch, int num_threads,
   scratch->weight_partials = calloc (num_threads, sizeof (float *));
   scratch->channel_sums =
       calloc ((size_t)num_threads * 2 * max_channels, sizeof (double));
+  scratch->conv_moments =
+      calloc ((size_t)num_threads * (2 * max_channels + 1), sizeof (double));
   scratch->pad_floats = pad_floats;
   scratch->pads = calloc (num_threads, sizeof (float *));
   scratch->direct_grads = calloc (num_threads, sizeof (float *));
   scratch->direct_weights = malloc (direct_floats * sizeof (float));
   if (!scratch->columns || !scratch->weight_partials || !scratch->channel_sums
-      || !scratch->pads || !scratch->direct_grads || !scratch->direct_weights)
+      || !scratch->conv_moments || !scratch->pads || !scratch->direct_grads
+      || !scratch->direct_weights)
     return -1;
   for (t = 0; t < num_threads; t++) {
     scratch->columns[t] = malloc (column_floats * sizeof (float));
@@ -74,6 +91,7 @@ gt_cpu_scratch_clear (GtCpuScratch *scratch)
   free (scratch->columns);
   free (scratch->weight_partials);
   free (scratch->channel_sums);
+  free (scratch->conv_moments);
   memset (scratch, 0, sizeof (*scratch));
 }
 
@@ -304,6 +322,32 @@ gt_cpu_conv_forward (GtCpuPool *pool, GtCpuScratch *scratch,
   gt_cpu_pool_run (pool, conv_forward_task, &task);
 }
 
+int
+gt_cpu_conv_forward_moments (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y, double *mean, double *m2)
+{
+  int channels = conv->out_channels, t;
+  size_t stride = 2 * (size_t)scratch->max_channels + 1;
+  double count = 0;
+
+  if (!direct_fits (scratch, conv, 0) || channels > scratch->max_channels) {
+    gt_cpu_conv_forward (pool, scratch, conv, x, n, weight, y);
+    return 0;
+  }
+  gt_cpu_direct_conv_forward_moments (pool, scratch, conv, x, n, weight, y);
+  /* the threads' moments, merged in thread order */
+  memset (mean, 0, channels * sizeof (double));
+  memset (m2, 0, channels * sizeof (double));
+  for (t = 0; t < gt_cpu_pool_size (pool); t++) {
+    const double *part = scratch->conv_moments + t * stride;
+
+    gt_cpu_moments_merge (
+        &count, mean, m2, part[0], part + 1, part + 1 + channels, channels);
+  }
+  return 1;
+}
+
 /* Each thread sums dy^T * columns over its rows into its own buffer (the
  * result for thread 0), then the partial sums are added up. */
 static void
@@ -358,7 +402,7 @@ conv_weight_sum_task (void *data, int thread, int num_threads)
 
 /* dx = dy * weight, as columns scattered back (im2col's transpose); split
  * by images so that no two threads add onto the same pixel. */
-static void
+GT_CPU_STREAMING static void
 conv_data_grad_task (void *data, int thread, int num_threads)
 {
   ConvTask *task = data;
@@ -409,6 +453,14 @@ gt_cpu_conv_backward (GtCpuPool *pool, GtCpuScratch *scratch,
         pool, scratch, conv, x, n, weight, dy, dx, dweight);
     return;
   }
+  if (direct_fits (scratch, conv, 0)) {
+    /* a strided 3x3: the direct kernels for the weights, im2col's
+     * transpose for the input */
+    gt_cpu_direct_conv_backward (
+        pool, scratch, conv, x, n, weight, dy, NULL, dweight);
+    gt_cpu_pool_run (pool, conv_data_grad_task, &task);
+    return;
+  }
   gt_cpu_pool_run (pool, conv_weight_grad_task, &task);
   if (gt_cpu_pool_size (pool) > 1)
     gt_cpu_pool_run (pool, conv_weight_sum_task, &task);
@@ -443,17 +495,38 @@ typedef struct
   float *dresidual;
 } NormTask;
 
+/* Before a loop over the channels of a row: with the channel count a
+ * constant (WITH_CHANNELS), GCC would otherwise unroll the loop completely
+ * before its vectoriser sees it and leave scalar code. */
+#define VECTOR_LOOP _Pragma ("GCC unroll 1")
+
+/* Calls @body with the channel count as a constant for the narrow layers
+ * (16, 32, 64), where a per-row loop of one to four vectors would spend
+ * more on its own overhead than on the data, else with @channels. */
+#define WITH_CHANNELS(channels, body)                                          \
+  switch (channels) {                                                          \
+    case 16:                                                                   \
+      body (16);                                                               \
+      break;                                                                   \
+    case 32:                                                                   \
+      body (32);                                                               \
+      break;                                                                   \
+    case 64:                                                                   \
+      body (64);                                                               \
+      break;                                                                   \
+    default:                                                                   \
+      body (channels);                                                         \
+  }
+
 /* Rows summed in float before the sum moves into the double total: short
  * enough that float loses nothing that matters, long enough that the inner
  * loop over channels runs vectorised without the double conversion. */
 #define NORM_BLOCK_ROWS 32
 
 /* Per-channel sums of x (or of (x - shift)^2) over this thread's rows. */
-static void
-norm_sum_task (void *data, int thread, int num_threads)
+static inline __attribute__ ((always_inline)) void
+norm_sum_rows (NormTask *task, int thread, int num_threads, int channels)
 {
-  NormTask *task = data;
-  int channels = task->channels;
   double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
   float block[channels];
   size_t begin, end, r, block_end;
@@ -468,18 +541,27 @@ norm_sum_task (void *data, int thread, int num_threads)
       const float *row = task->x + r * channels;
 
       if (task->shift)
-        for (c = 0; c < channels; c++) {
+        VECTOR_LOOP for (c = 0; c < channels; c++)
+        {
           float d = row[c] - task->shift[c];
 
           block[c] += d * d;
         }
       else
-        for (c = 0; c < channels; c++)
-          block[c] += row[c];
+        VECTOR_LOOP for (c = 0; c < channels; c++) block[c] += row[c];
     }
-    for (c = 0; c < channels; c++)
-      sums[c] += block[c];
+    VECTOR_LOOP for (c = 0; c < channels; c++) sums[c] += block[c];
   }
+}
+
+GT_CPU_STREAMING static void
+norm_sum_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+
+#define BODY(c) norm_sum_rows (task, thread, num_threads, c)
+  WITH_CHANNELS (task->channels, BODY);
+#undef BODY
 }
 
 static void
@@ -496,12 +578,98 @@ norm_channel_sums (GtCpuPool *pool, NormTask *task, double *out)
   }
 }
 
-/* y = relu?(x * scale + bias (+ residual)) per channel. */
-static void
-norm_apply_task (void *data, int thread, int num_threads)
+void
+gt_cpu_moments_merge (double *count, double *mean, double *m2, double count_b,
+    const double *mean_b, const double *m2_b, int channels)
 {
-  NormTask *task = data;
-  int channels = task->channels;
+  double total = *count + count_b;
+  int c;
+
+  if (count_b == 0)
+    return;
+  for (c = 0; c < channels; c++) {
+    double delta = mean_b[c] - mean[c];
+
+    mean[c] += delta * (count_b / total);
+    m2[c] += m2_b[c] + delta * delta * (*count * count_b / total);
+  }
+  *count = total;
+}
+
+/* Sums of x (@shift NULL), or of x - shift and its square, over @rows rows,
+ * in float blocks of NORM_BLOCK_ROWS rows added up in double. */
+static inline __attribute__ ((always_inline)) void
+block_sums_rows (const float *x, size_t rows, int channels, const float *shift,
+    double *sums, double *squares)
+{
+  float block[channels], block_sq[channels];
+  size_t r, block_end;
+  int c;
+
+  VECTOR_LOOP for (c = 0; c < channels; c++) sums[c] = squares[c] = 0;
+  for (r = 0; r < rows; r = block_end) {
+    block_end = r + NORM_BLOCK_ROWS < rows ? r + NORM_BLOCK_ROWS : rows;
+    memset (block, 0, sizeof (block));
+    memset (block_sq, 0, sizeof (block_sq));
+    for (; r < block_end; r++) {
+      const float *restrict row = x + r * channels;
+
+      if (shift)
+        VECTOR_LOOP for (c = 0; c < channels; c++)
+        {
+          float d = row[c] - shift[c];
+
+          block[c] += d;
+          block_sq[c] += d * d;
+        }
+      else
+        VECTOR_LOOP for (c = 0; c < channels; c++) block[c] += row[c];
+    }
+    VECTOR_LOOP for (c = 0; c < channels; c++)
+    {
+      sums[c] += block[c];
+      squares[c] += block_sq[c];
+    }
+  }
+}
+
+GT_CPU_STREAMING static void
+block_sums (const float *x, size_t rows, int channels, const float *shift,
+    double *sums, double *squares)
+{
+#define BODY(c) block_sums_rows (x, rows, c, shift, sums, squares)
+  WITH_CHANNELS (channels, BODY);
+#undef BODY
+}
+
+void
+gt_cpu_moments_add (double *count, double *mean, double *m2, const float *x,
+    size_t rows, int channels)
+{
+  double sums[channels], squares[channels], x_mean[channels], x_m2[channels];
+  float shift[channels];
+  int c;
+
+  if (rows == 0)
+    return;
+  block_sums (x, rows, channels, NULL, sums, squares);
+  for (c = 0; c < channels; c++)
+    shift[c] = (float)(sums[c] / rows);
+  /* deviations from the float mean, corrected to the exact one */
+  block_sums (x, rows, channels, shift, sums, squares);
+  for (c = 0; c < channels; c++) {
+    x_mean[c] = shift[c] + sums[c] / rows;
+    x_m2[c] = squares[c] - sums[c] * sums[c] / rows;
+    if (x_m2[c] < 0)
+      x_m2[c] = 0;
+  }
+  gt_cpu_moments_merge (count, mean, m2, (double)rows, x_mean, x_m2, channels);
+}
+
+/* y = relu?(x * scale + bias (+ residual)) per channel. */
+static inline __attribute__ ((always_inline)) void
+norm_apply_rows (NormTask *task, int thread, int num_threads, int channels)
+{
   size_t begin, end, r;
   int c;
 
@@ -511,7 +679,8 @@ norm_apply_task (void *data, int thread, int num_threads)
     const float *res = task->residual ? task->residual + r * channels : NULL;
     float *out = task->y + r * channels;
 
-    for (c = 0; c < channels; c++) {
+    VECTOR_LOOP for (c = 0; c < channels; c++)
+    {
       float value = in[c] * task->scale[c] + task->bias[c];
 
       if (res)
@@ -521,6 +690,16 @@ norm_apply_task (void *data, int thread, int num_threads)
       out[c] = value;
     }
   }
+}
+
+GT_CPU_STREAMING static void
+norm_apply_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+
+#define BODY(c) norm_apply_rows (task, thread, num_threads, c)
+  WITH_CHANNELS (task->channels, BODY);
+#undef BODY
 }
 
 /* y = relu?(x * scale + bias (+ residual)) over the task's rows: the last
@@ -545,8 +724,7 @@ gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     float *running_mean, float *running_var)
 {
   NormTask task = { 0 };
-  double sums[channels];
-  float scale[channels], bias[channels];
+  double sums[channels], x_mean[channels];
   int c;
 
   task.scratch = scratch;
@@ -557,14 +735,35 @@ gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
   /* Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2,
    * which cancels badly when the mean is large. */
   norm_channel_sums (pool, &task, sums);
-  for (c = 0; c < channels; c++)
+  for (c = 0; c < channels; c++) {
     mean[c] = (float)(sums[c] / rows);
+    x_mean[c] = mean[c];
+  }
   task.shift = mean;
   norm_channel_sums (pool, &task, sums);
-  for (c = 0; c < channels; c++) {
-    double var = sums[c] / rows;
-    double unbiased = rows > 1 ? sums[c] / (rows - 1) : var;
+  gt_cpu_norm_forward_train_moments (pool, rows, channels, x, x_mean, sums,
+      gamma, beta, residual, relu, y, mean, invstd, running_mean, running_var);
+}
 
+void
+gt_cpu_norm_forward_train_moments (GtCpuPool *pool, size_t rows, int channels,
+    const float *x, const double *x_mean, const double *x_m2,
+    const float *gamma, const float *beta, const float *residual, int relu,
+    float *y, float *mean, float *invstd, float *running_mean,
+    float *running_var)
+{
+  NormTask task = { 0 };
+  float scale[channels], bias[channels];
+  int c;
+
+  task.rows = rows;
+  task.channels = channels;
+  task.x = x;
+  for (c = 0; c < channels; c++) {
+    double var = x_m2[c] / rows;
+    double unbiased = rows > 1 ? x_m2[c] / (rows - 1) : var;
+
+    mean[c] = (float)x_mean[c];
     invstd[c] = (float)(1.0 / sqrt (var + NORM_EPS));
     scale[c] = gamma[c] * invstd[c];
     bias[c] = beta[c] - mean[c] * scale[c];
@@ -598,11 +797,9 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
 
 /* Per-channel sums of g and of g * xhat over this thread's rows, g being
  * dy masked where the ReLU was off. */
-static void
-norm_grad_sum_task (void *data, int thread, int num_threads)
+static inline __attribute__ ((always_inline)) void
+norm_grad_sum_rows (NormTask *task, int thread, int num_threads, int channels)
 {
-  NormTask *task = data;
-  int channels = task->channels;
   double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
   float sum_g[channels], sum_gx[channels];
   size_t begin, end, r, block_end;
@@ -623,32 +820,43 @@ norm_grad_sum_task (void *data, int thread, int num_threads)
 
       /* the two loops differ only in the mask: separate, both vectorise */
       if (y)
-        for (c = 0; c < channels; c++) {
+        VECTOR_LOOP for (c = 0; c < channels; c++)
+        {
           float d = dy[c], g = y[c] > 0.f ? d : 0.f;
 
           block_g[c] += g;
           block_gx[c] += g * (x[c] - mean[c]);
         }
       else
-        for (c = 0; c < channels; c++) {
+        VECTOR_LOOP for (c = 0; c < channels; c++)
+        {
           block_g[c] += dy[c];
           block_gx[c] += dy[c] * (x[c] - mean[c]);
         }
     }
-    for (c = 0; c < channels; c++) {
+    VECTOR_LOOP for (c = 0; c < channels; c++)
+    {
       sums[c] += sum_g[c];
       sums[channels + c] += (double)sum_gx[c] * task->invstd[c];
     }
   }
 }
 
-/* dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), rewritten
- * per channel as dx = scale * g + slope * x + offset. */
-static void
-norm_grad_apply_task (void *data, int thread, int num_threads)
+GT_CPU_STREAMING static void
+norm_grad_sum_task (void *data, int thread, int num_threads)
 {
   NormTask *task = data;
-  int channels = task->channels;
+
+#define BODY(c) norm_grad_sum_rows (task, thread, num_threads, c)
+  WITH_CHANNELS (task->channels, BODY);
+#undef BODY
+}
+
+/* dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)), rewritten
+ * per channel as dx = scale * g + slope * x + offset. */
+static inline __attribute__ ((always_inline)) void
+norm_grad_apply_rows (NormTask *task, int thread, int num_threads, int channels)
+{
   const float *restrict scale = task->scale;
   const float *restrict slope = task->slope;
   const float *restrict offset = task->offset;
@@ -665,22 +873,34 @@ norm_grad_apply_task (void *data, int thread, int num_threads)
         task->dresidual ? task->dresidual + r * channels : NULL;
 
     if (y && dresidual)
-      for (c = 0; c < channels; c++) {
+      VECTOR_LOOP for (c = 0; c < channels; c++)
+      {
         float d = dy[c], g = y[c] > 0.f ? d : 0.f;
 
         dresidual[c] = g;
         dx[c] = scale[c] * g + slope[c] * x[c] + offset[c];
       }
     else if (y)
-      for (c = 0; c < channels; c++) {
+      VECTOR_LOOP for (c = 0; c < channels; c++)
+      {
         float d = dy[c], g = y[c] > 0.f ? d : 0.f;
 
         dx[c] = scale[c] * g + slope[c] * x[c] + offset[c];
       }
     else
-      for (c = 0; c < channels; c++)
-        dx[c] = scale[c] * dy[c] + slope[c] * x[c] + offset[c];
+      VECTOR_LOOP for (c = 0; c < channels; c++) dx[c] =
+          scale[c] * dy[c] + slope[c] * x[c] + offset[c];
   }
+}
+
+GT_CPU_STREAMING static void
+norm_grad_apply_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+
+#define BODY(c) norm_grad_apply_rows (task, thread, num_threads, c)
+  WITH_CHANNELS (task->channels, BODY);
+#undef BODY
 }
 
 void
@@ -745,7 +965,7 @@ typedef struct
   int hw;
 } PoolTask;
 
-static void
+GT_CPU_STREAMING static void
 maxpool_forward_task (void *data, int thread, int num_threads)
 {
   PoolTask *task = data;
@@ -820,7 +1040,7 @@ gt_cpu_maxpool_forward (GtCpuPool *pool, const float *x, int n, int h, int w,
   gt_cpu_pool_run (pool, maxpool_forward_task, &task);
 }
 
-static void
+GT_CPU_STREAMING static void
 maxpool_backward_task (void *data, int thread, int num_threads)
 {
   PoolTask *task = data;
@@ -871,7 +1091,7 @@ gt_cpu_avgpool_forward (const float *x, int n, int hw, int channels, float *y)
   }
 }
 
-static void
+GT_CPU_STREAMING static void
 avgpool_backward_task (void *data, int thread, int num_threads)
 {
   PoolTask *task = data;
@@ -995,7 +1215,7 @@ typedef struct
   float *x;
 } InputTask;
 
-static void
+GT_CPU_STREAMING static void
 normalize_input_task (void *data, int thread, int num_threads)
 {
   InputTask *task = data;

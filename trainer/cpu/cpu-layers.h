@@ -11,6 +11,23 @@
 #include "cpu-pool.h"
 #include "model.h"
 
+/* The streaming passes (batch-norm, residual adds, pooling, SGD) are plain
+ * loops left to the compiler's vectoriser. With GCC on x86-64 each is built
+ * three times, for AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and the
+ * baseline (SSE2), and the CPU's features pick one when the library loads;
+ * gt_cpu_streaming_isa_name says which. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GT_CPU_STREAMING                                                       \
+  __attribute__ ((                                                             \
+      target_clones ("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GT_CPU_STREAMING
+#endif
+
+/* "avx512", "avx2" or "sse" (the baseline; also on compilers that build one
+ * version only): the streaming passes' instruction set on this CPU. */
+const char *gt_cpu_streaming_isa_name (void);
+
 /* The direct 3x3 kernels for one instruction set (cpu-direct-conv.c). */
 typedef struct GtDirectKernels GtDirectKernels;
 
@@ -25,6 +42,9 @@ typedef struct
   float **weight_partials;
   int max_channels;
   double *channel_sums; /* 2 * max_channels per thread */
+  /* per thread: count, mean[max_channels], m2[max_channels] of the
+   * convolution outputs it computed (gt_cpu_conv_forward_moments) */
+  double *conv_moments;
   /* for cpu-direct-conv.c: a padded image per thread, the reordered
    * weights, and per-thread weight gradients (3x3, up to 64 x 64) */
   size_t pad_floats;
@@ -55,6 +75,26 @@ typedef void GtConvBackward (GtCpuPool *pool, GtCpuScratch *scratch,
 /* The convolution: the direct kernels where the scratch has them and they
  * apply, im2col + sgemm (the reference) everywhere else. */
 GtConvForward gt_cpu_conv_forward;
+
+/* gt_cpu_conv_forward that also returns, where the direct kernels compute
+ * @y, the per-channel mean and sum of squared deviations (@m2) of y over
+ * its rows: each image's moments are taken while the image is still in
+ * the cache and merged (Chan et al.'s pairwise rule), which spares the
+ * batch-norm that follows its two passes over y. 1 when @mean and @m2 are
+ * filled, 0 when only y was computed. */
+int gt_cpu_conv_forward_moments (GtCpuPool *pool, GtCpuScratch *scratch,
+    const GtConvSpec *conv, const float *x, int n, const float *weight,
+    float *y, double *mean, double *m2);
+
+/* The moments of @rows rows of @channels floats at @x (two passes: the
+ * mean, then the deviations from it), merged into the running @count,
+ * @mean and @m2. */
+void gt_cpu_moments_add (double *count, double *mean, double *m2,
+    const float *x, size_t rows, int channels);
+
+/* Merges (@count_b, @mean_b, @m2_b) into (@count, @mean, @m2). */
+void gt_cpu_moments_merge (double *count, double *mean, double *m2,
+    double count_b, const double *mean_b, const double *m2_b, int channels);
 GtConvBackward gt_cpu_conv_backward;
 
 /* Training batch-norm over @rows rows of @channels: y = relu?(gamma * xhat +
@@ -65,6 +105,14 @@ void gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch,
     size_t rows, int channels, const float *x, const float *gamma,
     const float *beta, const float *residual, int relu, float *y, float *mean,
     float *invstd, float *running_mean, float *running_var);
+
+/* The same with x's per-channel mean and sum of squared deviations already
+ * known (gt_cpu_conv_forward_moments): one pass over x instead of three. */
+void gt_cpu_norm_forward_train_moments (GtCpuPool *pool, size_t rows,
+    int channels, const float *x, const double *x_mean, const double *x_m2,
+    const float *gamma, const float *beta, const float *residual, int relu,
+    float *y, float *mean, float *invstd, float *running_mean,
+    float *running_var);
 
 /* Eval batch-norm with the running statistics. */
 void gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
