@@ -78,8 +78,9 @@ rgb_to_gray (const guint8 *rgb, int rgb_stride, guint8 *gray, int gray_stride,
 
 /* Zeroes @pad bytes at @p and at every @stride bytes after it, @rows times.
  * Video rows pad to 4 bytes, so @pad is 1 to 3 unless the caller asked for
- * a wider stride: plain stores then, where a memset() call per row cost
- * about 0.7% of a decode (perf, 500x375 images). */
+ * a wider stride: plain stores then, where a memset() call per row took
+ * about 0.7% of imagedec's time on the benchmark corpus (perf; see
+ * docs/benchmarks/input-stage.md). */
 static void
 zero_row_padding (guint8 *p, int stride, gsize pad, int rows)
 {
