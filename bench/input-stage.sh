@@ -244,7 +244,7 @@ def cmd_report(argv):
                    "itself runs at %.2fx tjbench in that order (d3), and at %.2fx "
                    "when it decodes each file many times in a row as tjbench does "
                    "(d4)." % (s["med"] / d["med"], s["med"] / d3["med"],
-                              (s["cpu"] or 0) / d3["med"], d3["med"] / d["med"],
+                              (s["cpu"] or 0) / (d3["cpu"] or d3["med"]), d3["med"] / d["med"],
                               d4["med"] / d["med"]))
     print("\n".join(out))
 
@@ -347,14 +347,11 @@ for ((run = 1; run <= RUNS; run++)); do
   for id in "${ORDER[@]}"; do
     case $id in
       d) read -r w cpu n < <("$PY" "$HELPER" tj "$TJ_LIST") || die "tjbench failed" ;;
-      d2) read -r n w < <(taskset -c 0 "$OUT/decode-loop" "$EPOCHS" "$FLAT"/*.jpg) || die "decode loop failed"
-          cpu=$w ;;
+      d2) read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" "$EPOCHS" "$FLAT"/*.jpg) || die "decode loop failed" ;;
       d3) # shellcheck disable=SC2046
-          read -r n w < <(taskset -c 0 "$OUT/decode-loop" "$S_EPOCHS" $(cat "$TJ_LIST")) || die "decode loop failed"
-          cpu=$w ;;
+          read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" "$S_EPOCHS" $(cat "$TJ_LIST")) || die "decode loop failed" ;;
       d4) # shellcheck disable=SC2046
-          read -r n w < <(taskset -c 0 "$OUT/decode-loop" -r "$D4_REPEAT" "$D4_PASSES" $(cat "$TJ_LIST")) || die "decode loop failed"
-          cpu=$w ;;
+          read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" -r "$D4_REPEAT" "$D4_PASSES" $(cat "$TJ_LIST")) || die "decode loop failed" ;;
       e) read -r w cpu n < <(taskset -c 0 "$PY" "$HELPER" pil "$FLAT" "$COUNT") || die "PIL benchmark failed" ;;
       *)
         # shellcheck disable=SC2086
