@@ -495,9 +495,16 @@ from other work; \`perf record -F 4000\` of row (s)'s pipeline over 400 epochs o
   two files decoded alternately, both in L1/L2, run at 2153-2385 against 2430-2973 for the
   same two in runs of 100. The likely cause is the branch predictor learning the Huffman
   decoding branches of one bitstream repeated (no counters here to confirm it). A pipeline
-  visits each file once per epoch, so no exact decoder built on libjpeg-turbo 2.1.5 reaches
-  0.95x tjbench on these files: the bare loop itself is at about 0.86x (row d3 against d).
+  visits each file once per epoch, so no pipeline that decodes each file once with
+  libjpeg-turbo 2.1.5 reaches 0.95x tjbench on these files: the bare loop itself is at
+  about 0.86x (row d3 against d).
   The figure that measures our decode path is (s) against (d3).
+- Full runs of this script on 2026-12-01 (the same plugin code), like for like on the
+  sample: at 10:33 UTC (load 3.0-5.0) (s) ran at 0.80x tjbench and 0.93x (d3) per wall-second,
+  0.94x per CPU-second, (d3) at 0.86x and (d4) at 0.98x tjbench; at 10:50 UTC (load
+  3.8-7.3, the table above) other work halved most wall-clock rates on core 0, and per
+  CPU-second (s) ran at 0.91x (d3) ((s) 2263, (d3) 2477, (d4) 2842 images per CPU-second).
+  Row (a) against (d2), the whole corpus, per CPU-second: 0.89x-0.93x.
 - Changed: imagedec zeroes the 1-3 bytes that pad each row with stores instead of a
   \`memset()\` call per row (the call was about 0.7% of the samples; A/B of (s) per
   CPU-second, five interleaved runs: 2326 before, 2335 after, within noise), and row (s)
