@@ -548,6 +548,94 @@ GST_START_TEST (test_stop_while_decoding)
 
 GST_END_TEST;
 
+/* Decodes @data (@size bytes, the JPEG also written at @path) in @h and
+ * checks the output: @width x @height in @format, its rows equal to djpeg's
+ * (RGB only) and every byte that pads a row to its stride zero. */
+static void
+check_padded_output (GstHarness *h, const gchar *path, const guint8 *data,
+    gsize size, gint width, gint height, GstVideoFormat format)
+{
+  GstVideoInfo info;
+  GstMapInfo map;
+  GstBuffer *out;
+  gint y, x, stride, row;
+  guint8 *want = NULL;
+
+  fail_unless_equals_int (
+      gst_harness_push (h, gst_buffer_new_memdup (data, size)), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  gst_video_info_set_format (&info, format, width, height);
+  stride = GST_VIDEO_INFO_PLANE_STRIDE (&info, 0);
+  row = width * GST_VIDEO_INFO_COMP_PSTRIDE (&info, 0);
+  fail_unless (stride > row);
+  fail_unless_equals_int (gst_buffer_get_size (out), stride * height);
+  if (format == GST_VIDEO_FORMAT_RGB) {
+    gint w = 0, h_px = 0;
+
+    want = fixture_djpeg_rgb (path, NULL, &w, &h_px);
+    fail_unless (want != NULL && w == width && h_px == height);
+  }
+  gst_buffer_map (out, &map, GST_MAP_READ);
+  for (y = 0; y < height; y++) {
+    if (want != NULL)
+      fail_unless (memcmp (map.data + y * stride, want + y * row, row) == 0,
+          "row %d of a %d-wide image differs from djpeg", y, width);
+    for (x = row; x < stride; x++)
+      fail_unless_equals_int (map.data[y * stride + x], 0);
+  }
+  gst_buffer_unmap (out, &map);
+  /* Back to imagedec's recycler: the next image reuses this memory. */
+  gst_buffer_unref (out);
+  g_free (want);
+}
+
+/* Rows pad to 4 bytes with 1, 2 or 3 zero bytes, in RGB and GRAY8, also in
+ * memory a wider image has just filled. */
+GST_START_TEST (test_row_padding_is_zero_in_reused_memory)
+{
+  static const GstVideoFormat formats[] = { GST_VIDEO_FORMAT_RGB,
+    GST_VIDEO_FORMAT_GRAY8 };
+  gchar *root = fixture_make_temp_dir ();
+  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 95 };
+  guint f;
+
+  for (f = 0; f < G_N_ELEMENTS (formats); f++) {
+    /* One thread: each image decodes in the chain function, into the block
+     * the previous one, just unreferenced, left in the recycler. */
+    GstHarness *h = gst_harness_new_parse ("imagedec n-threads=1");
+    gint width;
+
+    gst_harness_set_src_caps_str (h, "image/jpeg");
+    gst_harness_set_sink_caps_str (
+        h, f == 0 ? "video/x-raw,format=RGB" : "video/x-raw,format=GRAY8");
+    for (width = 37; width <= 39; width++) {
+      gchar *path = g_build_filename (root, "img.jpg", NULL);
+      gsize size;
+      guint8 *wide = fixture_jpeg_encode (61, 31, 9 + width, &how, &size);
+      guint8 *data;
+      GstBuffer *out;
+
+      /* A wider image first: its pixels fill the bytes the next one pads. */
+      fail_unless_equals_int (
+          gst_harness_push (h, gst_buffer_new_wrapped (wide, size)),
+          GST_FLOW_OK);
+      out = gst_harness_pull (h);
+      gst_buffer_unref (out);
+
+      data = fixture_jpeg_encode (width, 29, width, &how, &size);
+      fixture_write_file (path, data, size);
+      check_padded_output (h, path, data, size, width, 29, formats[f]);
+      g_free (data);
+      g_free (path);
+    }
+    gst_harness_teardown (h);
+  }
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 static Suite *
 imagedec_suite (void)
 {
@@ -558,6 +646,7 @@ imagedec_suite (void)
   tcase_add_test (tc, test_pixels_match_libjpeg_turbo);
   tcase_add_test (tc, test_pixels_match_libjpeg_turbo_threaded);
   tcase_add_test (tc, test_order_and_caps_with_mixed_sizes);
+  tcase_add_test (tc, test_row_padding_is_zero_in_reused_memory);
   tcase_add_test (tc, test_min_short_side_picks_scale);
   tcase_add_test (tc, test_gray8_on_request);
   tcase_add_test (tc, test_bad_input_is_skipped_with_a_warning);
