@@ -286,3 +286,56 @@ gst_train_dataset_info_clear (GstTrainDatasetInfo *info)
   g_strfreev (info->class_names);
   memset (info, 0, sizeof (*info));
 }
+
+GstQuery *
+gst_train_resume_query_new (void)
+{
+  return gst_query_new_custom (
+      GST_QUERY_CUSTOM, gst_structure_new_empty (GST_TRAIN_RESUME_QUERY));
+}
+
+gboolean
+gst_train_is_resume_query (GstQuery *query)
+{
+  const GstStructure *s;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CUSTOM)
+    return FALSE;
+  s = gst_query_get_structure (query);
+  return s != NULL && gst_structure_has_name (s, GST_TRAIN_RESUME_QUERY);
+}
+
+void
+gst_train_resume_query_set (
+    GstQuery *query, guint64 samples, guint64 fresh, guint batch_size)
+{
+  GstStructure *s;
+
+  g_return_if_fail (gst_train_is_resume_query (query));
+  s = gst_query_writable_structure (query);
+  gst_structure_set (s, "samples", G_TYPE_UINT64, samples, "fresh",
+      G_TYPE_UINT64, fresh, "batch-size", G_TYPE_UINT, batch_size, NULL);
+}
+
+gboolean
+gst_train_resume_query_parse (
+    GstQuery *query, guint64 *samples, guint64 *fresh, guint *batch_size)
+{
+  const GstStructure *s;
+  guint64 n = 0, f = 0;
+  guint b = 0;
+
+  g_return_val_if_fail (gst_train_is_resume_query (query), FALSE);
+  s = gst_query_get_structure (query);
+  if (!gst_structure_get_uint64 (s, "samples", &n))
+    return FALSE;
+  gst_structure_get_uint64 (s, "fresh", &f);
+  gst_structure_get_uint (s, "batch-size", &b);
+  if (samples)
+    *samples = n;
+  if (fresh)
+    *fresh = f;
+  if (batch_size)
+    *batch_size = b;
+  return TRUE;
+}
