@@ -113,6 +113,21 @@
  * that went out, so a dot dump taken then shows the factor so far, not a
  * fraction.
  *
+ * ## Exact resume
+ *
+ * When a cudatrainsink resumes from a checkpoint, datasetsrc asks it where
+ * to start (see train-meta.h) and echo translates the answer on its way
+ * back. In fixed mode echo replays its draws, without data, up to the
+ * outputs the checkpoint trained on: that gives its generator's state and
+ * the items its buffer held then. The source restarts at the oldest held
+ * item; echo drops the re-read items that had already gone out for good,
+ * keeps the held ones with their emissions so far, and goes on exactly as
+ * the first run did. Only that window is read again. Exact while the
+ * buffer is bounded by its item count (not @max-size-bytes) and @factor
+ * is not changed while playing. In adaptive mode, whose output depends on
+ * timing, the source restarts after the fresh items trained on and echo
+ * starts empty.
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 datasetsrc location=/data/train ! imagedec ! echo factor=2 shuffle-buffer-size=1024 ! fakesink
