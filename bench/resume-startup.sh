@@ -8,7 +8,7 @@
 # get a checkpoint, and writes a copy of it whose header says that training
 # stopped at sample --at (default 900,000: gst_train.step, samples_seen and
 # fresh-images changed, the tensors kept). Then, median of N interleaved
-# runs (flock /tmp/gt-bench.lock), the wall time of gst-train for:
+# runs, the wall time of gst-train for:
 #   (a) one step from sample 0                       (the start-up floor)
 #   (b) one step resumed at sample --at              (exact resume)
 #   (c) (a) with echo factor=2 shuffle-buffer-size=1024 after imagedec
@@ -17,6 +17,10 @@
 # and the rate of the input alone (4000 samples to fakesink), from which the time
 # the old resume (every skipped sample read, decoded and augmented, then
 # dropped at the sink) would take follows. Prints a Markdown table.
+# The runs are short: the script takes /tmp/gt-bench.lock once, for all of
+# them, so that no other benchmark runs in between.
+# The launch lines are split into words on purpose.
+# shellcheck disable=SC2086
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,7 +66,6 @@ input="datasetsrc location=$OUT/list.txt seed=1 num-samples=4000 ! imagedec
   ! augment width=32 height=32 seed=2 ! batcher batch-size=$BATCH ! fakesink"
 echoed="$src ! echo factor=2 shuffle-buffer-size=1024 seed=3 ! $tail"
 
-# shellcheck disable=SC2086
 "$APP" -q $plain max-steps=1 checkpoint-location="$OUT/step1.safetensors" >/dev/null
 STEP=$((AT / BATCH))
 /usr/bin/python3 - "$OUT/step1.safetensors" "$OUT/at.safetensors" "$STEP" "$AT" <<'PY'
@@ -80,20 +83,20 @@ text += b" " * (-len(text) % 8)
 open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
 PY
 
-seconds() { # PROGRAM ARGS...: wall seconds of one gst-train run, timed inside the lock
-  # shellcheck disable=SC2016
-  flock /tmp/gt-bench.lock bash -c '
-    log=$1; shift
-    t0=$(date +%s.%N)
-    "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
-    t1=$(date +%s.%N)
-    echo "$t0 $t1"' sh "$OUT/run.log" "$@" \
-    | awk '{printf "%.2f", $2 - $1}'
+seconds() { # PROGRAM ARGS...: wall seconds of one run
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >"$OUT/run.log" 2>&1 || { cat "$OUT/run.log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  echo "$t0 $t1" | awk '{printf "%.2f", $2 - $1}'
 }
 median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+exec 9>/tmp/gt-bench.lock
+flock 9
+LOAD0=$(uptime | sed 's/.*load average/load average/')
 a=; b=; c=; d=; r=
-for i in $(seq "$RUNS"); do
+for _ in $(seq "$RUNS"); do
   a="$a $(seconds "$APP" -q $plain max-steps=1)"
   b="$b $(seconds "$APP" -q $plain max-steps=$((STEP + 1)) resume-from=$OUT/at.safetensors)"
   c="$c $(seconds "$APP" -q $echoed max-steps=1)"
@@ -107,6 +110,7 @@ GST_DEBUG=datasetsrc:4,echo:4 GST_DEBUG_NO_COLOR=1 "$APP" -q $plain \
 GST_DEBUG=datasetsrc:4,echo:4 GST_DEBUG_NO_COLOR=1 "$APP" -q $echoed \
   max-steps=$((STEP + 1)) resume-from="$OUT/at.safetensors" 2>&1 \
   | grep -o "resuming after .*still held" | head -1
+flock -u 9
 
 A=$(echo $a | median); B=$(echo $b | median); C=$(echo $c | median)
 D=$(echo $d | median); R=$(echo $r | median)
@@ -122,4 +126,4 @@ echo "| (d) (b) with that echo | $D |$d |"
 echo
 echo "The input alone (datasetsrc ! imagedec ! augment ! batcher ! fakesink, 4000 samples): $RATE images/s ($R s);"
 echo "the old resume (read, decode, augment and drop $AT samples) would take about $OLD s."
-echo "Load: $(uptime | sed 's/.*load average/load average/')"
+echo "Load before: $LOAD0; after: $(uptime | sed 's/.*load average/load average/')"
