@@ -1329,6 +1329,7 @@ gst_echo_resume_replay (
   guint n_slots = 0, current = 0, i, k;
   guint64 done = 0, input = 0;
   gint64 first = -1;
+  gboolean entering;
   guint *map;
 
   r->rng = echo->rng;
@@ -1352,7 +1353,8 @@ gst_echo_resume_replay (
             &g_array_index (items, GstEchoResumeItem, current);
 
         it->emitted++;
-        it->left--;
+        if (--it->left == 0)
+          g_array_append_val (free_ids, current);
         done++;
         continue;
       }
@@ -1384,9 +1386,12 @@ gst_echo_resume_replay (
     map[i] = G_MAXUINT;
   for (i = 0; i < n_slots; i++)
     map[slots[i]] = 0;
-  if (echo->capacity > 0 ? r->pending_copies > 0
-                         : outputs > 0
-              && g_array_index (items, GstEchoResumeItem, current).left > 0)
+  if (echo->capacity > 0)
+    entering = r->pending_copies > 0;
+  else
+    entering = outputs > 0
+        && g_array_index (items, GstEchoResumeItem, current).left > 0;
+  if (entering)
     map[current] = 0;
   r->held = g_array_new (FALSE, FALSE, sizeof (GstEchoResumeItem));
   /* in input order: ids are reused, so sort by input */
