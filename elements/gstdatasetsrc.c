@@ -172,6 +172,11 @@ struct _GstDatasetSrc
   guint64 *cursor_order;
   gboolean cursor_done;
   gboolean positioned; /* the start position is taken (first create) */
+  /* a resume wants only these positions of the sequence before
+   * @keep_end (sorted; NULL: all) */
+  guint64 *keep;
+  guint n_keep, next_keep;
+  guint64 keep_end;
 
   /* The read-ahead ring, under @lock. */
   GMutex lock;
@@ -636,6 +641,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   src->cursor_order = NULL;
   src->cursor_done = FALSE;
   src->positioned = FALSE;
+  src->keep = NULL;
   src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
   src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
   src->submitted = 0;
@@ -668,6 +674,7 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
   g_clear_pointer (&src->slots, g_free);
   src->n_slots = 0;
   g_clear_pointer (&src->cursor_order, g_free);
+  g_clear_pointer (&src->keep, g_free);
   g_clear_pointer (&src->index, gst_train_dataset_index_free);
   gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
@@ -750,6 +757,14 @@ gst_dataset_src_position (GstDatasetSrc *src)
         " of the sequence (start-position %" G_GUINT64_FORMAT ")",
         asked, start);
     start = asked;
+    src->keep =
+        gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
+    src->next_keep = 0;
+    if (src->keep != NULL)
+      GST_INFO_OBJECT (src,
+          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
+          ", reading only the %u downstream still holds",
+          src->keep_end - start, src->keep_end, src->n_keep);
   }
   gst_query_unref (query);
   if (start == 0)
@@ -788,6 +803,21 @@ gst_dataset_src_refill (GstDatasetSrc *src)
         break;
       }
       gst_dataset_src_enter_epoch (src, next_epoch);
+    }
+    if (src->keep != NULL) {
+      /* a resume re-reads only what downstream held */
+      guint64 at =
+          (guint64)src->cursor_epoch * src->epoch_samples + src->cursor_pos;
+
+      if (at >= src->keep_end) {
+        g_clear_pointer (&src->keep, g_free);
+      } else if (src->next_keep < src->n_keep
+          && src->keep[src->next_keep] == at) {
+        src->next_keep++;
+      } else {
+        src->cursor_pos++;
+        continue;
+      }
     }
 
     slot = &src->slots[src->submitted % src->n_slots];

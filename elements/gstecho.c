@@ -119,10 +119,12 @@
  * to start (see train-meta.h) and echo translates the answer on its way
  * back. In fixed mode echo replays its draws, without data, up to the
  * outputs the checkpoint trained on: that gives its generator's state and
- * the items its buffer held then. The source restarts at the oldest held
- * item; echo drops the re-read items that had already gone out for good,
- * keeps the held ones with their emissions so far, and goes on exactly as
- * the first run did. Only that window is read again. Exact while the
+ * the items its buffer held then. The source reads again only those
+ * items (it passes over the others of their span unread), echo puts them
+ * back with their emissions so far, and goes on exactly as the first run
+ * did. (Behind another echo, which cannot leave out part of its output,
+ * the whole span comes again and echo drops what had already gone out for
+ * good.) Exact while the
  * buffer is bounded by its item count (not @max-size-bytes) and @factor
  * is not changed while playing. In adaptive mode, whose output depends on
  * timing, the source restarts after the fresh items trained on and echo
@@ -1265,13 +1267,15 @@ gst_echo_adaptive_flush_stop (GstEcho *echo)
  * without data: the draws alone, from the generator as the element
  * started. That gives the generator's state after output N, the items
  * still held then (their place in the input, emissions so far and to
- * come) and the slots they fill. The source then restarts at the oldest
- * held item: echo drops the re-read items that had already gone out for
- * good, keeps the held ones, and once the last one is back (the item that
- * was coming in when output N left) goes on exactly where it was. That
- * window, the span of input the shuffle buffer covered, is all that is
- * read again: about shuffle-buffer-size / factor items for a full buffer,
- * more for the odd copy that stays long. The replay assumes the buffer is
+ * come) and the slots they fill. The answer upstream is the oldest held
+ * item, narrowed to the held items (gst_train_resume_query_set_keep): the
+ * source reads those alone, up to shuffle-buffer-size of them, and passes
+ * over the others of that span unread. Behind another echo, which cannot
+ * leave out part of its output, the whole span comes again and echo drops
+ * the items that had already gone out for good (an echo on the way down
+ * marks the query, so the one downstream of it knows). Once the last held
+ * item is back (the one coming in when output N left) echo goes on
+ * exactly where it was. The replay assumes the buffer is
  * full by its item count, not by max-size-bytes, and that factor did not
  * change while playing. In adaptive mode the output depends on timing: the
  * source restarts after the fresh items trained on, and echo starts
@@ -1294,6 +1298,7 @@ struct _GstEchoResume
   guint *index;         /* per held item: its item index once back */
   GArray *slots;        /* guint: per slot, the held item in it */
   guint pending_copies; /* of the last item, not yet in the buffer */
+  gboolean sparse;      /* only the held items come again */
   GtRandom rng;
 };
 
@@ -1450,7 +1455,13 @@ gst_echo_answer_resume (GstEcho *echo, GstQuery *query)
   guint64 samples, fresh, outputs, first = 0, unit = 1;
   guint batch_size;
   gdouble factor;
+  gboolean echo_upstream;
+  GstStructure *s = gst_query_writable_structure (query);
 
+  /* on the way down: an echo that has another upstream gets all of its
+   * window again (the other one cannot skip part of its output) */
+  echo_upstream = gst_structure_has_field (s, "echo-upstream");
+  gst_structure_set (s, "echo-upstream", G_TYPE_BOOLEAN, TRUE, NULL);
   if (!gst_pad_peer_query (echo->srcpad, query))
     return FALSE;
   if (!gst_train_resume_query_parse (query, &samples, &fresh, &batch_size))
@@ -1479,6 +1490,21 @@ gst_echo_answer_resume (GstEcho *echo, GstQuery *query)
         echo->resume ? echo->resume->held->len : 0);
   }
   gst_train_resume_query_set (query, first * unit, first * unit, batch_size);
+  if (echo->resume != NULL && !echo_upstream) {
+    /* the source re-reads only the held items */
+    GstEchoResume *r = echo->resume;
+    guint64 *keep = g_new (guint64, (gsize)r->held->len * unit);
+    guint i, n = 0;
+    guint64 u;
+
+    for (i = 0; i < r->held->len; i++)
+      for (u = 0; u < unit; u++)
+        keep[n++] =
+            g_array_index (r->held, GstEchoResumeItem, i).input * unit + u;
+    gst_train_resume_query_set_keep (query, keep, n, r->end * unit);
+    r->sparse = TRUE;
+    g_free (keep);
+  }
   return TRUE;
 }
 
@@ -1493,9 +1519,10 @@ gst_echo_resume_chain (GstEcho *echo, GstBuffer *buffer)
   GstFlowReturn ret = GST_FLOW_OK;
   guint i, last;
 
-  if (r->installed < r->held->len
-      && g_array_index (r->held, GstEchoResumeItem, r->installed).input
-          == r->next)
+  if (r->sparse
+      || (r->installed < r->held->len
+          && g_array_index (r->held, GstEchoResumeItem, r->installed).input
+              == r->next))
     held = &g_array_index (r->held, GstEchoResumeItem, r->installed);
   r->next++;
   if (held == NULL) {

@@ -339,3 +339,39 @@ gst_train_resume_query_parse (
     *batch_size = b;
   return TRUE;
 }
+
+void
+gst_train_resume_query_set_keep (
+    GstQuery *query, const guint64 *keep, guint n_keep, guint64 end)
+{
+  GstStructure *s;
+  GBytes *bytes;
+
+  g_return_if_fail (gst_train_is_resume_query (query));
+  s = gst_query_writable_structure (query);
+  bytes = g_bytes_new (keep, (gsize)n_keep * sizeof (guint64));
+  gst_structure_set (
+      s, "keep", G_TYPE_BYTES, bytes, "keep-end", G_TYPE_UINT64, end, NULL);
+  g_bytes_unref (bytes);
+}
+
+guint64 *
+gst_train_resume_query_get_keep (GstQuery *query, guint *n_keep, guint64 *end)
+{
+  const GstStructure *s;
+  GBytes *bytes = NULL;
+  guint64 *keep;
+  gsize size;
+
+  g_return_val_if_fail (gst_train_is_resume_query (query), NULL);
+  s = gst_query_get_structure (query);
+  if (!gst_structure_has_field_typed (s, "keep", G_TYPE_BYTES)
+      || !gst_structure_get (s, "keep", G_TYPE_BYTES, &bytes, "keep-end",
+          G_TYPE_UINT64, end, NULL))
+    return NULL;
+  keep = g_malloc (MAX (g_bytes_get_size (bytes), 1));
+  memcpy (keep, g_bytes_get_data (bytes, &size), g_bytes_get_size (bytes));
+  *n_keep = (guint)(size / sizeof (guint64));
+  g_bytes_unref (bytes);
+  return keep;
+}

@@ -186,7 +186,9 @@ GST_TRAIN_META_API void gst_train_dataset_info_clear (
  * its shuffle buffer, and keeps what it needs to do so. The source then
  * starts at that place of its per-epoch order without reading what comes
  * before. A sink that answers relies on it: it no longer skips batches
- * itself. */
+ * itself. An answer may be narrowed to a set of items (see
+ * gst_train_resume_query_set_keep): an element that maps its output to
+ * its input one to one keeps the set as it is. */
 #define GST_TRAIN_RESUME_QUERY "gst-train-resume"
 
 /* A new resume query, unanswered. */
@@ -205,6 +207,20 @@ GST_TRAIN_META_API void gst_train_resume_query_set (
 /* The answer of a resume @query; FALSE when nobody answered it. */
 GST_TRAIN_META_API gboolean gst_train_resume_query_parse (
     GstQuery *query, guint64 *samples, guint64 *fresh, guint *batch_size);
+
+/* Narrows the answer of the writable resume @query: of the items from
+ * @samples (the answer) up to @end, only the @n_keep at @keep (sorted,
+ * each in [samples, end)) are wanted; the source passes over the others
+ * unread, then goes on from @end. Echo sets it for the items its shuffle
+ * buffer held. */
+GST_TRAIN_META_API void gst_train_resume_query_set_keep (
+    GstQuery *query, const guint64 *keep, guint n_keep, guint64 end);
+
+/* The narrowed answer: a new array of the wanted positions (free with
+ * g_free) and their count in *@n_keep, and @end; NULL when every item from
+ * the answer on is wanted. */
+GST_TRAIN_META_API guint64 *gst_train_resume_query_get_keep (
+    GstQuery *query, guint *n_keep, guint64 *end);
 
 G_END_DECLS
 

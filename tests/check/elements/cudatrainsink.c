@@ -357,8 +357,8 @@ GST_START_TEST (test_resume_reads_nothing_trained_on)
 GST_END_TEST;
 
 /* Exact across an epoch boundary, with echo before and after augment, after
- * batcher, without a shuffle buffer, with a fractional factor, and over
- * more than one epoch of echo's output. */
+ * batcher, without a shuffle buffer, with a fractional factor, two echos in
+ * a row, and over more than one epoch of echo's output. */
 GST_START_TEST (test_resume_is_exact_with_echo)
 {
   const gchar *dir = use_dataset (2, 6);
@@ -372,6 +372,10 @@ GST_START_TEST (test_resume_is_exact_with_echo)
     /* no shuffle buffer: copies back to back */
     "echo factor=3 shuffle-buffer-size=0 ! augment width=12 height=12 seed=4 "
     "! batcher batch-size=4",
+    /* two echos: the upstream one sends its whole window again */
+    "echo factor=2 shuffle-buffer-size=4 seed=6 ! augment width=12 "
+    "height=12 seed=4 ! echo factor=1.5 shuffle-buffer-size=5 seed=7 ! "
+    "batcher batch-size=4",
     /* whole batches, behind a queue */
     "augment width=12 height=12 seed=4 ! batcher batch-size=4 ! echo "
     "factor=2 shuffle-buffer-size=3 seed=6 ! queue",
