@@ -119,16 +119,15 @@
  * to start (see train-meta.h) and echo translates the answer on its way
  * back. In fixed mode echo replays its draws, without data, up to the
  * outputs the checkpoint trained on: that gives its generator's state and
- * the items its buffer held then. The source reads again only those
- * items (it passes over the others of their span unread), echo puts them
- * back with their emissions so far, and goes on exactly as the first run
- * did. (Behind another echo, which cannot leave out part of its output,
- * the whole span comes again and echo drops what had already gone out for
- * good.) Exact while the
- * buffer is bounded by its item count (not @max-size-bytes) and @factor
- * is not changed while playing. In adaptive mode, whose output depends on
- * timing, the source restarts after the fresh items trained on and echo
- * starts empty.
+ * the items its buffer held then. The source reads again only those items
+ * (it passes over the others of their span unread), echo puts them back with
+ * their emissions so far, and goes on exactly as the first run did. (Behind
+ * another echo, which cannot leave out part of its output, the whole span
+ * comes again and echo drops what had already gone out for good.) Exact
+ * while the buffer is bounded by its item count (not @max-size-bytes) and
+ * @factor is not changed while playing. In adaptive mode, whose output
+ * depends on timing, the source restarts after the fresh items trained on
+ * and echo starts empty.
  *
  * ## Example launch lines
  * |[
@@ -1260,26 +1259,25 @@ gst_echo_adaptive_flush_stop (GstEcho *echo)
 /* ---- exact resume: the state after the last output trained on ----
  *
  * A resuming cudatrainsink says, through datasetsrc's resume query
- * (train-meta.h), how many items it trained on: N outputs of this echo.
- * In fixed mode what echo did up to there depends only on its seed, its
- * factor and the number of items that came in (the copies drawn per item,
- * and which slot leaves when the buffer is full), so it is replayed
- * without data: the draws alone, from the generator as the element
- * started. That gives the generator's state after output N, the items
- * still held then (their place in the input, emissions so far and to
- * come) and the slots they fill. The answer upstream is the oldest held
- * item, narrowed to the held items (gst_train_resume_query_set_keep): the
- * source reads those alone, up to shuffle-buffer-size of them, and passes
- * over the others of that span unread. Behind another echo, which cannot
- * leave out part of its output, the whole span comes again and echo drops
- * the items that had already gone out for good (an echo on the way down
- * marks the query, so the one downstream of it knows). Once the last held
- * item is back (the one coming in when output N left) echo goes on
- * exactly where it was. The replay assumes the buffer is
- * full by its item count, not by max-size-bytes, and that factor did not
- * change while playing. In adaptive mode the output depends on timing: the
- * source restarts after the fresh items trained on, and echo starts
- * empty. */
+ * (train-meta.h), how many items it trained on: N outputs of this echo. In
+ * fixed mode what echo did up to there depends only on its seed, its factor
+ * and the number of items that came in (the copies drawn per item, and which
+ * slot leaves when the buffer is full), so it is replayed without data: the
+ * draws alone, from the generator as the element started. That gives the
+ * generator's state after output N, the items still held then (their place
+ * in the input, emissions so far and to come) and the slots they fill. The
+ * answer upstream is the oldest held item, narrowed to the held items
+ * (gst_train_resume_query_set_keep): the source reads those alone, up to
+ * shuffle-buffer-size of them, and passes over the others of that span
+ * unread. Behind another echo, which cannot leave out part of its output,
+ * the whole span comes again and echo drops the items that had already gone
+ * out for good (an echo on the way down marks the query, so the one
+ * downstream of it knows). Once the last held item is back (the one coming
+ * in when output N left) echo goes on exactly where it was. The replay
+ * assumes the buffer is full by its item count, not by max-size-bytes, and
+ * that factor did not change while playing. In adaptive mode the output
+ * depends on timing: the source restarts after the fresh items trained on,
+ * and echo starts empty. */
 
 typedef struct
 {
