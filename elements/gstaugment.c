@@ -26,15 +26,21 @@
  * agrees with torchvision 0.14 / torch 1.13 to within one grey level, on
  * almost every pixel exactly.
  *
- * The random numbers come from a generator seeded with @seed when the
- * element starts, drawn in the streaming thread in buffer order: per image
- * the crop box (area and ratio per try, then the position), then one number
- * for the flip, drawn whatever @flip is, so that flip=0 leaves the crops of
- * a seed as they were. The output is therefore the same for a seed and an
- * input order, whatever @n-threads, which only shares each image's output
- * rows between threads. In a data-parallel job (mpirun, srun: more than one
- * rank in the launcher's environment) every rank but rank 0 mixes its rank
- * into @seed, so that one launch line gives each rank its own draws.
+ * The random numbers of each image come from its own generator, seeded
+ * from @seed and the sample's identity in its #GstTrainSampleMeta (epoch,
+ * dataset index, and emissions, so that each echo repeat of a sample gets
+ * its own crop): per image the crop box (area and ratio per try, then the
+ * position), then one number for the flip, drawn whatever @flip is, so
+ * that flip=0 leaves the crops of a seed as they were. An image's output
+ * therefore depends only on @seed and which sample it is, not on what came
+ * before it: the same whatever @n-threads (which only shares each image's
+ * output rows between threads), whatever the order of the input, and an
+ * exact resume that starts the source half-way through an epoch has no
+ * generator state to restore. A buffer without a sample meta draws from a
+ * stream numbered by its place in the input since the element started. In
+ * a data-parallel job (mpirun, srun: more than one rank in the launcher's
+ * environment) every rank but rank 0 mixes its rank into @seed, so that
+ * one launch line gives each rank its own draws.
  *
  * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
  * the input that has no tags travel on to the output.
@@ -158,7 +164,9 @@ struct _GstAugment
   /* Streaming state: set at start, then touched by the streaming thread
    * only. */
   GstAugmentSettings settings;
-  GtRandom rng;
+  GtRandom rng;       /* the draws of the image being augmented */
+  guint64 rank_seed;  /* @seed, mixed with the rank of a data-parallel job */
+  guint64 unnamed_in; /* buffers without a sample meta so far */
   GstVideoInfo in_info;
   gboolean have_in_caps;
   GstTrainRecycler *recycler; /* where output images get their memory */
@@ -286,9 +294,10 @@ gst_augment_class_init (GstAugmentClass *klass)
           1, 4 * MAX_SIZE, DEFAULT_RESIZE_SHORT, flags));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the crop and flip draws; the same seed and input order "
-          "give the same output (in a data-parallel job, ranks other than 0 "
-          "mix their rank into it)",
+          "Seed of the crop and flip draws, mixed with each sample's epoch, "
+          "index and emissions: the same seed gives a sample the same crop "
+          "whatever came before it (in a data-parallel job, ranks other than "
+          "0 mix their rank into it)",
           0, G_MAXUINT64, DEFAULT_SEED, flags));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
@@ -686,6 +695,28 @@ gst_augment_resample (GstAugment *augment, const GstTrainResamplePlan *plan,
   }
 }
 
+/* Seeds the generator for @buffer's draws from the sample it holds: the
+ * same sample (epoch, index, emissions) gets the same draws whatever came
+ * before it. */
+static void
+gst_augment_seed_sample (GstAugment *augment, GstBuffer *buffer)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+  guint64 mix, stream;
+
+  if (meta != NULL) {
+    mix = meta->index;
+    stream = gt_random_splitmix64 (&mix);
+    mix = ((guint64)(guint32)meta->epoch << 32) | meta->emissions;
+    stream ^= gt_random_splitmix64 (&mix);
+  } else {
+    mix = augment->unnamed_in++ ^ G_GUINT64_CONSTANT (0x6e6f6d657461);
+    stream = gt_random_splitmix64 (&mix);
+  }
+  gt_random_init (&augment->rng, augment->rank_seed,
+      GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
+}
+
 /* Draws what happens to the next @width x @height image: the window of the
  * resize and the flip. */
 static void
@@ -778,6 +809,7 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_ERROR;
   }
 
+  gst_augment_seed_sample (augment, buffer);
   gst_augment_draw (augment, GST_VIDEO_FRAME_WIDTH (&in_frame),
       GST_VIDEO_FRAME_HEIGHT (&in_frame), &window, &flip);
   gst_train_resample_plan_init (&plan, &window, flip);
@@ -841,7 +873,8 @@ gst_augment_start (GstAugment *augment)
           "rank %d of a data-parallel job: drawing from seed %" G_GUINT64_FORMAT
           " mixed with the rank",
           rank, s->seed);
-    gt_random_init (&augment->rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
+    augment->rank_seed = seed;
+    augment->unnamed_in = 0;
   }
   augment->have_in_caps = FALSE;
   augment->n_parts = s->n_threads > 0 ? s->n_threads : g_get_num_processors ();

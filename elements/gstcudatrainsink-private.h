@@ -48,6 +48,9 @@ struct _GstCudaTrainSink
   GtTrainer *trainer;
   gint min_train_batch; /* fewest images a training step takes */
   guint64 skip_batches; /* left to skip after an exact resume */
+  /* the source starts where the checkpoint stopped (it asked, the sink
+   * answered; g_atomic_int: asked from the source's streaming thread) */
+  gint upstream_resumes;
   guint64 last_saved_step;
   guint64 next_snapshot; /* fresh images at which the next one is due */
   gboolean reached_max;  /* change_state reads it too */
@@ -107,6 +110,13 @@ gboolean gst_cuda_train_sink_save (GstCudaTrainSink *sink);
 /* Writes the snapshots that the fresh images so far make due; FALSE with
  * an error posted. */
 gboolean gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink);
+/* Answers the resume query of a source (train-meta.h) from resume-from's
+ * header: this rank's samples trained on, so that the source starts there
+ * and the sink need not skip. FALSE (unanswered) when not resuming a
+ * checkpoint in train mode, or when the checkpoint's world size is not
+ * this job's (the shards changed). Any thread. */
+gboolean gst_cuda_train_sink_answer_resume (
+    GstCudaTrainSink *sink, GstQuery *query);
 /* Samples in an epoch, as the source announced them; 0 when unknown. */
 guint64 gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink);
 

@@ -7,6 +7,8 @@
  * rank, and only rank 0 writes checkpoints and snapshots. */
 #include "gstcudatrainsink-private.h"
 
+#include <string.h>
+
 #define GST_CAT_DEFAULT gst_cuda_train_sink_debug
 
 /* Checkpoint metadata: the fresh images trained on up to it, resumes
@@ -181,10 +183,76 @@ gst_cuda_train_sink_check_global_batch (GstCudaTrainSink *sink)
        "the data is not, when the shards changed"));
 }
 
+/* Metadata @key of resume-from as a number; FALSE when absent. */
+static gboolean
+gst_cuda_train_sink_peek_number (
+    GstCudaTrainSink *sink, const gchar *key, guint64 *number)
+{
+  gchar value[64], why[512];
+
+  if (gt_checkpoint_read_metadata (sink->settings.resume_from, key, value,
+          sizeof (value), why, sizeof (why))
+      != GT_OK) {
+    GST_DEBUG_OBJECT (sink, "%s", why);
+    return FALSE;
+  }
+  *number = g_ascii_strtoull (value, NULL, 10);
+  return TRUE;
+}
+
+gboolean
+gst_cuda_train_sink_answer_resume (GstCudaTrainSink *sink, GstQuery *query)
+{
+  const GstCudaTrainSinkSettings *s = &sink->settings;
+  guint64 step, samples, fresh = 0, ranks = 1, global_batch = 0, batch;
+  gchar kind[32], why[512];
+
+  if (s->resume_from == NULL || s->mode != GST_TRAIN_MODE_TRAIN)
+    return FALSE;
+  /* the header only: the trainer is made, and loads the file, at the first
+   * batch */
+  if (gt_checkpoint_read_metadata (s->resume_from, "gst_train.kind", kind,
+          sizeof (kind), why, sizeof (why))
+          != GT_OK
+      || strcmp (kind, "checkpoint") != 0
+      || !gst_cuda_train_sink_peek_number (sink, "gst_train.step", &step)) {
+    GST_DEBUG_OBJECT (sink, "not an exact checkpoint: the source starts at 0");
+    return FALSE;
+  }
+  gst_cuda_train_sink_peek_number (sink, "world_size", &ranks);
+  gst_cuda_train_sink_peek_number (sink, "global_batch", &global_batch);
+  if (ranks != (guint64)sink->world_size) {
+    GST_INFO_OBJECT (sink,
+        "checkpoint of %" G_GUINT64_FORMAT " rank(s), this job has %d: the "
+        "data position is not restored",
+        ranks, sink->world_size);
+    return FALSE;
+  }
+  batch = global_batch / ranks;
+  /* every rank trained on as many samples: samples_seen counts them all */
+  if (gst_cuda_train_sink_peek_number (sink, "samples_seen", &samples))
+    samples /= ranks;
+  else
+    samples = step * batch;
+  if (gst_cuda_train_sink_peek_number (sink, FRESH_IMAGES_KEY, &fresh))
+    fresh /= ranks;
+  else
+    fresh = samples;
+  gst_train_resume_query_set (query, samples, fresh, (guint)batch);
+  g_atomic_int_set (&sink->upstream_resumes, TRUE);
+  GST_INFO_OBJECT (sink,
+      "the source resumes after %" G_GUINT64_FORMAT
+      " samples (%" G_GUINT64_FORMAT " fresh, %" G_GUINT64_FORMAT
+      " per batch): step %" G_GUINT64_FORMAT,
+      samples, fresh, batch, step);
+  return TRUE;
+}
+
 /* Loads resume-from, when set (in a data-parallel job: when @load, rank
- * 0's decision, and rank 0's file): an exact resume skips as many batches
- * as the checkpoint has steps, so that a deterministic pipeline continues
- * where it left off. */
+ * 0's decision, and rank 0's file). On an exact resume the source started
+ * where the checkpoint stopped when it asked (answer_resume); when it did
+ * not, the sink skips as many batches as the checkpoint has steps, so
+ * that a deterministic pipeline continues where it left off. */
 static gboolean
 gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
 {
@@ -208,7 +276,8 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
     g_free (text);
     return FALSE;
   }
-  if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN)
+  if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN
+      && !g_atomic_int_get (&sink->upstream_resumes))
     sink->skip_batches = (guint64)gt_trainer_global_step (sink->trainer);
   sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
   if (resumed)

@@ -69,9 +69,16 @@
  * end; its folder must exist and be writable when the sink starts.
  * @resume-from takes such a checkpoint (exact resume: weights, momentum,
  * step, schedule, RNG, and the fresh images seen, so that `epoch` goes on
- * from where it was; the first batches, as many as the steps already
- * done, are skipped so that a deterministic pipeline continues where the
- * checkpoint left it) or a weights-only file (a starting point). With
+ * from where it was) or a weights-only file (a starting point). On an
+ * exact resume a deterministic pipeline continues where the checkpoint
+ * left it without reading again what was trained on: datasetsrc asks
+ * downstream where to start before its first buffer (the custom query
+ * GST_TRAIN_RESUME_QUERY of train-meta.h), the sink answers from the
+ * checkpoint's header (samples_seen over world_size: this rank's samples),
+ * echo turns that into the window its shuffle buffer needs, and the source
+ * starts there. When no source asks (another source, or a checkpoint from
+ * another world size), the sink skips, as before, as many batches as the
+ * steps already done. With
  * @max-steps the sink returns EOS upstream once the global step reaches it,
  * so the pipeline ends by itself, at the same step whether or not it was
  * resumed; a checkpoint already at max-steps is a warning, trains nothing
@@ -191,6 +198,7 @@ static gboolean gst_cuda_train_sink_set_caps (GstBaseSink *sink, GstCaps *caps);
 static gboolean gst_cuda_train_sink_propose_allocation (
     GstBaseSink *sink, GstQuery *query);
 static gboolean gst_cuda_train_sink_event (GstBaseSink *sink, GstEvent *event);
+static gboolean gst_cuda_train_sink_query (GstBaseSink *sink, GstQuery *query);
 static GstFlowReturn gst_cuda_train_sink_render (
     GstBaseSink *sink, GstBuffer *buffer);
 static void gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink);
@@ -276,6 +284,7 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
   base_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_cuda_train_sink_propose_allocation);
   base_class->event = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_event);
+  base_class->query = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_query);
   base_class->render = GST_DEBUG_FUNCPTR (gst_cuda_train_sink_render);
 
   gst_type_mark_as_plugin_api (GST_TYPE_TRAIN_MODEL, 0);
@@ -487,6 +496,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   sink->failed = sink->ended = FALSE;
   sink->skip_batches = 0;
+  g_atomic_int_set (&sink->upstream_resumes, FALSE);
   sink->last_saved_step = 0;
   sink->next_snapshot = s->snapshot_interval;
   sink->reached_max = FALSE;
@@ -1093,6 +1103,18 @@ gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
   if (ret == GST_FLOW_ERROR)
     sink->failed = TRUE;
   return ret;
+}
+
+/* The resume query of datasetsrc (answered from the checkpoint), else
+ * what GstBaseSink answers. */
+static gboolean
+gst_cuda_train_sink_query (GstBaseSink *base, GstQuery *query)
+{
+  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
+
+  if (gst_train_is_resume_query (query))
+    return gst_cuda_train_sink_answer_resume (sink, query);
+  return GST_BASE_SINK_CLASS (parent_class)->query (base, query);
 }
 
 static gboolean

@@ -26,6 +26,21 @@
  * (cudatrainsink distributed=off): a sink in the job checks that its
  * source reads its rank's shard.
  *
+ * ## Starting half-way: exact resume
+ *
+ * @start-position passes over that many samples of the source's sequence
+ * (this shard's samples of epoch 0 in order, then of epoch 1, ...) before
+ * the first it reads, as a sampler's start index does: the epoch and the
+ * place in it follow from the position, and the samples before it are
+ * neither read nor pushed. Before its first buffer the source also asks
+ * downstream where to start (the custom query GST_TRAIN_RESUME_QUERY, see
+ * train-meta.h): a cudatrainsink that resumes from a checkpoint answers
+ * with the samples it trained on, echo turns that into the place its
+ * shuffle buffer needs, and the answer, when there is one, replaces
+ * @start-position. So `cudatrainsink resume-from=` alone starts the source
+ * where the checkpoint stopped. The position counts samples pushed: a file
+ * skipped as unreadable before it (on-error=skip) shifts it by one.
+ *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the
  * dataset's size, the samples per epoch, and the shard it reads
@@ -83,6 +98,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_dataset_src_debug);
 #define DEFAULT_READ_AHEAD 32
 #define DEFAULT_EXTENSIONS "jpg,jpeg"
 #define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
+#define DEFAULT_START_POSITION 0
 
 enum
 {
@@ -98,6 +114,7 @@ enum
   PROP_READ_AHEAD,
   PROP_EXTENSIONS,
   PROP_ON_ERROR,
+  PROP_START_POSITION,
   PROP_NUM_CLASSES,
   PROP_DATASET_SIZE,
   PROP_FILES_SKIPPED,
@@ -128,6 +145,7 @@ typedef struct
   guint n_threads;
   guint read_ahead;
   gchar *extensions;
+  guint64 start_position;
   /* shard-index or num-shards was set: the launcher's rank is not used */
   gboolean shard_set;
 } GstDatasetSrcSettings;
@@ -153,6 +171,12 @@ struct _GstDatasetSrc
   guint64 cursor_pos;
   guint64 *cursor_order;
   gboolean cursor_done;
+  gboolean positioned; /* the start position is taken (first create) */
+  /* a resume wants only these positions of the sequence before
+   * @keep_end (sorted; NULL: all) */
+  guint64 *keep;
+  guint n_keep, next_keep;
+  guint64 keep_end;
 
   /* The read-ahead ring, under @lock. */
   GMutex lock;
@@ -275,6 +299,16 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
           DEFAULT_ON_ERROR,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_START_POSITION,
+      g_param_spec_uint64 ("start-position", "Start position",
+          "Samples of the source's sequence (this shard's samples of each "
+          "epoch's order, epoch after epoch) to pass over, unread, before the "
+          "first one pushed: a sampler's start index. A resuming "
+          "cudatrainsink downstream overrides it with where its checkpoint "
+          "stopped",
+          0, G_MAXUINT64, DEFAULT_START_POSITION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
           "Classes in the dataset (known once the element is PAUSED)", 0,
@@ -323,6 +357,7 @@ gst_dataset_src_init (GstDatasetSrc *src)
   src->props.n_threads = DEFAULT_N_THREADS;
   src->props.read_ahead = DEFAULT_READ_AHEAD;
   src->props.extensions = g_strdup (DEFAULT_EXTENSIONS);
+  src->props.start_position = DEFAULT_START_POSITION;
   /* No max-errors: every unreadable file is skipped, and counted. */
   src->bad.on_error = DEFAULT_ON_ERROR;
   src->bad.bounded = FALSE;
@@ -398,6 +433,9 @@ gst_dataset_src_set_property (
     case PROP_ON_ERROR:
       src->bad.on_error = g_value_get_enum (value);
       break;
+    case PROP_START_POSITION:
+      props->start_position = g_value_get_uint64 (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -446,6 +484,9 @@ gst_dataset_src_get_property (
       break;
     case PROP_ON_ERROR:
       g_value_set_enum (value, src->bad.on_error);
+      break;
+    case PROP_START_POSITION:
+      g_value_set_uint64 (value, props->start_position);
       break;
     case PROP_NUM_CLASSES:
       g_value_set_uint (value, src->num_classes);
@@ -599,6 +640,8 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   src->cursor_pos = 0;
   src->cursor_order = NULL;
   src->cursor_done = FALSE;
+  src->positioned = FALSE;
+  src->keep = NULL;
   src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
   src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
   src->submitted = 0;
@@ -631,6 +674,7 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
   g_clear_pointer (&src->slots, g_free);
   src->n_slots = 0;
   g_clear_pointer (&src->cursor_order, g_free);
+  g_clear_pointer (&src->keep, g_free);
   g_clear_pointer (&src->index, gst_train_dataset_index_free);
   gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
@@ -695,6 +739,52 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
   src->cursor_pos = 0;
 }
 
+/* Before the first read: asks downstream where to start (a resuming sink
+ * answers), else takes start-position, and moves the cursor there without
+ * reading anything before it. Streaming thread, without @lock. */
+static void
+gst_dataset_src_position (GstDatasetSrc *src)
+{
+  GstQuery *query = gst_train_resume_query_new ();
+  guint64 start = src->settings.start_position, asked, epoch;
+  gint num_epochs = src->settings.num_epochs;
+
+  src->positioned = TRUE;
+  if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
+      && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
+    GST_INFO_OBJECT (src,
+        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
+        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
+        asked, start);
+    start = asked;
+    src->keep =
+        gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
+    src->next_keep = 0;
+    if (src->keep != NULL)
+      GST_INFO_OBJECT (src,
+          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
+          ", reading only the %u downstream still holds",
+          src->keep_end - start, src->keep_end, src->n_keep);
+  }
+  gst_query_unref (query);
+  if (start == 0)
+    return;
+
+  epoch = start / src->epoch_samples;
+  if (epoch > G_MAXINT || (num_epochs >= 0 && epoch >= (guint64)num_epochs)) {
+    GST_INFO_OBJECT (src,
+        "start at sample %" G_GUINT64_FORMAT " is past the last epoch: EOS",
+        start);
+    src->cursor_done = TRUE;
+    return;
+  }
+  gst_dataset_src_enter_epoch (src, (gint)epoch);
+  src->cursor_pos = start % src->epoch_samples;
+  GST_INFO_OBJECT (src,
+      "starting at sample %" G_GUINT64_FORMAT " of epoch %" G_GUINT64_FORMAT,
+      src->cursor_pos, epoch);
+}
+
 /* Hands reads to the pool until the ring is full or the last epoch is
  * submitted. Called with @lock held, from the streaming thread. */
 static void
@@ -713,6 +803,21 @@ gst_dataset_src_refill (GstDatasetSrc *src)
         break;
       }
       gst_dataset_src_enter_epoch (src, next_epoch);
+    }
+    if (src->keep != NULL) {
+      /* a resume re-reads only what downstream held */
+      guint64 at =
+          (guint64)src->cursor_epoch * src->epoch_samples + src->cursor_pos;
+
+      if (at >= src->keep_end) {
+        g_clear_pointer (&src->keep, g_free);
+      } else if (src->next_keep < src->n_keep
+          && src->keep[src->next_keep] == at) {
+        src->next_keep++;
+      } else {
+        src->cursor_pos++;
+        continue;
+      }
     }
 
     slot = &src->slots[src->submitted % src->n_slots];
@@ -809,6 +914,8 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (psrc);
 
+  if (!src->positioned)
+    gst_dataset_src_position (src);
   g_mutex_lock (&src->lock);
   for (;;) {
     GstDatasetSrcSlot *slot;

@@ -286,3 +286,92 @@ gst_train_dataset_info_clear (GstTrainDatasetInfo *info)
   g_strfreev (info->class_names);
   memset (info, 0, sizeof (*info));
 }
+
+GstQuery *
+gst_train_resume_query_new (void)
+{
+  return gst_query_new_custom (
+      GST_QUERY_CUSTOM, gst_structure_new_empty (GST_TRAIN_RESUME_QUERY));
+}
+
+gboolean
+gst_train_is_resume_query (GstQuery *query)
+{
+  const GstStructure *s;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CUSTOM)
+    return FALSE;
+  s = gst_query_get_structure (query);
+  return s != NULL && gst_structure_has_name (s, GST_TRAIN_RESUME_QUERY);
+}
+
+void
+gst_train_resume_query_set (
+    GstQuery *query, guint64 samples, guint64 fresh, guint batch_size)
+{
+  GstStructure *s;
+
+  g_return_if_fail (gst_train_is_resume_query (query));
+  s = gst_query_writable_structure (query);
+  gst_structure_set (s, "samples", G_TYPE_UINT64, samples, "fresh",
+      G_TYPE_UINT64, fresh, "batch-size", G_TYPE_UINT, batch_size, NULL);
+}
+
+gboolean
+gst_train_resume_query_parse (
+    GstQuery *query, guint64 *samples, guint64 *fresh, guint *batch_size)
+{
+  const GstStructure *s;
+  guint64 n = 0, f = 0;
+  guint b = 0;
+
+  g_return_val_if_fail (gst_train_is_resume_query (query), FALSE);
+  s = gst_query_get_structure (query);
+  if (!gst_structure_get_uint64 (s, "samples", &n))
+    return FALSE;
+  gst_structure_get_uint64 (s, "fresh", &f);
+  gst_structure_get_uint (s, "batch-size", &b);
+  if (samples)
+    *samples = n;
+  if (fresh)
+    *fresh = f;
+  if (batch_size)
+    *batch_size = b;
+  return TRUE;
+}
+
+void
+gst_train_resume_query_set_keep (
+    GstQuery *query, const guint64 *keep, guint n_keep, guint64 end)
+{
+  GstStructure *s;
+  GBytes *bytes;
+
+  g_return_if_fail (gst_train_is_resume_query (query));
+  s = gst_query_writable_structure (query);
+  bytes = g_bytes_new (keep, (gsize)n_keep * sizeof (guint64));
+  gst_structure_set (
+      s, "keep", G_TYPE_BYTES, bytes, "keep-end", G_TYPE_UINT64, end, NULL);
+  g_bytes_unref (bytes);
+}
+
+guint64 *
+gst_train_resume_query_get_keep (GstQuery *query, guint *n_keep, guint64 *end)
+{
+  const GstStructure *s;
+  GBytes *bytes = NULL;
+  guint64 *keep;
+  gsize size;
+
+  g_return_val_if_fail (gst_train_is_resume_query (query), NULL);
+  s = gst_query_get_structure (query);
+  if (!gst_structure_has_field_typed (s, "keep", G_TYPE_BYTES)
+      || !gst_structure_get (s, "keep", G_TYPE_BYTES, &bytes, "keep-end",
+          G_TYPE_UINT64, end, NULL))
+    return NULL;
+  keep = g_malloc (MAX (g_bytes_get_size (bytes), 1));
+  memcpy (keep, g_bytes_get_data (bytes, &size), g_bytes_get_size (bytes));
+  *n_keep = (guint)(size / sizeof (guint64));
+  g_bytes_unref (bytes);
+  return keep;
+}

@@ -173,6 +173,55 @@ GST_TRAIN_META_API gboolean gst_train_dataset_info_from_tag_list (
 GST_TRAIN_META_API void gst_train_dataset_info_clear (
     GstTrainDatasetInfo *info);
 
+/* ---- exact resume: where the source starts ----
+ *
+ * Before its first buffer, datasetsrc sends this custom query downstream
+ * (not serialized: it overtakes nothing, and no data flows yet). A sink
+ * that resumes from a checkpoint answers it with how many samples of this
+ * stream it already trained on (@samples), the fresh ones among them
+ * (@fresh) and the images per batch (@batch_size). On its way back every
+ * element between them turns the answer into its own input: elements that
+ * emit one output per input leave it as it is; echo, which repeats and
+ * reorders, replaces it with where its input must start for it to restore
+ * its shuffle buffer, and keeps what it needs to do so. The source then
+ * starts at that place of its per-epoch order without reading what comes
+ * before. A sink that answers relies on it: it no longer skips batches
+ * itself. An answer may be narrowed to a set of items (see
+ * gst_train_resume_query_set_keep): an element that maps its output to
+ * its input one to one keeps the set as it is. */
+#define GST_TRAIN_RESUME_QUERY "gst-train-resume"
+
+/* A new resume query, unanswered. */
+GST_TRAIN_META_API GstQuery *gst_train_resume_query_new (void);
+
+/* Whether @query is a resume query. */
+GST_TRAIN_META_API gboolean gst_train_is_resume_query (GstQuery *query);
+
+/* Answers the writable resume @query: @samples items of this stream to
+ * pass over (in the unit of the items at this point: samples, or batches
+ * after batcher, see @batch_size), @fresh of them fresh (first
+ * emissions), @batch_size images per batch (0: unknown). */
+GST_TRAIN_META_API void gst_train_resume_query_set (
+    GstQuery *query, guint64 samples, guint64 fresh, guint batch_size);
+
+/* The answer of a resume @query; FALSE when nobody answered it. */
+GST_TRAIN_META_API gboolean gst_train_resume_query_parse (
+    GstQuery *query, guint64 *samples, guint64 *fresh, guint *batch_size);
+
+/* Narrows the answer of the writable resume @query: of the items from
+ * @samples (the answer) up to @end, only the @n_keep at @keep (sorted,
+ * each in [samples, end)) are wanted; the source passes over the others
+ * unread, then goes on from @end. Echo sets it for the items its shuffle
+ * buffer held. */
+GST_TRAIN_META_API void gst_train_resume_query_set_keep (
+    GstQuery *query, const guint64 *keep, guint n_keep, guint64 end);
+
+/* The narrowed answer: a new array of the wanted positions (free with
+ * g_free) and their count in *@n_keep, and @end; NULL when every item from
+ * the answer on is wanted. */
+GST_TRAIN_META_API guint64 *gst_train_resume_query_get_keep (
+    GstQuery *query, guint *n_keep, guint64 *end);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_META_H__ */

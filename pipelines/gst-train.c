@@ -1,7 +1,9 @@
 /* gst-train.c: runs a training pipeline and shows how it is doing.
  *
- *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] LAUNCH-LINE...
- *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] -f FILE.pipeline
+ *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] [--resume CKPT]
+ *             LAUNCH-LINE...
+ *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] [--resume CKPT]
+ *             -f FILE.pipeline
  *
  * A small GLib application on the GStreamer API, written to be read by
  * those who embed gst-train in their own programs: it finds its own plugins
@@ -14,7 +16,10 @@
  * still queued (a second one aborts), closes with the step it stopped at,
  * writes graphviz dot dumps of the pipeline with every property at every
  * state change, at EOS and on error (--dot-dir), and a JSON summary
- * (--summary). Exit status: 0 when the pipeline reached EOS, 1 on an error
+ * (--summary). --resume CKPT sets resume-from on every cudatrainsink: run
+ * with the launch line (or pipeline file) and seeds of the run that wrote
+ * CKPT, training goes on exactly where it stopped, and datasetsrc starts
+ * there without reading what was trained on. Exit status: 0 when the pipeline reached EOS, 1 on an error
  * (its text on stderr), 2 on bad usage (a bad property value included), 130
  * when aborted.
  *
@@ -850,6 +855,7 @@ int
 main (int argc, char **argv)
 {
   gchar *file = NULL, *dot_dir = NULL, *summary = NULL, *launch = NULL;
+  gchar *resume = NULL;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
     { "file", 'f', 0, G_OPTION_ARG_FILENAME, &file,
@@ -862,6 +868,11 @@ main (int argc, char **argv)
         "Write a JSON summary (last statistics, eval result, error) to FILE",
         "FILE" },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress lines", NULL },
+    { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume,
+        "Resume every cudatrainsink from the checkpoint CKPT (its "
+        "resume-from): with the same pipeline and seeds, training goes on "
+        "exactly where CKPT stopped, the source starting there",
+        "CKPT" },
     { NULL },
   };
   GOptionContext *context;
@@ -870,6 +881,7 @@ main (int argc, char **argv)
   App app = { 0 };
   ParseLog parse_log;
   GstBus *bus;
+  GList *l;
   guint signal_sources[2], i;
 
   /* before option parsing, which initialises GStreamer */
@@ -946,10 +958,24 @@ main (int argc, char **argv)
     g_free (file);
     g_free (dot_dir);
     g_free (summary);
+    g_free (resume);
     return 2;
   }
   g_ptr_array_unref (parse_log.messages);
   app.sinks = find_train_sinks (app.pipeline);
+  if (resume != NULL && app.sinks == NULL) {
+    g_printerr ("%sgst-train: --resume: the pipeline has no %s\n", rank_prefix,
+        TRAIN_SINK_FACTORY);
+    gst_object_unref (app.pipeline);
+    g_free (launch);
+    g_free (file);
+    g_free (dot_dir);
+    g_free (summary);
+    g_free (resume);
+    return 2;
+  }
+  for (l = app.sinks; resume != NULL && l != NULL; l = l->next)
+    g_object_set (l->data, "resume-from", resume, NULL);
   app.last_steps =
       g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   app.loop = g_main_loop_new (NULL, FALSE);
@@ -992,5 +1018,6 @@ main (int argc, char **argv)
   g_free (file);
   g_free (dot_dir);
   g_free (summary);
+  g_free (resume);
   return app.exit_status;
 }

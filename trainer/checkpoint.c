@@ -363,3 +363,26 @@ done:
   gt_st_close (file);
   return status;
 }
+
+int
+gt_checkpoint_read_metadata (const char *path, const char *key, char *value,
+    size_t size, char *why, size_t why_size)
+{
+  GtStFile *file = gt_st_open (path, why, why_size);
+  const char *text;
+  int status = GT_ERROR_INVALID;
+
+  if (file == NULL)
+    return GT_ERROR_IO;
+  text = gt_st_metadata (file, key);
+  if (text == NULL)
+    snprintf (why, why_size, "%s has no metadata \"%s\"", path, key);
+  else if (strlen (text) >= size)
+    snprintf (why, why_size, "metadata \"%s\" of %s is too long", key, path);
+  else {
+    memcpy (value, text, strlen (text) + 1);
+    status = GT_OK;
+  }
+  gt_st_close (file);
+  return status;
+}

@@ -354,6 +354,16 @@ int gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only);
  * unchanged on any failure. */
 int gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed);
 
+/* Reads metadata @key of the checkpoint at @path, without a trainer: the
+ * header only (no tensor is read), so that a caller can learn where a run
+ * stopped (step, samples_seen, world_size, its own keys) before it makes
+ * the trainer. Copies the value, NUL-terminated, into @value (@size bytes).
+ * GT_OK; GT_ERROR_IO (with the reason in @why) when the file cannot be read
+ * or is not safetensors; GT_ERROR_INVALID when the key is absent or its
+ * value does not fit. */
+int gt_checkpoint_read_metadata (const char *path, const char *key, char *value,
+    size_t size, char *why, size_t why_size);
+
 typedef struct
 {
   char name[256];

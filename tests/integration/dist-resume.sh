@@ -2,7 +2,8 @@
 # Resuming data-parallel training:
 #   2 ranks to step 3 with a checkpoint, then 2 ranks resumed to step 6, is
 #   bitwise the uninterrupted 2-rank run to step 6 (weights, batch-norm
-#   statistics, momentum, step);
+#   statistics, momentum, step); the same with echo, resumed across the end
+#   of an epoch, each rank's source starting where its shard stopped;
 #   2 ranks -> 1 process and 1 process -> 2 ranks: the resumed run has the
 #   checkpoint's weights, momentum and step (one more step with lr=0 keeps
 #   the weights, and the momentum grows by exactly momentum x the saved
@@ -37,6 +38,28 @@ two max-steps=6 resume-from="$work/a3.safetensors" \
 two max-steps=6 checkpoint-location="$work/a6.safetensors"
 ckpt same "$work/a6-resumed.safetensors" "$work/a6.safetensors"
 
+# -- 2 ranks with echo on decoded images, resumed across the end of an
+# epoch (24 samples a rank, 48 of echo's output: 12 steps an epoch): each
+# rank's source starts where its shard stopped (no batch skipped by the
+# sink), and the run is still bitwise the uninterrupted one
+eline="datasetsrc location=$work/fm/train seed=3 num-epochs=-1 ! imagedec
+  ! echo factor=2 shuffle-buffer-size=6 seed=5 ! augment width=16 height=16
+  ! batcher batch-size=4
+  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1
+    total-steps=16 stats-interval=0"
+etwo() {
+  # shellcheck disable=SC2086
+  GST_DEBUG=datasetsrc:4 GST_DEBUG_NO_COLOR=1 mpi 2 gst-launch-1.0 -e $eline "$@" \
+    >"$work/log" 2>&1 || { cat "$work/log"; fail "2 ranks with echo: $*"; }
+}
+etwo max-steps=10 checkpoint-location="$work/e10.safetensors"
+etwo max-steps=14 resume-from="$work/e10.safetensors" \
+  checkpoint-location="$work/e14-resumed.safetensors"
+[ "$(grep -c "downstream resumes: starting at sample" "$work/log")" -eq 2 ] \
+  || { cat "$work/log"; fail "with echo: a rank's source did not start where the checkpoint stopped"; }
+etwo max-steps=14 checkpoint-location="$work/e14.safetensors"
+ckpt same "$work/e14-resumed.safetensors" "$work/e14.safetensors"
+
 # -- 2 ranks -> 1: step 3 of the 2-rank run, one more step with lr=0
 one max-steps=4 lr=0 momentum=0 resume-from="$work/a3.safetensors" \
   checkpoint-location="$work/b4-m0.safetensors"
@@ -66,4 +89,4 @@ grep -q "rank 0: Resumed from a checkpoint trained with a global batch of 4 (1 r
 ckpt restored "$work/d4.safetensors" "$work/c3.safetensors" \
   "$work/d4-m0.safetensors" 0.9
 
-echo "ok: a 2-rank resume is bitwise the uninterrupted run; 2 -> 1 and 1 -> 2 restore weights, momentum and step, with a warning"
+echo "ok: a 2-rank resume is bitwise the uninterrupted run (with echo too, across an epoch); 2 -> 1 and 1 -> 2 restore weights, momentum and step, with a warning"

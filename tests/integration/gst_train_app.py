@@ -7,7 +7,8 @@ pipeline plays before the first progress line (not with --quiet);
 --dot-dir writes dot files that graphviz parses, one at EOS that shows
 default-valued properties too; --summary; the exit statuses (0, 1 with the
 error on stderr, 2 for bad usage, a property value out of its range
-included, before anything runs).
+included, before anything runs); Ctrl-C then --resume is bitwise the run
+that was not interrupted.
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
@@ -111,6 +112,43 @@ with tempfile.TemporaryDirectory() as work:
             print(f"ok: interrupted at step {step}; torchvision loads the checkpoint")
         except RuntimeError as error:
             check(False, f"torchvision does not load the checkpoint: {error}")
+
+    # Ctrl-C, then --resume with the same line: bitwise the run that was
+    # never interrupted (the schedule's length fixed by total-steps), the
+    # source starting where the checkpoint stopped.
+    first = f"{work}/first.safetensors"
+    process, lines, steps_seen, err = interrupted_run(
+        training_line(f"{work}/fm", first, "total-steps=40"), 2)
+    stopped = closing_step(lines, first)
+    check(process.returncode == 0 and stopped is not None,
+          f"Ctrl-C before --resume: {process.returncode} {lines[-3:]} {err}")
+    if stopped is not None:
+        resumed, straight = f"{work}/resumed.safetensors", f"{work}/straight.safetensors"
+        until = f"total-steps=40 max-steps={stopped + 3}"
+        run = subprocess.run([app, "-q", "--resume", first,
+                              training_line(f"{work}/fm", resumed, until)],
+                             capture_output=True, text=True,
+                             env=dict(os.environ, GST_DEBUG="datasetsrc:4",
+                                      GST_DEBUG_NO_COLOR="1"))
+        check(run.returncode == 0, f"--resume: exit status {run.returncode}: {run.stderr}")
+        check(f"downstream resumes: starting at sample {stopped * 32} " in run.stderr,
+              "--resume: the source did not start where the checkpoint stopped")
+        run = subprocess.run([app, "-q", training_line(f"{work}/fm", straight, until)],
+                             capture_output=True, text=True)
+        check(run.returncode == 0, f"straight: exit status {run.returncode}: {run.stderr}")
+        a, meta_a = torch_reference.load_safetensors(resumed)
+        b, meta_b = torch_reference.load_safetensors(straight)
+        same = (meta_a["gst_train.step"] == meta_b["gst_train.step"] == str(stopped + 3)
+                and a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a))
+        check(same, f"--resume at step {stopped} to {stopped + 3} differs from the "
+              "uninterrupted run")
+        if same:
+            print(f"ok: Ctrl-C at step {stopped}, --resume to step {stopped + 3}: bitwise "
+                  "the uninterrupted run")
+    bad = subprocess.run([app, "--resume", first, "fakesrc num-buffers=1 ! fakesink"],
+                         capture_output=True, text=True)
+    check(bad.returncode == 2 and "--resume: the pipeline has no cudatrainsink" in bad.stderr,
+          f"--resume without a sink: {bad.returncode} {bad.stderr}")
 
     # A deep queue before a slow sink (32x32): Ctrl-C stops after the step in
     # flight, not behind the queued batches, once the sink has "stop"

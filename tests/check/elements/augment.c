@@ -534,7 +534,21 @@ assert_buffer_equals (
   gst_buffer_unmap (buffer, &map);
 }
 
-GST_START_TEST (test_element_draws_in_buffer_order)
+/* The generator of one sample's draws, as the element's documentation
+ * says: the seed, and the sample's index, epoch and emissions. */
+static void
+sample_random (
+    GtRandom *rng, guint64 seed, guint64 index, gint epoch, guint emissions)
+{
+  guint64 mix = index, stream;
+
+  stream = gt_random_splitmix64 (&mix);
+  mix = ((guint64)(guint32)epoch << 32) | emissions;
+  stream ^= gt_random_splitmix64 (&mix);
+  gt_random_init (rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
+}
+
+GST_START_TEST (test_element_draws_per_sample)
 {
   const gint sizes[][2] = { { 37, 29 }, { 200, 150 }, { 37, 29 }, { 64, 300 },
     { 500, 375 }, { 1, 1 }, { 224, 224 }, { 90, 91 } };
@@ -544,8 +558,8 @@ GST_START_TEST (test_element_draws_in_buffer_order)
   GtRandom rng;
   guint i;
 
-  gt_random_init (&rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM);
-  for (i = 0; i < G_N_ELEMENTS (sizes); i++) {
+  /* Backwards: a sample's draws do not depend on what came before it. */
+  for (i = G_N_ELEMENTS (sizes); i-- > 0;) {
     gint w = sizes[i][0], ht = sizes[i][1];
     GstBuffer *in = picture_buffer (w, ht, i, i), *out;
     GstTrainResizeWindow window;
@@ -558,6 +572,7 @@ GST_START_TEST (test_element_draws_in_buffer_order)
     gint cw = 0, ch = 0;
 
     /* The documented draw order: the box, then the flip. */
+    sample_random (&rng, seed, i, 0, 0);
     gst_train_augment_draw_crop (&rng, w, ht, &default_range, &box);
     flip = gst_train_augment_draw_flip (&rng, 0.5);
     gst_train_augment_crop_window (&box, 50, 40, &window);
@@ -1041,7 +1056,7 @@ augment_suite (void)
   tcase_add_test (tc, test_center_and_resize_windows);
   tcase_add_test (tc, test_resampler_closed_forms);
   tcase_add_test (tc, test_resampler_rows_split_and_padding);
-  tcase_add_test (tc, test_element_draws_in_buffer_order);
+  tcase_add_test (tc, test_element_draws_per_sample);
   tcase_add_test (tc, test_element_center_resize_and_flip);
   tcase_add_test (tc, test_element_refuses_bad_input);
   tcase_add_test (tc, test_pipeline_gives_fixed_caps);

@@ -269,6 +269,134 @@ train_to_step (const gchar *input, gint max_steps, const gchar *resume_from,
   return run;
 }
 
+/* Trains @pipeline (its part up to the sink) with a @total-step schedule:
+ * straight to @steps, and to @half then resumed to @steps; the two end
+ * bitwise the same. The resumed run's warnings and infos go to @notes
+ * (NULL: not kept). */
+static void
+assert_resume_exact (const gchar *pipeline, const gchar *resumed_pipeline,
+    gint half, gint steps, gint total, GString *notes)
+{
+  const gchar *dir = test_dataset;
+  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
+  gchar *first = g_build_filename (dir, "first.safetensors", NULL);
+  gchar *resumed = g_build_filename (dir, "resumed.safetensors", NULL);
+  SinkRun *run;
+
+  run = sink_run_printf ("%s ! " SINK "total-steps=%d max-steps=%d "
+                         "checkpoint-location=%s",
+      pipeline, total, steps, straight);
+  fail_unless (run->error == NULL, "%s", run->error);
+  sink_run_free (run);
+  run = sink_run_printf ("%s ! " SINK "total-steps=%d max-steps=%d "
+                         "checkpoint-location=%s",
+      pipeline, total, half, first);
+  fail_unless (run->error == NULL, "%s", run->error);
+  sink_run_free (run);
+  run = sink_run_printf ("%s ! " SINK "total-steps=%d max-steps=%d "
+                         "resume-from=%s checkpoint-location=%s",
+      resumed_pipeline, total, steps, first, resumed);
+  fail_unless (run->error == NULL, "%s: %s", resumed_pipeline, run->error);
+  if (notes != NULL)
+    g_string_append (notes, run->notes->str);
+  sink_run_free (run);
+  assert_same_checkpoints (straight, resumed);
+  g_free (straight);
+  g_free (first);
+  g_free (resumed);
+}
+
+/* A list file of the dataset's images in ImageFolder order, the first
+ * @missing of them replaced by files that do not exist. */
+static gchar *
+write_list (const gchar *dir, const gchar *name, gint classes, gint per_class,
+    gint missing)
+{
+  gchar *path = g_build_filename (dir, name, NULL);
+  GString *text = g_string_new (NULL);
+  gint c, i, n = 0;
+
+  for (c = 0; c < classes; c++)
+    for (i = 0; i < per_class; i++, n++) {
+      if (n < missing)
+        g_string_append_printf (text, "missing/%02d.jpg\t%d\n", n, c);
+      else
+        g_string_append_printf (text, "class%d/%02d.jpg\t%d\n", c, i, c);
+    }
+  fail_unless (g_file_set_contents (path, text->str, -1, NULL));
+  g_string_free (text, TRUE);
+  return path;
+}
+
+/* An exact resume does not read what the checkpoint already trained on:
+ * the resumed run reads a list whose first samples (those of the first
+ * run) do not exist, and neither warns about them nor differs. */
+GST_START_TEST (test_resume_reads_nothing_trained_on)
+{
+  const gchar *dir = use_dataset (2, 6);
+  gchar *whole = write_list (dir, "whole.txt", 2, 6, 0);
+  gchar *holed = write_list (dir, "holed.txt", 2, 6, 8);
+#define LIST_STAGE                                                             \
+  "datasetsrc location=%s shuffle=false ! imagedec ! augment width=12 "        \
+  "height=12 seed=4 ! batcher batch-size=4"
+  gchar *a = g_strdup_printf (LIST_STAGE, whole);
+  gchar *b = g_strdup_printf (LIST_STAGE, holed);
+  GString *notes = g_string_new (NULL);
+
+  /* 2 steps (samples 0..7), then the last one: samples 8..11 */
+  assert_resume_exact (a, b, 2, 3, 3, notes);
+  fail_if (strstr (notes->str, "Skipping sample") != NULL, "%s", notes->str);
+  g_string_free (notes, TRUE);
+
+  g_free (a);
+  g_free (b);
+  g_free (whole);
+  g_free (holed);
+}
+
+GST_END_TEST;
+
+/* Exact across an epoch boundary, with echo before and after augment, after
+ * batcher, without a shuffle buffer, with a fractional factor, two echos in
+ * a row, and over more than one epoch of echo's output. */
+GST_START_TEST (test_resume_is_exact_with_echo)
+{
+  const gchar *dir = use_dataset (2, 6);
+  const gchar *cases[] = {
+    /* echo on decoded images, before the crops */
+    "echo factor=2 shuffle-buffer-size=5 seed=6 ! augment width=12 height=12 "
+    "seed=4 ! batcher batch-size=4",
+    /* on augmented images, a fractional factor */
+    "augment width=12 height=12 seed=4 ! echo factor=1.5 "
+    "shuffle-buffer-size=7 seed=6 ! batcher batch-size=4",
+    /* no shuffle buffer: copies back to back */
+    "echo factor=3 shuffle-buffer-size=0 ! augment width=12 height=12 seed=4 "
+    "! batcher batch-size=4",
+    /* two echos: the upstream one sends its whole window again */
+    "echo factor=2 shuffle-buffer-size=4 seed=6 ! augment width=12 "
+    "height=12 seed=4 ! echo factor=1.5 shuffle-buffer-size=5 seed=7 ! "
+    "batcher batch-size=4",
+    /* whole batches, behind a queue */
+    "augment width=12 height=12 seed=4 ! batcher batch-size=4 ! echo "
+    "factor=2 shuffle-buffer-size=3 seed=6 ! queue",
+  };
+  guint i;
+  gint half;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *line = g_strdup_printf (
+        "datasetsrc location=%s num-epochs=-1 seed=3 ! imagedec ! %s", dir,
+        cases[i]);
+
+    /* 12 images an epoch: 6 to 9 steps an epoch of echo's output */
+    for (half = 1; half <= 7; half += 3)
+      assert_resume_exact (line, line, half, 11, 12, NULL);
+    g_free (line);
+  }
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_resume_is_exact)
 {
   const gchar *dir = use_dataset (2, 6);
@@ -1274,6 +1402,8 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_loss_falls);
   tcase_add_test (tc, test_batches_in_sink_memory);
   tcase_add_test (tc, test_resume_is_exact);
+  tcase_add_test (tc, test_resume_reads_nothing_trained_on);
+  tcase_add_test (tc, test_resume_is_exact_with_echo);
   tcase_add_test (tc, test_step_schedule_follows_max_steps);
   tcase_add_test (tc, test_max_steps_ends_the_pipeline);
   tcase_add_test (tc, test_max_steps_eos_survives_pause);

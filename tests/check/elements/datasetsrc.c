@@ -319,6 +319,76 @@ GST_START_TEST (test_num_samples_and_epochs)
 
 GST_END_TEST;
 
+/* start-position passes over the start of the sequence, across epochs and
+ * shards: what follows is the tail of the whole run, sample for sample, and
+ * the files before it are not read (their removal goes unnoticed). */
+GST_START_TEST (test_start_position)
+{
+  gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS, per_shard = n / 3;
+  RunResult *whole = run_src (root,
+      "seed=7 num-epochs=3 shard-index=1 "
+      "num-shards=3");
+  RunResult *tail = run_src (root,
+      "seed=7 num-epochs=3 shard-index=1 "
+      "num-shards=3 start-position=8");
+  RunResult *past = run_src (root, "seed=7 num-epochs=3 start-position=54");
+  GArray *a = indices_of (whole), *b = indices_of (tail);
+  guint i;
+
+  fail_unless (tail->error == NULL, "%s", tail->error);
+  fail_unless_equals_int (a->len, 3 * per_shard);
+  fail_unless_equals_int (b->len, a->len - 8);
+  for (i = 0; i < b->len; i++) {
+    fail_unless_equals_uint64 (
+        g_array_index (b, guint64, i), g_array_index (a, guint64, i + 8));
+    fail_unless_equals_int (run_result_sample (tail, i)->epoch,
+        run_result_sample (whole, i + 8)->epoch);
+  }
+  /* at or past the end: EOS at once */
+  fail_unless (past->error == NULL, "%s", past->error);
+  fail_unless_equals_int (past->samples->len, 0);
+  g_array_unref (a);
+  g_array_unref (b);
+  run_result_free (whole);
+  run_result_free (tail);
+  run_result_free (past);
+
+  /* nothing before the start is read: in a list of the files, remove the
+   * first ones, and nothing is skipped */
+  {
+    RunResult *plain = run_src (root, "shuffle=false num-epochs=1");
+    gchar *list = g_build_filename (root, "list.txt", NULL);
+    gchar *props = g_strdup_printf (
+        "location=\"%s\" shuffle=false num-epochs=1 start-position=5", list);
+    GString *text = g_string_new (NULL);
+    RunResult *later;
+
+    for (i = 0; i < n; i++)
+      g_string_append_printf (text, "%s\t%d\n",
+          run_result_sample (plain, i)->location,
+          run_result_sample (plain, i)->label);
+    fail_unless (g_file_set_contents (list, text->str, -1, NULL));
+    for (i = 0; i < 5; i++)
+      fail_unless (g_unlink (run_result_sample (plain, i)->location) == 0);
+    later = run_src (root, props);
+    fail_unless (later->error == NULL, "%s", later->error);
+    fail_unless_equals_int (later->samples->len, n - 5);
+    fail_unless_equals_int (later->warnings->len, 0);
+    for (i = 0; i < n - 5; i++)
+      fail_unless_equals_uint64 (run_result_sample (later, i)->index, i + 5);
+    g_string_free (text, TRUE);
+    g_free (props);
+    g_free (list);
+    run_result_free (plain);
+    run_result_free (later);
+  }
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_list_file)
 {
   gchar *root = fixture_make_temp_dir ();
@@ -501,6 +571,7 @@ datasetsrc_suite (void)
   tcase_add_test (tc, test_shards_are_disjoint_and_complete);
   tcase_add_test (tc, test_shard_from_launcher);
   tcase_add_test (tc, test_num_samples_and_epochs);
+  tcase_add_test (tc, test_start_position);
   tcase_add_test (tc, test_list_file);
   tcase_add_test (tc, test_errors_name_the_cause);
   tcase_add_test (tc, test_unreadable_file_skip_or_fail);
