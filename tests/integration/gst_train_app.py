@@ -8,7 +8,7 @@ pipeline plays before the first progress line (not with --quiet);
 default-valued properties too; --summary; the exit statuses (0, 1 with the
 error on stderr, 2 for bad usage, a property value out of its range
 included, before anything runs); Ctrl-C then --resume is bitwise the run
-that was not interrupted.
+that was not interrupted; a second Ctrl-C aborts with exit status 130.
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 app, tool, source = sys.argv[1:4]
 sys.path.insert(0, os.path.join(source, "tests", "trainer"))
@@ -41,11 +42,26 @@ def training_line(data, checkpoint, extra="", size=16, before_sink=""):
             f"checkpoint-location={checkpoint} {extra}")
 
 
+# The longest any gst-train run here may take: reading its output line by
+# line has no timeout of its own, so a watchdog kills a run that hangs (its
+# exit status then fails the checks) instead of the test hanging.
+RUN_SECONDS = 300
+
+
+def watched(command):
+    """Popen(COMMAND) with pipes, killed after RUN_SECONDS."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(RUN_SECONDS, process.kill)
+    watchdog.daemon = True
+    watchdog.start()
+    return process
+
+
 def interrupted_run(line, after_step, sig=signal.SIGINT):
     """Runs gst-train on LINE, sends SIG once progress reached AFTER_STEP;
     returns (process, stdout lines, the last step seen before, stderr)."""
-    process = subprocess.Popen([app, line], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = watched([app, line])
     lines, last_step = [], 0
     for output in process.stdout:
         lines.append(output)
@@ -54,7 +70,7 @@ def interrupted_run(line, after_step, sig=signal.SIGINT):
             if last_step >= after_step:
                 process.send_signal(sig)
                 break
-    out, err = process.communicate(timeout=300)
+    out, err = process.communicate(timeout=RUN_SECONDS)
     return process, lines + out.splitlines(keepends=True), last_step, err
 
 
@@ -72,7 +88,7 @@ def closing_step(lines, checkpoint):
 def sink_has_stop_signal():
     """Whether gst-inspect-1.0 lists cudatrainsink's "stop" action signal."""
     inspect = subprocess.run(["gst-inspect-1.0", "cudatrainsink"], capture_output=True,
-                             text=True)
+                             text=True, timeout=RUN_SECONDS)
     actions = inspect.stdout.split("Element Actions", 1)
     return inspect.returncode == 0 and len(actions) == 2 and '"stop"' in actions[1]
 
@@ -82,7 +98,8 @@ with tempfile.TemporaryDirectory() as work:
         print("SKIP: Debian's dataset-fashion-mnist is not installed")
         sys.exit(77)
     subprocess.run([tool, "fashion-mnist", "--output", f"{work}/fm", "--limit-train", "300",
-                    "--limit-test", "10"], check=True, stdout=subprocess.DEVNULL)
+                    "--limit-test", "10"], check=True, stdout=subprocess.DEVNULL,
+                   timeout=RUN_SECONDS)
 
     # Ctrl-C after a few steps: EOS, the final checkpoint, exit status 0, a
     # closing line with the step of the checkpoint.
@@ -129,12 +146,12 @@ with tempfile.TemporaryDirectory() as work:
                               training_line(f"{work}/fm", resumed, until)],
                              capture_output=True, text=True,
                              env=dict(os.environ, GST_DEBUG="datasetsrc:4",
-                                      GST_DEBUG_NO_COLOR="1"))
+                                      GST_DEBUG_NO_COLOR="1"), timeout=RUN_SECONDS)
         check(run.returncode == 0, f"--resume: exit status {run.returncode}: {run.stderr}")
         check(f"downstream resumes: starting at sample {stopped * 32} " in run.stderr,
               "--resume: the source did not start where the checkpoint stopped")
         run = subprocess.run([app, "-q", training_line(f"{work}/fm", straight, until)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, timeout=RUN_SECONDS)
         check(run.returncode == 0, f"straight: exit status {run.returncode}: {run.stderr}")
         a, meta_a = torch_reference.load_safetensors(resumed)
         b, meta_b = torch_reference.load_safetensors(straight)
@@ -146,7 +163,7 @@ with tempfile.TemporaryDirectory() as work:
             print(f"ok: Ctrl-C at step {stopped}, --resume to step {stopped + 3}: bitwise "
                   "the uninterrupted run")
     bad = subprocess.run([app, "--resume", first, "fakesrc num-buffers=1 ! fakesink"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, timeout=RUN_SECONDS)
     check(bad.returncode == 2 and "--resume: the pipeline has no cudatrainsink" in bad.stderr,
           f"--resume without a sink: {bad.returncode} {bad.stderr}")
 
@@ -171,13 +188,75 @@ with tempfile.TemporaryDirectory() as work:
         print(f"ok: Ctrl-C at step {steps_seen} behind a full queue closed at step {closing} "
               "(cudatrainsink has no \"stop\" signal yet: the queue was trained on)")
 
-    # SIGTERM does what Ctrl-C does.
+    # SIGTERM does what Ctrl-C does: the sink stops after the step in
+    # flight, the final checkpoint at the step the closing line names.
     checkpoint = f"{work}/terminated.safetensors"
     process, lines, steps_seen, err = interrupted_run(
         training_line(f"{work}/fm", checkpoint), 2, signal.SIGTERM)
-    check(process.returncode == 0 and closing_step(lines, checkpoint) is not None
-          and os.path.exists(checkpoint),
+    closing = closing_step(lines, checkpoint)
+    check(process.returncode == 0 and closing is not None and closing >= steps_seen
+          and "stopping after the step in flight" in err,
           f"SIGTERM: exit status {process.returncode}: {lines[-3:]} {err}")
+    check(os.path.exists(checkpoint), "SIGTERM left no checkpoint")
+    if closing is not None and os.path.exists(checkpoint):
+        step = int(torch_reference.load_safetensors(checkpoint)[1]["gst_train.step"])
+        check(step == closing, f"SIGTERM: closing line says step {closing}, checkpoint {step}")
+        print(f"ok: SIGTERM at step {steps_seen}: stopped at step {closing}, checkpoint there")
+
+    # A second Ctrl-C aborts: exit status 130 without waiting for EOS. A
+    # second branch keeps the pipeline from reaching EOS after the first:
+    # fakesink (sync) holds fakesrc's second buffer until 1000 s of running
+    # time, and fakesrc's EOS waits behind it in the queue. (The queue
+    # keeps fakesrc's own thread free: gst-train sends EOS to the sources
+    # from its main loop, which blocks while a source's thread is stuck in
+    # a push, and then a second Ctrl-C is never handled.) stderr is read
+    # for the acknowledgement of the first Ctrl-C before the second is
+    # sent, so that GLib cannot fold the two signals into one.
+    checkpoint = f"{work}/aborted.safetensors"
+    stuck = (" fakesrc num-buffers=2 datarate=1 sizetype=fixed sizemax=1000 ! queue"
+             " ! fakesink sync=true")
+    process = watched([app, "--summary", f"{work}/aborted.json",
+                       training_line(f"{work}/fm", checkpoint) + stuck])
+    lines, steps_seen, acknowledged = [], 0, ""
+    for output in process.stdout:
+        lines.append(output)
+        if output.startswith("step "):
+            steps_seen = int(output.split()[1])
+            if steps_seen >= 2:
+                process.send_signal(signal.SIGINT)
+                break
+    for output in process.stderr:
+        acknowledged += output
+        if "interrupt: stopping after the step in flight" in output:
+            process.send_signal(signal.SIGINT)
+            break
+    out, err = process.communicate(timeout=RUN_SECONDS)
+    err = acknowledged + err
+    lines += out.splitlines(keepends=True)
+    aborted = [output for output in lines if output.startswith("gst-train: aborted; ")]
+    check(process.returncode == 130, f"second Ctrl-C: exit status {process.returncode}: {err}")
+    check("interrupt: aborting" in err, f"second Ctrl-C not acknowledged: {err}")
+    check(len(aborted) == 1 and re.match(
+        r"gst-train: aborted; the last step reported was (\d+); the final checkpoint was "
+        r"not waited for\n", aborted[0])
+        and int(aborted[0].split()[7].rstrip(";")) >= steps_seen,
+        f"second Ctrl-C: closing line {aborted} {lines[-3:]}")
+    check(closing_step(lines, checkpoint) is None, f"second Ctrl-C: closed as a clean stop")
+    with open(f"{work}/aborted.json") as f:
+        data = json.load(f)
+    check(data["exit-status"] == 130, f"second Ctrl-C: summary {data}")
+    # gst-train did not wait for it, but the sink writes its final
+    # checkpoint when it stops (after the first Ctrl-C, or at the state
+    # change to NULL at the latest), whole: a complete temporary file
+    # renamed into place
+    check(os.path.exists(checkpoint), "second Ctrl-C: no checkpoint")
+    if os.path.exists(checkpoint):
+        step = int(torch_reference.load_safetensors(checkpoint)[1]["gst_train.step"])
+        check(step >= steps_seen, f"second Ctrl-C: checkpoint at step {step}")
+    check(not glob.glob(f"{work}/aborted.safetensors?*"),
+          f"second Ctrl-C left temporary files: {glob.glob(f'{work}/aborted*')}")
+    if process.returncode == 130:
+        print(f"ok: a second Ctrl-C aborts with exit status 130 ({aborted[0].strip()})")
 
     # --dot-dir and --summary on a short run.
     dots = f"{work}/dots"
@@ -190,7 +269,7 @@ with tempfile.TemporaryDirectory() as work:
     files = sorted(glob.glob(f"{dots}/*.dot"))
     check(len(files) >= 3, f"dot files: {files}")
     for path in files:
-        rendered = subprocess.run(["dot", "-Tsvg", path], capture_output=True)
+        rendered = subprocess.run(["dot", "-Tsvg", path], capture_output=True, timeout=RUN_SECONDS)
         check(rendered.returncode == 0 and b"<svg" in rendered.stdout,
               f"graphviz cannot read {path}: {rendered.stderr[:200]}")
     if files:
@@ -211,10 +290,11 @@ with tempfile.TemporaryDirectory() as work:
           f"summary: {data}")
 
     # Exit statuses.
-    usage = subprocess.run([app], capture_output=True, text=True)
+    usage = subprocess.run([app], capture_output=True, text=True, timeout=RUN_SECONDS)
     check(usage.returncode == 2 and "no pipeline" in usage.stderr,
           f"no arguments: {usage.returncode} {usage.stderr}")
-    bad = subprocess.run([app, "nosuchelement ! fakesink"], capture_output=True, text=True)
+    bad = subprocess.run([app, "nosuchelement ! fakesink"], capture_output=True, text=True,
+                         timeout=RUN_SECONDS)
     check(bad.returncode == 1 and "nosuchelement" in bad.stderr,
           f"bad launch line: {bad.returncode} {bad.stderr}")
     missing = subprocess.run([app, "--summary", f"{work}/failed.json",
