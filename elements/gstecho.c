@@ -197,6 +197,7 @@ typedef struct
   guint emitted;     /* emissions so far */
   guint left;        /* emissions still due (fixed) or allowed (adaptive) */
   gboolean has_meta; /* carries a sample or a batch meta */
+  guint64 due;       /* adaptive: it may repeat once sequence reaches it */
 } GstEchoItem;
 
 /* What waits in adaptive mode's line: a fresh item or a serialized event. */
@@ -251,6 +252,10 @@ struct _GstEcho
   guint64 line_bytes;
   GstFlowReturn srcresult;
   gboolean eos; /* EOS arrived: upstream sees no more flow returns */
+
+  /* Adaptive mode's schedule of repeats, under @lock. */
+  guint64 sequence; /* emissions so far (fresh and repeats) */
+  guint gap;        /* other emissions between two of one item, at least */
 
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */
@@ -970,6 +975,61 @@ gst_echo_drop_repeats (GstEcho *echo)
     gst_echo_item_free (echo, echo->slots[--echo->n_slots]);
 }
 
+/* The emissions that must separate two emissions of one item: the kept
+ * items spread over capacity / ceil(@max_factor) emissions, so that an
+ * item's copies land in different batches and the copies of capacity items
+ * mix. 0 (back to back) when the buffer holds no more than max-factor. */
+static guint
+gst_echo_adaptive_gap (guint capacity, gdouble max_factor)
+{
+  guint copies = (guint)max_factor;
+
+  if (max_factor > copies)
+    copies++;
+  return capacity / copies;
+}
+
+/* Numbers the emission of @item that goes out now and says when it may go
+ * out again: after gap emissions and a random part of another gap, so that
+ * items that went out together do not come back together. */
+static void
+gst_echo_adaptive_set_due (GstEcho *echo, GstEchoItem *item)
+{
+  item->due = ++echo->sequence + echo->gap;
+  if (echo->gap > 1)
+    item->due += gt_random_below (&echo->rng, echo->gap);
+}
+
+/* The slot of the next repeat (@repeat) or of the candidate to drop for a
+ * fresh item (!@repeat). A repeat is the least emitted item among those
+ * that are due (gst_echo_adaptive_set_due), so that the repeats
+ * spread evenly over the kept items and an item's copies stay apart; the
+ * one to drop is the most emitted item. Ties are drawn at random. -1 when
+ * no item may be repeated yet. A scan of the kept items, called with the
+ * lock. */
+static gint
+gst_echo_adaptive_pick (GstEcho *echo, gboolean repeat)
+{
+  guint i, best = 0, ties = 0;
+  gint pick = -1;
+
+  for (i = 0; i < echo->n_slots; i++) {
+    const GstEchoItem *item = &echo->items[echo->slots[i]];
+
+    if (repeat && item->due > echo->sequence)
+      continue;
+    if (pick < 0 || (repeat ? item->emitted < best : item->emitted > best)) {
+      best = item->emitted;
+      ties = 1;
+      pick = (gint)i;
+    } else if (item->emitted == best
+        && gt_random_below (&echo->rng, ++ties) == 0) {
+      pick = (gint)i;
+    }
+  }
+  return pick;
+}
+
 static GstFlowReturn
 gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
 {
@@ -988,14 +1048,16 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   while (gst_echo_line_is_full (echo, size))
     ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
 
-  /* Fresh data comes first: it displaces repeat candidates. */
+  /* Fresh data comes first: it displaces the repeat candidates that went
+   * out most often. */
   while (echo->n_slots > 0 && gst_echo_needs_room (echo, size)) {
-    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
+    guint slot = gst_echo_adaptive_pick (echo, FALSE);
     guint index = echo->slots[slot];
 
     echo->slots[slot] = echo->slots[--echo->n_slots];
     gst_echo_item_free (echo, index);
   }
+  echo->gap = gst_echo_adaptive_gap (echo->capacity, max_factor);
   entry.item = gst_echo_item_new (
       echo, buffer, size, gst_echo_draw_count (&echo->rng, max_factor));
   gst_queue_array_push_tail_struct (echo->line, &entry);
@@ -1065,8 +1127,9 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
 
 /* Takes what to push next: the head of the line (an event, or a fresh item
  * that then stays for repeats while it has emissions left), else a repeat of
- * a random kept item. FALSE when there is nothing. With an event, @caps may
- * say which caps to send first. Called with the lock. */
+ * a kept item (gst_echo_adaptive_pick). FALSE when there is nothing, or
+ * nothing that may go out yet. With an event, @caps may say which caps to
+ * send first. Called with the lock. */
 static gboolean
 gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
     GstEvent **event, gboolean *fresh)
@@ -1107,17 +1170,22 @@ gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
     echo->line_bytes -= item->size;
     if (item->left > 1)
       echo->slots[echo->n_slots++] = index;
+    gst_echo_adaptive_set_due (echo, item);
     *out = gst_echo_item_emit (echo, index, caps, fresh);
     ECHO_SIGNAL_ITEM_DELETED (echo);
     return TRUE;
   }
 
   if (echo->n_slots > 0) {
-    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
-    guint index = echo->slots[slot];
+    gint slot = gst_echo_adaptive_pick (echo, TRUE);
+    guint index;
 
+    if (slot < 0)
+      return FALSE;
+    index = echo->slots[slot];
     if (echo->items[index].left == 1)
       echo->slots[slot] = echo->slots[--echo->n_slots];
+    gst_echo_adaptive_set_due (echo, &echo->items[index]);
     *out = gst_echo_item_emit (echo, index, caps, fresh);
     return TRUE;
   }
