@@ -6,13 +6,13 @@
  * EOS, and writes one CSV line per buffer that enters or leaves the
  * element named "echo":
  *
- *   in,SECONDS,INDEX       a fresh item arrived
- *   out,SECONDS,INDEX,N    an emission left (N: emissions before it, 0 =
- *                          fresh)
+ *   in,SECONDS,EPOCH,INDEX       a fresh item arrived
+ *   out,SECONDS,EPOCH,INDEX,N    an emission left (N: emissions before it,
+ *                                0 = fresh)
  *
- * SECONDS count from the first buffer in. INDEX is the buffer's sample
- * index (GstTrainSampleMeta); buffers without one (fakesrc) get the meta
- * here, numbered in arrival order. bench/echo-experiment --diagnose reads
+ * SECONDS count from the first buffer in. EPOCH and INDEX are the buffer's
+ * sample meta's (GstTrainSampleMeta); buffers without one (fakesrc) get the
+ * meta here, numbered in arrival order. bench/echo-experiment --diagnose reads
  * the file: repeats per item, the spread of an item's copies, duplicates in
  * a batch, the effective factor over time. */
 #include <gst/gst.h>
@@ -54,8 +54,8 @@ on_in (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
         gst_buffer_add_train_sample_meta (buffer, 0, t->next_index++, 0, NULL);
     GST_PAD_PROBE_INFO_DATA (info) = buffer;
   }
-  fprintf (t->out, "in,%.6f,%" G_GUINT64_FORMAT "\n", trace_seconds (t),
-      meta->index);
+  fprintf (t->out, "in,%.6f,%d,%" G_GUINT64_FORMAT "\n", trace_seconds (t),
+      meta->epoch, meta->index);
   g_mutex_unlock (&t->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -70,8 +70,8 @@ on_out (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
   if (meta == NULL)
     return GST_PAD_PROBE_OK;
   g_mutex_lock (&t->lock);
-  fprintf (t->out, "out,%.6f,%" G_GUINT64_FORMAT ",%u\n", trace_seconds (t),
-      meta->index, meta->emissions);
+  fprintf (t->out, "out,%.6f,%d,%" G_GUINT64_FORMAT ",%u\n", trace_seconds (t),
+      meta->epoch, meta->index, meta->emissions);
   g_mutex_unlock (&t->lock);
   return GST_PAD_PROBE_OK;
 }
