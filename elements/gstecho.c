@@ -975,18 +975,20 @@ gst_echo_drop_repeats (GstEcho *echo)
     gst_echo_item_free (echo, echo->slots[--echo->n_slots]);
 }
 
-/* The emissions that must separate two emissions of one item: the kept
- * items spread over capacity / ceil(@max_factor) emissions, so that an
- * item's copies land in different batches and the copies of capacity items
- * mix. 0 (back to back) when the buffer holds no more than max-factor. */
+/* The emissions that must separate two emissions of one item:
+ * @items / ceil(@max_factor), where @items is the buffer's capacity once
+ * that many items came (the items that came so far until then, so that the
+ * first repeats do not wait for the buffer to fill), so that an item's
+ * copies land in different batches and the copies of that many items mix.
+ * 0 (back to back) when it is less than max-factor. */
 static guint
-gst_echo_adaptive_gap (guint capacity, gdouble max_factor)
+gst_echo_adaptive_gap (guint items, gdouble max_factor)
 {
   guint copies = (guint)max_factor;
 
   if (max_factor > copies)
     copies++;
-  return capacity / copies;
+  return items / copies;
 }
 
 /* Numbers the emission of @item that goes out now and says when it may go
@@ -1037,9 +1039,11 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   GstEchoEntry entry = { NULL, 0 };
   GstFlowReturn ret;
   gdouble max_factor;
+  guint64 items_in;
 
   GST_OBJECT_LOCK (echo);
   max_factor = echo->props.max_factor;
+  items_in = echo->items_in;
   GST_OBJECT_UNLOCK (echo);
 
   g_mutex_lock (&echo->lock);
@@ -1057,7 +1061,8 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
     echo->slots[slot] = echo->slots[--echo->n_slots];
     gst_echo_item_free (echo, index);
   }
-  echo->gap = gst_echo_adaptive_gap (echo->capacity, max_factor);
+  echo->gap = gst_echo_adaptive_gap (
+      (guint)MIN (items_in + 1, echo->capacity), max_factor);
   entry.item = gst_echo_item_new (
       echo, buffer, size, gst_echo_draw_count (&echo->rng, max_factor));
   gst_queue_array_push_tail_struct (echo->line, &entry);

@@ -920,13 +920,13 @@ GST_END_TEST;
 /* With downstream always free, 48 items that wait together, kept in a
  * buffer of 49, go out @max_factor times each: fresh first, in order, then
  * in rounds, every item once more before any item a third time (the least
- * emitted first), and the copies of an item at least 49 / max-factor other
- * emissions apart (they would share a batch otherwise). Then the element
- * waits: nothing more comes before EOS. */
+ * emitted first), and the copies of an item more than 48 (items so far) /
+ * max-factor other emissions apart (they would share a batch otherwise).
+ * Then the element waits: nothing more comes before EOS. */
 static void
 check_repeats_spread (guint max_factor)
 {
-  const guint n = 48, gap = (n + 1) / max_factor;
+  const guint n = 48, gap = n / max_factor;
   GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor",
       (gdouble)max_factor, "shuffle-buffer-size", n + 1, NULL);
   GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
@@ -983,13 +983,22 @@ GST_START_TEST (test_adaptive_spreads_repeats_least_emitted_first)
 
 GST_END_TEST;
 
+/* The emissions that must come between two of an item's in a buffer of 32
+ * with max-factor 2, when the item was item @index: the items so far, at
+ * most 32, over 2. */
+static guint
+gap_of (guint64 index)
+{
+  return (guint)MIN (index + 1, 32) / 2;
+}
+
 /* With downstream always free and one fresh item at a time, an item may go
- * out again only after gap = 32 / 2 other emissions; until one may, the
- * element waits for fresh data rather than repeat the last items at once,
- * and the next fresh item never waits behind a repeat. */
+ * out again only after gap_of() other emissions; until one may, the element
+ * waits for fresh data rather than repeat the last items at once, and the
+ * next fresh item never waits behind a repeat. */
 GST_START_TEST (test_adaptive_waits_rather_than_bunch_repeats)
 {
-  const guint n = 200, gap = 16;
+  const guint n = 200;
   GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 2.0,
       "shuffle-buffer-size", 32, NULL);
   gint64 *last = g_new (gint64, n);
@@ -1013,7 +1022,7 @@ GST_START_TEST (test_adaptive_waits_rather_than_bunch_repeats)
         fail_unless_equals_int (meta->index, i);
       } else {
         fail_unless_equals_int (meta->emissions, 1);
-        fail_unless (position - last[meta->index] > gap,
+        fail_unless (position - last[meta->index] > gap_of (meta->index),
             "item %u repeated %" G_GINT64_FORMAT " emissions after it went "
             "out",
             (guint)meta->index, position - last[meta->index]);
@@ -1029,7 +1038,7 @@ GST_START_TEST (test_adaptive_waits_rather_than_bunch_repeats)
     GstTrainSampleMeta *meta = sample_meta (out);
 
     fail_unless_equals_int (meta->emissions, 1);
-    fail_unless (position - last[meta->index] > gap);
+    fail_unless (position - last[meta->index] > gap_of (meta->index));
     last[meta->index] = position++;
     repeats++;
     gst_buffer_unref (out);
