@@ -34,16 +34,32 @@
  *
  * The element runs its own streaming thread on its source pad, as `queue`
  * does. Fresh items go out first, in arrival order, as soon as downstream
- * takes them; only when no fresh item is waiting does it emit a repeat,
- * drawn at random from the items it keeps (the last @shuffle-buffer-size
- * ones, at least one), each item at most @max-factor times in total. With
- * nothing left to repeat it waits for fresh data. Downstream back-pressure
- * paces it, so the effective factor follows the ratio of downstream to
- * upstream speed by itself: about 1 when upstream keeps up, up to
- * @max-factor when upstream is the bottleneck. @factor is not used; the
- * output order depends on timing. As with queue's `queue_dataflow`, the
- * `echo_dataflow` debug category logs every wait and wake-up of the two
- * threads (GST_DEBUG=echo_dataflow:6).
+ * takes them: a repeat never delays a fresh item. Only when no fresh item is
+ * waiting does it emit a repeat of one of the items it keeps (the last
+ * @shuffle-buffer-size ones, at least one), each item at most @max-factor
+ * times in total. Downstream back-pressure paces it, so the effective
+ * factor follows the ratio of downstream to upstream speed by itself:
+ * about 1 when upstream keeps up, up to @max-factor when upstream is the
+ * bottleneck.
+ *
+ * Which item repeats: the least emitted of the kept items that are due,
+ * ties drawn at random, so that the repeats spread evenly (every item a
+ * second time before any a third). An item is due once at least G other
+ * items went out after its last emission, G plus a random part of G more,
+ * where G is @shuffle-buffer-size / ceil(@max-factor) (while fewer items
+ * have come, their number instead of @shuffle-buffer-size): the copies of
+ * an item stay apart (with the default 1024 and 3, at least 341 emissions:
+ * never in the same batch of up to 341) and items that went out together do
+ * not come back together. When no kept item is due and no fresh item
+ * waits, it waits for fresh data rather than send the last items again at
+ * once; when upstream is the bottleneck, every item still goes out
+ * @max-factor times, only later. A fresh item that finds the buffer full
+ * displaces the most emitted kept item. Choosing scans the kept items, so
+ * a repeat costs time in proportion to their number.
+ *
+ * @factor is not used; the output order depends on timing. As with queue's
+ * `queue_dataflow`, the `echo_dataflow` debug category logs every wait and
+ * wake-up of the two threads (GST_DEBUG=echo_dataflow:6).
  *
  * ## Memory
  *
@@ -51,8 +67,9 @@
  * @max-size-bytes is not 0, at most that many bytes of them (the copies of an
  * item share its memory and count once; a single larger item still passes).
  * In fixed mode a full buffer makes a random copy leave for each one that
- * enters. In adaptive mode a fresh item displaces a random repeat candidate,
- * and upstream blocks when the fresh items waiting fill the buffer.
+ * enters. In adaptive mode a fresh item displaces the most emitted repeat
+ * candidate, and upstream blocks when the fresh items waiting fill the
+ * buffer.
  *
  * ## Caps and events
  *
@@ -342,7 +359,7 @@ gst_echo_class_init (GstEchoClass *klass)
       g_param_spec_double ("max-factor", "Maximum echo factor",
           "mode=adaptive: emit each item at most floor(max-factor) times in "
           "all, plus once more with probability max-factor - "
-          "floor(max-factor)",
+          "floor(max-factor); repeats go to the least emitted kept items",
           1.0, MAX_FACTOR, DEFAULT_MAX_FACTOR,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_PLAYING));
@@ -350,7 +367,8 @@ gst_echo_class_init (GstEchoClass *klass)
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "fixed: copies that wait and leave in random order (0 = copies go "
           "out back to back); adaptive: items kept for repeats and fresh "
-          "items waiting (0 counts as 1)",
+          "items waiting (0 counts as 1), and an item's copies at least "
+          "this / ceil(max-factor) emissions apart",
           0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
