@@ -48,9 +48,9 @@
  * items went out after its last emission, G plus a random part of G more,
  * where G is @shuffle-buffer-size / ceil(@max-factor) (while fewer items
  * have come, their number instead of @shuffle-buffer-size): the copies of
- * an item stay apart (with the default 1024 and 3, at least 341 emissions:
- * never in the same batch of up to 341) and items that went out together do
- * not come back together. When no kept item is due and no fresh item
+ * an item stay apart (with the defaults, 1024 and 3, and once 1024 items
+ * came, at least 341 emissions: never in one batch of up to 341) and items
+ * that went out together do not come back together. When no kept item is due and no fresh item
  * waits, it waits for fresh data rather than send the last items again at
  * once; when upstream is the bottleneck, every item still goes out
  * @max-factor times, only later. A fresh item that finds the buffer full
