@@ -1258,83 +1258,6 @@ GST_START_TEST (test_adaptive_follows_downstream_speed)
 
 GST_END_TEST;
 
-/* Numbers the fresh buffers that enter echo (fakesrc's carry no sample
- * meta) and counts each one's emissions as they leave it. */
-typedef struct
-{
-  guint64 next;
-  guint counts[300];
-} EmissionCount;
-
-static GstPadProbeReturn
-number_buffer (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
-{
-  EmissionCount *c = user_data;
-  GstBuffer *buffer =
-      gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
-
-  gst_buffer_add_train_sample_meta (buffer, 0, c->next++, 0, NULL);
-  GST_PAD_PROBE_INFO_DATA (info) = buffer;
-  return GST_PAD_PROBE_OK;
-}
-
-static GstPadProbeReturn
-count_emission (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
-{
-  EmissionCount *c = user_data;
-  GstTrainSampleMeta *meta = sample_meta (GST_PAD_PROBE_INFO_BUFFER (info));
-
-  fail_unless (meta->index < G_N_ELEMENTS (c->counts));
-  c->counts[meta->index]++;
-  return GST_PAD_PROBE_OK;
-}
-
-/* Downstream twice as fast as upstream (2 ms against 4 ms per item): the
- * repeats fill the time downstream would wait, about one per fresh item,
- * and they spread over the items: about every item twice, hardly any at
- * max-factor (the old policy, which repeated a random kept item, sent a
- * seventh of the items 4 times and half of them once). */
-GST_START_TEST (test_adaptive_tracks_a_known_ratio)
-{
-  GstElement *pipeline = gst_parse_launch (
-      "fakesrc num-buffers=300 sizetype=fixed sizemax=16 filltype=nothing ! "
-      "identity sleep-time=4000 ! echo name=echo mode=adaptive max-factor=4 "
-      "shuffle-buffer-size=64 ! identity sleep-time=2000 ! fakesink "
-      "sync=false",
-      NULL);
-  GstElement *echo = gst_bin_get_by_name (GST_BIN (pipeline), "echo");
-  GstPad *sink = gst_element_get_static_pad (echo, "sink");
-  GstPad *src = gst_element_get_static_pad (echo, "src");
-  EmissionCount *c = g_new0 (EmissionCount, 1);
-  guint i, histogram[5] = { 0 }, out = 0;
-  gchar *error;
-
-  gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, number_buffer, c, NULL);
-  gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BUFFER, count_emission, c, NULL);
-  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
-  fail_unless (error == NULL, "%s", error);
-  fail_unless_equals_int (c->next, 300);
-  for (i = 0; i < 300; i++) {
-    fail_unless (c->counts[i] >= 1 && c->counts[i] <= 4);
-    histogram[c->counts[i]]++;
-    out += c->counts[i];
-  }
-  fail_unless (
-      out >= 1.5 * 300 && out <= 2.6 * 300, "%u emissions of 300 items", out);
-  fail_unless (histogram[4] < 300 / 20, "%u of 300 items 4 times (%u once)",
-      histogram[4], histogram[1]);
-  fail_unless (histogram[1] < 300 / 4, "%u of 300 items once", histogram[1]);
-  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
-      == GST_STATE_CHANGE_SUCCESS);
-  g_free (c);
-  gst_object_unref (sink);
-  gst_object_unref (src);
-  gst_object_unref (echo);
-  gst_object_unref (pipeline);
-}
-
-GST_END_TEST;
-
 static Suite *
 echo_suite (void)
 {
@@ -1366,7 +1289,6 @@ echo_suite (void)
   tcase_add_test (tc, test_adaptive_restarts_after_ready);
   tcase_add_test (tc, test_stats_message_at_eos);
   tcase_add_test (tc, test_adaptive_follows_downstream_speed);
-  tcase_add_test (tc, test_adaptive_tracks_a_known_ratio);
   return s;
 }
 
