@@ -50,12 +50,12 @@
  * have come, their number instead of @shuffle-buffer-size): the copies of
  * an item stay apart (with the defaults, 1024 and 3, and once 1024 items
  * came, at least 341 emissions: never in one batch of up to 341) and items
- * that went out together do not come back together. When no kept item is due and no fresh item
- * waits, it waits for fresh data rather than send the last items again at
- * once; when upstream is the bottleneck, every item still goes out
- * @max-factor times, only later. A fresh item that finds the buffer full
- * displaces the most emitted kept item. Choosing scans the kept items, so
- * a repeat costs time in proportion to their number.
+ * that went out together do not come back together. When no kept item is
+ * due and no fresh item waits, it waits for fresh data rather than send
+ * the last items again at once; when upstream is the bottleneck, every item
+ * still goes out @max-factor times, only later. A fresh item that finds the
+ * buffer full displaces the most emitted kept item. Choosing scans the kept
+ * items, so a repeat costs time in proportion to their number.
  *
  * @factor is not used; the output order depends on timing. As with queue's
  * `queue_dataflow`, the `echo_dataflow` debug category logs every wait and
