@@ -36,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
 BUILD = os.path.join(ROOT, "build-bench")
 SYSTEM_PYTHON = "/usr/bin/python3"
+KEEP_MARKER = "<!-- Written by hand from here on: bench/input-pipeline.py keeps it. -->"
 
 TORCH_SCRIPT = r"""
 import sys, time, torch
@@ -310,8 +311,16 @@ Buffers of 16 bytes from `fakesrc`, %d in, pinned to one core; echo at factor 2 
        "\n".join(lines), "\n".join(goals), n_buffers, "\n".join(echo_lines))
     dest = os.path.join(OUT, "input-pipeline-quick.md") if args.quick else \
         os.path.join(ROOT, "docs", "benchmarks", "input-pipeline.md")
+    # The hand-written part of the document (the thread budget and the
+    # scaling model) follows the marker and is kept as it is.
+    kept = ""
+    if os.path.exists(dest):
+        with open(dest) as fh:
+            old = fh.read()
+        if KEEP_MARKER in old:
+            kept = "\n" + old[old.index(KEEP_MARKER):]
     with open(dest, "w") as fh:
-        fh.write(report)
+        fh.write(report + kept)
     print(report)
 
 
