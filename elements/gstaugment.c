@@ -31,10 +31,19 @@
  * the crop box (area and ratio per try, then the position), then one number
  * for the flip, drawn whatever @flip is, so that flip=0 leaves the crops of
  * a seed as they were. The output is therefore the same for a seed and an
- * input order, whatever @n-threads, which only shares each image's output
- * rows between threads. In a data-parallel job (mpirun, srun: more than one
- * rank in the launcher's environment) every rank but rank 0 mixes its rank
- * into @seed, so that one launch line gives each rank its own draws.
+ * input order, whatever @n-threads and the thread budget. In a data-parallel
+ * job (mpirun, srun: more than one rank in the launcher's environment)
+ * every rank but rank 0 mixes its rank into @seed, so that one launch line
+ * gives each rank its own draws.
+ *
+ * Images are resampled whole on the worker threads that the data elements
+ * of a process share (one thread budget, by default the cores the process
+ * may run on; GST_TRAIN_THREADS sets it), at most 2 x @n-threads at once
+ * (0: 2 x the budget), and leave in input order; with n-threads=1, or a
+ * budget of one, in the streaming thread. Images in flight go out before
+ * any serialized event and when a drain query comes, so a single buffer
+ * pushed alone (an appsrc, a test harness) needs EOS or a drain query to
+ * come out.
  *
  * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
  * the input that has no tags travel on to the output.
