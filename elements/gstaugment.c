@@ -39,7 +39,8 @@
  * Images are resampled whole on the worker threads that the data elements
  * of a process share (one thread budget, by default the cores the process
  * may run on; GST_TRAIN_THREADS sets it), at most 2 x @n-threads at once
- * (0: 2 x the budget), and leave in input order; with n-threads=1, or a
+ * (0: 8 x the budget, at most 2 x the budget + 64), and leave in input
+ * order; with n-threads=1, or a
  * budget of one, in the streaming thread. Images in flight go out before
  * any serialized event and when a drain query comes, so a single buffer
  * pushed alone (an appsrc, a test harness) needs EOS or a drain query to
@@ -888,13 +889,15 @@ gst_augment_start (GstAugment *augment)
    * away longer (in an echo buffer) just get new blocks. */
   augment->recycler = gst_train_recycler_new (16);
   /* n-threads=1 resamples in the streaming thread; otherwise whole images
-   * go to the shared pool, enough in flight to keep n-threads (0: the
-   * whole thread budget) busy while the head waits for the slowest. */
+   * go to the shared pool, enough in flight to keep n-threads busy while
+   * the head waits for the slowest (0: the pool's window). */
   augment->pool = s->n_threads == 1 ? NULL : gst_train_pool_get ();
-  augment->window = augment->pool == NULL ? 1
-                                          : 2
-          * (s->n_threads > 0 ? s->n_threads
-                              : gst_train_pool_get_budget (augment->pool));
+  if (augment->pool == NULL)
+    augment->window = 1;
+  else if (s->n_threads > 0)
+    augment->window = 2 * s->n_threads;
+  else
+    augment->window = gst_train_pool_get_window (augment->pool);
   return TRUE;
 }
 

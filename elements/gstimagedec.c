@@ -14,7 +14,8 @@
  * Samples decode on the worker threads that the data elements of a process
  * share (one thread budget, by default the cores the process may run on;
  * see the thread budget in docs/benchmarks/input-pipeline.md), at most
- * 2 x @n-threads in flight, and leave in input order. Every image
+ * 2 x @n-threads in flight (0: 8 x the budget, at most 2 x the budget
+ * + 64), and leave in input order. Every image
  * has its own size: when it changes, new caps go downstream before the
  * buffer, as jpegdec does. The sample meta (#GstTrainSampleMeta) and every
  * other untagged meta of the input travel on to the output.
@@ -720,15 +721,15 @@ gst_image_dec_start (GstImageDec *dec)
   GST_OBJECT_UNLOCK (dec);
 
   /* n-threads=1 decodes in the streaming thread; otherwise the shared
-   * pool decodes, with enough jobs in flight to keep n-threads (0: the
-   * whole thread budget) busy while the head of the queue waits for the
-   * slowest. */
+   * pool decodes, with enough jobs in flight to keep n-threads busy while
+   * the head of the queue waits for the slowest (0: the pool's window). */
   dec->pool = dec->settings.n_threads == 1 ? NULL : gst_train_pool_get ();
-  dec->window = dec->pool == NULL ? 1
-                                  : 2
-          * (dec->settings.n_threads > 0
-                  ? dec->settings.n_threads
-                  : gst_train_pool_get_budget (dec->pool));
+  if (dec->pool == NULL)
+    dec->window = 1;
+  else if (dec->settings.n_threads > 0)
+    dec->window = 2 * dec->settings.n_threads;
+  else
+    dec->window = gst_train_pool_get_window (dec->pool);
   /* Room for every image in flight plus what a short queue downstream holds;
    * buffers that stay away longer (an echo buffer) just get new blocks. */
   dec->recycler = gst_train_recycler_new (dec->window + 8);

@@ -26,6 +26,18 @@ struct _GstTrainPool
   GCond done; /* a task finished */
   GQueue queue;
   gboolean quit;
+
+  /* GST_TRAIN_POOL_STATS: microseconds that threads slept in the pool (the
+   * workers for work, waiting threads for a task that runs elsewhere), and
+   * tasks run by the workers and by waiting threads; printed at the end.
+   * Time spent runnable but preempted is not in them, so they tell how
+   * well the pool keeps its threads busy whatever else runs. */
+  gboolean stats;
+  gint64 worker_sleep_us;
+  gint64 waiter_sleep_us;
+  guint64 worker_tasks;
+  guint64 waiter_tasks;
+  gint64 started_us;
 };
 
 /* The process's pool and its users, the live and peak worker counts. */
@@ -77,11 +89,19 @@ gst_train_pool_worker (gpointer data)
 
     if (task != NULL) {
       gst_train_pool_run_locked (pool, task);
+      pool->worker_tasks++;
       continue;
     }
     if (pool->quit)
       break;
-    g_cond_wait (&pool->work, &pool->lock);
+    if (pool->stats) {
+      gint64 start = g_get_monotonic_time ();
+
+      g_cond_wait (&pool->work, &pool->lock);
+      pool->worker_sleep_us += g_get_monotonic_time () - start;
+    } else {
+      g_cond_wait (&pool->work, &pool->lock);
+    }
   }
   g_mutex_unlock (&pool->lock);
   return NULL;
@@ -98,6 +118,8 @@ gst_train_pool_new (void)
   g_cond_init (&pool->done);
   g_queue_init (&pool->queue);
   pool->budget = gst_train_pool_read_budget ();
+  pool->stats = g_getenv ("GST_TRAIN_POOL_STATS") != NULL;
+  pool->started_us = g_get_monotonic_time ();
   pool->workers = g_new0 (GThread *, MAX (pool->budget, 1));
   for (i = 0; i + 1 < pool->budget; i++) {
     GError *error = NULL;
@@ -128,6 +150,15 @@ gst_train_pool_free (GstTrainPool *pool)
   g_mutex_unlock (&pool->lock);
   for (i = 0; i < pool->n_workers; i++)
     g_thread_join (pool->workers[i]);
+  if (pool->stats)
+    g_printerr ("train-pool: budget %u, %u workers, %.3f s: workers slept "
+                "%.3f s, waiting threads slept %.3f s; tasks run by workers "
+                "%" G_GUINT64_FORMAT ", by waiting threads %" G_GUINT64_FORMAT
+                "\n",
+        pool->budget, pool->n_workers,
+        (g_get_monotonic_time () - pool->started_us) / 1e6,
+        pool->worker_sleep_us / 1e6, pool->waiter_sleep_us / 1e6,
+        pool->worker_tasks, pool->waiter_tasks);
   g_free (pool->workers);
   g_mutex_clear (&pool->lock);
   g_cond_clear (&pool->work);
@@ -175,6 +206,12 @@ gst_train_pool_get_budget (GstTrainPool *pool)
   return pool->budget;
 }
 
+guint
+gst_train_pool_get_window (GstTrainPool *pool)
+{
+  return MIN (8 * pool->budget, 2 * pool->budget + 64);
+}
+
 void
 gst_train_pool_push (GstTrainPool *pool, GstTrainTask *task)
 {
@@ -199,10 +236,17 @@ gst_train_pool_wait (GstTrainPool *pool, GstTrainTask *task)
     } else {
       next = g_queue_pop_head (&pool->queue);
     }
-    if (next != NULL)
+    if (next != NULL) {
       gst_train_pool_run_locked (pool, next);
-    else
+      pool->waiter_tasks++;
+    } else if (pool->stats) {
+      gint64 start = g_get_monotonic_time ();
+
       g_cond_wait (&pool->done, &pool->lock);
+      pool->waiter_sleep_us += g_get_monotonic_time () - start;
+    } else {
+      g_cond_wait (&pool->done, &pool->lock);
+    }
   }
   g_mutex_unlock (&pool->lock);
 }

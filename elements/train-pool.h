@@ -46,6 +46,13 @@ void gst_train_pool_unref (GstTrainPool *pool);
 /* The thread budget: cores the process may use, or GST_TRAIN_THREADS. */
 guint gst_train_pool_get_budget (GstTrainPool *pool);
 
+/* How many tasks an element keeps in flight by default: enough that the
+ * workers keep busy while the streaming thread that feeds them is preempted
+ * for a few milliseconds (2 x budget left them idle a third of the time on
+ * a loaded two-core machine), bounded for large budgets: 8 x budget, at
+ * most 2 x budget + 64. */
+guint gst_train_pool_get_window (GstTrainPool *pool);
+
 /* Queues @task; it runs once, on a worker or in a thread that waits. */
 void gst_train_pool_push (GstTrainPool *pool, GstTrainTask *task);
 
