@@ -91,16 +91,16 @@ watch_sink (GstElement *pipeline, const gchar *name, ThreadWatch *watch)
 /* Two sources, so two streaming threads, and seven elements that would
  * each have started threads of their own. */
 static gchar *
-many_elements_launch (const gchar *root)
+many_elements_launch (const gchar *root, gint epochs)
 {
   return g_strdup_printf (
-      "datasetsrc location=%s seed=3 num-epochs=2 ! imagedec "
+      "datasetsrc location=%s seed=3 num-epochs=%d ! imagedec "
       "! augment width=32 height=24 seed=1 ! batcher batch-size=4 "
       "! fakesink name=a "
-      "datasetsrc location=%s seed=4 num-epochs=2 ! imagedec "
+      "datasetsrc location=%s seed=4 num-epochs=%d ! imagedec "
       "! augment width=40 height=30 seed=2 n-threads=4 "
       "! augment width=32 height=24 seed=3 ! fakesink name=b",
-      root, root);
+      root, epochs, root, epochs);
 }
 
 /* Runs the two-chain pipeline under a budget of @budget; returns the most
@@ -110,7 +110,7 @@ static void
 run_watched (
     const gchar *root, guint budget, guint *extra_total, guint *max_workers)
 {
-  gchar *launch = many_elements_launch (root);
+  gchar *launch = many_elements_launch (root, 2);
   gchar *value = g_strdup_printf ("%u", budget);
   GstElement *pipeline;
   ThreadWatch watch = { 0 };
@@ -324,7 +324,8 @@ GST_END_TEST;
 GST_START_TEST (test_stop_mid_stream_with_tasks_in_flight)
 {
   gchar *root = write_tree (24);
-  gchar *launch = many_elements_launch (root);
+  /* Endless epochs: stopped while data flows, never at EOS. */
+  gchar *launch = many_elements_launch (root, -1);
 
   g_setenv ("GST_TRAIN_THREADS", "3", TRUE);
   fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
