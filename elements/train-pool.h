@@ -50,7 +50,7 @@ guint gst_train_pool_get_budget (GstTrainPool *pool);
  * workers keep busy while the streaming thread that feeds them is preempted
  * for a few milliseconds (2 x budget left them idle a third of the time on
  * a loaded two-core machine), bounded for large budgets: 8 x budget, at
- * most 2 x budget + 64. */
+ * most 2 x budget + 64; 1 with a budget of one (no worker). */
 guint gst_train_pool_get_window (GstTrainPool *pool);
 
 /* Queues @task; it runs once, on a worker or in a thread that waits. */
