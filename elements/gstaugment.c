@@ -33,14 +33,23 @@
  * position), then one number for the flip, drawn whatever @flip is, so
  * that flip=0 leaves the crops of a seed as they were. An image's output
  * therefore depends only on @seed and which sample it is, not on what came
- * before it: the same whatever @n-threads (which only shares each image's
- * output rows between threads), whatever the order of the input, and an
- * exact resume that starts the source half-way through an epoch has no
- * generator state to restore. A buffer without a sample meta draws from a
- * stream numbered by its place in the input since the element started. In
- * a data-parallel job (mpirun, srun: more than one rank in the launcher's
- * environment) every rank but rank 0 mixes its rank into @seed, so that
- * one launch line gives each rank its own draws.
+ * before it: the same whatever @n-threads and the thread budget, whatever
+ * the order of the input, and an exact resume that starts the source
+ * half-way through an epoch has no generator state to restore. A buffer
+ * without a sample meta draws from a stream numbered by its place in the
+ * input since the element started. In a data-parallel job (mpirun, srun:
+ * more than one rank in the launcher's environment) every rank but rank 0
+ * mixes its rank into @seed, so that one launch line gives each rank its
+ * own draws.
+ *
+ * Images are resampled whole on the worker threads that the data elements
+ * of a process share (one thread budget, by default the cores the process
+ * may run on; GST_TRAIN_THREADS sets it), at most 2 x @n-threads at once
+ * (0: 8 x the budget, at most 2 x the budget + 64), and leave in input
+ * order; with n-threads=1, or a budget of one, in the streaming thread.
+ * Images in flight go out before any serialized event and when a drain
+ * query comes, so a single buffer pushed alone (an appsrc, a test harness)
+ * needs EOS or a drain query to come out.
  *
  * The sample meta (#GstTrainSampleMeta), timestamps and every other meta of
  * the input that has no tags travel on to the output.
@@ -71,6 +80,7 @@
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-pool.h"
 #include "gt-random.h"
 
 #include <gst/video/video.h>
@@ -102,10 +112,6 @@ typedef enum
 #define MIN_RATIO 0.001
 #define MAX_RATIO 1000.0
 
-/* A thread's share of an image is at least this many output rows: below
- * that, waking a thread costs more than the rows. */
-#define MIN_ROWS_PER_PART 16
-
 enum
 {
   PROP_0,
@@ -135,19 +141,19 @@ typedef struct
   guint n_threads;
 } GstAugmentSettings;
 
-/* One thread's share of the output rows of the image being resampled. */
+/* One image on its way through the shared pool: what was drawn for it in
+ * the streaming thread, then its output. */
 typedef struct
 {
+  GstTrainTask task; /* first: the pool hands it back */
   GstAugment *augment;
-  const GstTrainResamplePlan *plan;
-  const guint8 *src;
-  gsize src_stride;
-  guint8 *dst;
-  gsize dst_stride;
-  gint row_begin;
-  gint row_end;
+  GstBuffer *input;
+  GstVideoFrame in_frame; /* mapped until the task has run */
+  GstTrainResizeWindow window;
+  gboolean flip;
+  GstBuffer *output;
   GstTrainResampleScratch scratch; /* kept from image to image */
-} GstAugmentPart;
+} GstAugmentJob;
 
 struct _GstAugment
 {
@@ -171,14 +177,13 @@ struct _GstAugment
   gboolean have_in_caps;
   GstTrainRecycler *recycler; /* where output images get their memory */
 
-  /* Threads: parts[0] runs in the streaming thread, the others in @pool;
-   * @parts_pending, under @lock, counts those still running. */
-  guint n_parts;
-  GstAugmentPart *parts;
-  GThreadPool *pool;
-  GMutex lock;
-  GCond cond;
-  guint parts_pending;
+  /* Images in flight in @pool (the process's; NULL with n-threads=1), in
+   * input order, at most @window of them; done jobs kept for reuse. Touched
+   * by the streaming thread only. */
+  GstTrainPool *pool;
+  guint window;
+  GQueue jobs;
+  GQueue free_jobs;
 };
 
 static GType
@@ -236,7 +241,8 @@ static gboolean gst_augment_sink_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
 static gboolean gst_augment_src_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
-static void gst_augment_worker (gpointer data, gpointer user_data);
+static GstFlowReturn gst_augment_push_ready (GstAugment *augment, guint keep);
+static void gst_augment_discard_jobs (GstAugment *augment);
 
 static void
 gst_augment_class_init (GstAugmentClass *klass)
@@ -301,8 +307,10 @@ gst_augment_class_init (GstAugmentClass *klass)
           0, G_MAXUINT64, DEFAULT_SEED, flags));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
-          "Threads that share each image's rows (0 = one per CPU core, "
-          "1 = the streaming thread alone); the output does not depend on it",
+          "Images to resample at once on the threads the data elements "
+          "share (0 = the whole thread budget: the cores this process may "
+          "run on, or GST_TRAIN_THREADS; 1 = in the streaming thread); the "
+          "output does not depend on it",
           0, 256, DEFAULT_N_THREADS, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -353,17 +361,13 @@ gst_augment_init (GstAugment *augment)
   augment->props.resize_short = DEFAULT_RESIZE_SHORT;
   augment->props.seed = DEFAULT_SEED;
   augment->props.n_threads = DEFAULT_N_THREADS;
-  g_mutex_init (&augment->lock);
-  g_cond_init (&augment->cond);
+  g_queue_init (&augment->jobs);
+  g_queue_init (&augment->free_jobs);
 }
 
 static void
 gst_augment_finalize (GObject *object)
 {
-  GstAugment *augment = GST_AUGMENT (object);
-
-  g_mutex_clear (&augment->lock);
-  g_cond_clear (&augment->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -528,6 +532,9 @@ gst_augment_set_input_caps (GstAugment *augment, GstCaps *caps)
     augment->in_info = info;
     return TRUE;
   }
+  /* New output caps go behind the images still in flight. */
+  if (augment->pool != NULL)
+    gst_augment_push_ready (augment, 0);
   augment->in_info = info;
   augment->have_in_caps = TRUE;
 
@@ -569,6 +576,14 @@ gst_augment_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     gst_event_unref (event);
     return ok;
   }
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
+    if (augment->pool != NULL)
+      gst_augment_discard_jobs (augment);
+  } else if (GST_EVENT_IS_SERIALIZED (event) && augment->pool != NULL) {
+    /* A serialized event (EOS among them) stays behind the images that
+     * came before it. */
+    gst_augment_push_ready (augment, 0);
+  }
   return gst_pad_event_default (pad, parent, event);
 }
 
@@ -603,6 +618,11 @@ gst_augment_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
       gst_caps_unref (out_caps);
       return TRUE;
     }
+    case GST_QUERY_DRAIN:
+      /* Everything in flight goes out before the answer. */
+      if (augment->pool != NULL)
+        gst_augment_push_ready (augment, 0);
+      return gst_pad_query_default (pad, parent, query);
     case GST_QUERY_ALLOCATION:
       /* Our output is not our input: downstream's pool is no use upstream.
        * Frames are mapped through their video meta, so strides are free. */
@@ -636,63 +656,47 @@ gst_augment_src_query (GstPad *pad, GstObject *parent, GstQuery *query)
   return gst_pad_query_default (pad, parent, query);
 }
 
-/* ---- resampling ---- */
+/* ---- resampling (any thread) ---- */
 
+/* Zeroes the bytes that pad each row of @data to its stride: recycled
+ * memory would otherwise carry an older image there, and equal images
+ * should be equal buffers. */
 static void
-gst_augment_run_part (GstAugmentPart *part)
+gst_augment_clear_row_padding (const GstVideoInfo *info, guint8 *data)
 {
-  gst_train_resample_rows (part->plan, part->src, part->src_stride, part->dst,
-      part->dst_stride, part->row_begin, part->row_end, &part->scratch);
+  gsize stride = GST_VIDEO_INFO_PLANE_STRIDE (info, 0);
+  gsize row = (gsize)GST_VIDEO_INFO_WIDTH (info) * 3;
+  gint y;
+
+  for (y = 0; row < stride && y < GST_VIDEO_INFO_HEIGHT (info); y++)
+    memset (data + y * stride + row, 0, stride - row);
 }
 
+/* Resamples one image whole, as drawn, into a new output buffer. */
 static void
-gst_augment_worker (gpointer data, gpointer user_data)
+gst_augment_task (GstTrainTask *task)
 {
-  GstAugmentPart *part = data;
-  GstAugment *augment = user_data;
+  GstAugmentJob *job = (GstAugmentJob *)task;
+  const GstAugmentSettings *s = &job->augment->settings;
+  GstTrainResamplePlan plan;
+  GstVideoInfo out_info;
+  GstMapInfo out_map;
 
-  gst_augment_run_part (part);
-  g_mutex_lock (&augment->lock);
-  if (--augment->parts_pending == 0)
-    g_cond_signal (&augment->cond);
-  g_mutex_unlock (&augment->lock);
-}
-
-/* Resamples one image with @plan, its output rows shared between the
- * streaming thread and the pool; returns when all rows are written. */
-static void
-gst_augment_resample (GstAugment *augment, const GstTrainResamplePlan *plan,
-    const guint8 *src, gsize src_stride, guint8 *dst, gsize dst_stride)
-{
-  gint rows = plan->y.size;
-  guint n = MIN (augment->n_parts, (guint)MAX (rows / MIN_ROWS_PER_PART, 1));
-  guint i;
-
-  for (i = 0; i < n; i++) {
-    GstAugmentPart *part = &augment->parts[i];
-
-    part->plan = plan;
-    part->src = src;
-    part->src_stride = src_stride;
-    part->dst = dst;
-    part->dst_stride = dst_stride;
-    part->row_begin = (gint)((gint64)rows * i / n);
-    part->row_end = (gint)((gint64)rows * (i + 1) / n);
-  }
-  if (n > 1) {
-    g_mutex_lock (&augment->lock);
-    augment->parts_pending = n - 1;
-    g_mutex_unlock (&augment->lock);
-    for (i = 1; i < n; i++)
-      g_thread_pool_push (augment->pool, &augment->parts[i], NULL);
-  }
-  gst_augment_run_part (&augment->parts[0]);
-  if (n > 1) {
-    g_mutex_lock (&augment->lock);
-    while (augment->parts_pending > 0)
-      g_cond_wait (&augment->cond, &augment->lock);
-    g_mutex_unlock (&augment->lock);
-  }
+  gst_train_resample_plan_init (&plan, &job->window, job->flip);
+  gst_video_info_set_format (
+      &out_info, GST_VIDEO_FORMAT_RGB, s->width, s->height);
+  job->output = gst_train_recycler_new_buffer (
+      job->augment->recycler, GST_VIDEO_INFO_SIZE (&out_info));
+  gst_buffer_map (job->output, &out_map, GST_MAP_WRITE);
+  gst_train_resample_rows (&plan,
+      GST_VIDEO_FRAME_PLANE_DATA (&job->in_frame, 0),
+      GST_VIDEO_FRAME_PLANE_STRIDE (&job->in_frame, 0), out_map.data,
+      GST_VIDEO_INFO_PLANE_STRIDE (&out_info, 0), 0, plan.y.size,
+      &job->scratch);
+  gst_augment_clear_row_padding (&out_info, out_map.data);
+  gst_buffer_unmap (job->output, &out_map);
+  gst_video_frame_unmap (&job->in_frame);
+  gst_train_resample_plan_clear (&plan);
 }
 
 /* Seeds the generator for @buffer's draws from the sample it holds: the
@@ -753,32 +757,82 @@ gst_augment_draw (GstAugment *augment, gint width, gint height,
 
 /* ---- streaming ---- */
 
-/* Zeroes the bytes that pad each row of @data to its stride: recycled
- * memory would otherwise carry an older image there, and equal images
- * should be equal buffers. */
-static void
-gst_augment_clear_row_padding (const GstVideoInfo *info, guint8 *data)
+static GstAugmentJob *
+gst_augment_job_new (GstAugment *augment, GstBuffer *input)
 {
-  gsize stride = GST_VIDEO_INFO_PLANE_STRIDE (info, 0);
-  gsize row = (gsize)GST_VIDEO_INFO_WIDTH (info) * 3;
-  gint y;
+  GstAugmentJob *job = g_queue_pop_head (&augment->free_jobs);
 
-  for (y = 0; row < stride && y < GST_VIDEO_INFO_HEIGHT (info); y++)
-    memset (data + y * stride + row, 0, stride - row);
+  if (job == NULL) {
+    job = g_new0 (GstAugmentJob, 1);
+    job->task.func = gst_augment_task;
+    job->augment = augment;
+  }
+  job->input = input;
+  return job;
+}
+
+/* Keeps @job (its scratch memory) for the next image. */
+static void
+gst_augment_job_recycle (GstAugment *augment, GstAugmentJob *job)
+{
+  gst_clear_buffer (&job->input);
+  gst_clear_buffer (&job->output);
+  g_queue_push_head (&augment->free_jobs, job);
+}
+
+/* Pushes the output of @job, which has run, downstream. */
+static GstFlowReturn
+gst_augment_finish_job (GstAugment *augment, GstAugmentJob *job)
+{
+  GstBuffer *output = job->output;
+
+  job->output = NULL;
+  gst_buffer_copy_into (output, job->input,
+      GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+  gst_train_copy_untagged_metas (job->input, output);
+  gst_augment_job_recycle (augment, job);
+  return gst_pad_push (augment->srcpad, output);
+}
+
+/* Pushes resampled images from the head of the queue, in input order,
+ * waiting (and resampling meanwhile) while more than @keep are queued. */
+static GstFlowReturn
+gst_augment_push_ready (GstAugment *augment, guint keep)
+{
+  GstAugmentJob *job;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  while (ret == GST_FLOW_OK
+      && (job = g_queue_peek_head (&augment->jobs)) != NULL) {
+    if (!gst_train_pool_is_done (augment->pool, &job->task)) {
+      if (g_queue_get_length (&augment->jobs) <= keep)
+        break;
+      gst_train_pool_wait (augment->pool, &job->task);
+    }
+    g_queue_pop_head (&augment->jobs);
+    ret = gst_augment_finish_job (augment, job);
+  }
+  return ret;
+}
+
+/* Drops every image in flight (a flush, stop). */
+static void
+gst_augment_discard_jobs (GstAugment *augment)
+{
+  GstAugmentJob *job;
+
+  while ((job = g_queue_pop_head (&augment->jobs)) != NULL) {
+    if (!gst_train_pool_cancel (augment->pool, &job->task))
+      gst_video_frame_unmap (&job->in_frame);
+    gst_augment_job_recycle (augment, job);
+  }
 }
 
 static GstFlowReturn
 gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
   GstAugment *augment = GST_AUGMENT (parent);
-  const GstAugmentSettings *s = &augment->settings;
-  GstVideoFrame in_frame;
-  GstTrainResizeWindow window;
-  GstTrainResamplePlan plan;
-  GstVideoInfo out_info;
-  GstBuffer *output;
-  GstMapInfo out_map;
-  gboolean flip;
+  GstAugmentJob *job;
 
   if (!augment->have_in_caps) {
     gchar *name = gst_train_describe_sample (buffer);
@@ -791,8 +845,9 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     gst_buffer_unref (buffer);
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  job = gst_augment_job_new (augment, buffer);
   if (!gst_video_frame_map (
-          &in_frame, &augment->in_info, buffer, GST_MAP_READ)) {
+          &job->in_frame, &augment->in_info, buffer, GST_MAP_READ)) {
     gchar *name = gst_train_describe_sample (buffer);
 
     GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
@@ -805,34 +860,21 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
             GST_VIDEO_INFO_SIZE (&augment->in_info)),
         (NULL));
     g_free (name);
-    gst_buffer_unref (buffer);
+    gst_augment_job_recycle (augment, job);
     return GST_FLOW_ERROR;
   }
 
   gst_augment_seed_sample (augment, buffer);
-  gst_augment_draw (augment, GST_VIDEO_FRAME_WIDTH (&in_frame),
-      GST_VIDEO_FRAME_HEIGHT (&in_frame), &window, &flip);
-  gst_train_resample_plan_init (&plan, &window, flip);
+  gst_augment_draw (augment, GST_VIDEO_FRAME_WIDTH (&job->in_frame),
+      GST_VIDEO_FRAME_HEIGHT (&job->in_frame), &job->window, &job->flip);
 
-  gst_video_info_set_format (
-      &out_info, GST_VIDEO_FORMAT_RGB, s->width, s->height);
-  output = gst_train_recycler_new_buffer (
-      augment->recycler, GST_VIDEO_INFO_SIZE (&out_info));
-  gst_buffer_map (output, &out_map, GST_MAP_WRITE);
-  gst_augment_resample (augment, &plan,
-      GST_VIDEO_FRAME_PLANE_DATA (&in_frame, 0),
-      GST_VIDEO_FRAME_PLANE_STRIDE (&in_frame, 0), out_map.data,
-      GST_VIDEO_INFO_PLANE_STRIDE (&out_info, 0));
-  gst_augment_clear_row_padding (&out_info, out_map.data);
-  gst_buffer_unmap (output, &out_map);
-  gst_video_frame_unmap (&in_frame);
-  gst_train_resample_plan_clear (&plan);
-
-  gst_buffer_copy_into (output, buffer,
-      GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-  gst_train_copy_untagged_metas (buffer, output);
-  gst_buffer_unref (buffer);
-  return gst_pad_push (augment->srcpad, output);
+  if (augment->pool == NULL) {
+    gst_augment_task (&job->task);
+    return gst_augment_finish_job (augment, job);
+  }
+  g_queue_push_tail (&augment->jobs, job);
+  gst_train_pool_push (augment->pool, &job->task);
+  return gst_augment_push_ready (augment, augment->window - 1);
 }
 
 /* ---- state ---- */
@@ -841,8 +883,6 @@ static gboolean
 gst_augment_start (GstAugment *augment)
 {
   GstAugmentSettings *s = &augment->settings;
-  GError *error = NULL;
-  guint i;
 
   GST_OBJECT_LOCK (augment);
   *s = augment->props;
@@ -877,42 +917,35 @@ gst_augment_start (GstAugment *augment)
     augment->unnamed_in = 0;
   }
   augment->have_in_caps = FALSE;
-  augment->n_parts = s->n_threads > 0 ? s->n_threads : g_get_num_processors ();
-  augment->parts = g_new0 (GstAugmentPart, augment->n_parts);
-  for (i = 0; i < augment->n_parts; i++)
-    augment->parts[i].augment = augment;
   /* Room for the images a short queue downstream holds; buffers that stay
    * away longer (in an echo buffer) just get new blocks. */
   augment->recycler = gst_train_recycler_new (16);
-  if (augment->n_parts > 1) {
-    augment->pool = g_thread_pool_new (
-        gst_augment_worker, augment, (gint)augment->n_parts - 1, TRUE, &error);
-    if (augment->pool == NULL) {
-      GST_ELEMENT_ERROR (augment, RESOURCE, FAILED,
-          ("Could not start %u resampling threads: %s", augment->n_parts - 1,
-              error->message),
-          (NULL));
-      g_error_free (error);
-      return FALSE;
-    }
-  }
+  /* n-threads=1 resamples in the streaming thread; otherwise whole images
+   * go to the shared pool, enough in flight to keep n-threads busy while
+   * the head waits for the slowest (0: the pool's window). */
+  augment->pool = s->n_threads == 1 ? NULL : gst_train_pool_get ();
+  if (augment->pool == NULL)
+    augment->window = 1;
+  else if (s->n_threads > 0)
+    augment->window = 2 * s->n_threads;
+  else
+    augment->window = gst_train_pool_get_window (augment->pool);
   return TRUE;
 }
 
 static void
 gst_augment_stop (GstAugment *augment)
 {
-  guint i;
+  GstAugmentJob *job;
 
-  /* The pads are inactive: no image is being resampled. */
-  if (augment->pool != NULL) {
-    g_thread_pool_free (augment->pool, FALSE, TRUE);
-    augment->pool = NULL;
+  /* The pads are inactive: only the pool may still hold an image. */
+  if (augment->pool != NULL)
+    gst_augment_discard_jobs (augment);
+  g_clear_pointer (&augment->pool, gst_train_pool_unref);
+  while ((job = g_queue_pop_head (&augment->free_jobs)) != NULL) {
+    gst_train_resample_scratch_clear (&job->scratch);
+    g_free (job);
   }
-  for (i = 0; augment->parts != NULL && i < augment->n_parts; i++)
-    gst_train_resample_scratch_clear (&augment->parts[i].scratch);
-  g_clear_pointer (&augment->parts, g_free);
-  augment->n_parts = 0;
   g_clear_pointer (&augment->recycler, gst_train_recycler_unref);
   augment->have_in_caps = FALSE;
   GST_OBJECT_LOCK (augment);

@@ -27,8 +27,10 @@
  * from a pool buffer makes the pool discard it, and a labels memory of the
  * pool's size would waste it.) A bounded pool paces the batcher: it waits
  * for a free buffer. Without a pool that fits, both memories come from the
- * first allocator downstream offers, else from system memory. Each image is
- * copied exactly once.
+ * first allocator downstream offers, else from system memory, the images
+ * memory then reused from batch to batch once downstream lets a batch go
+ * (a fresh block of tens of megabytes per batch would cost its page faults
+ * and zeroing in the streaming thread). Each image is copied exactly once.
  *
  * At EOS a last, partial batch is pushed with its own caps (N smaller) or
  * dropped, per @drop-remainder.
@@ -52,6 +54,7 @@
 #endif
 
 #include "gstbatcher.h"
+#include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
 
@@ -102,7 +105,8 @@ struct _GstBatcher
                          lock: a state change makes it flush) */
   GstAllocator *allocator; /* downstream's, else NULL */
   GstAllocationParams params;
-  guint effective_size; /* batch-size fixed at the first image */
+  GstTrainRecycler *recycler; /* images memory when downstream offers none */
+  guint effective_size;       /* batch-size fixed at the first image */
   /* The batch being filled: its two memories, mapped, until it is pushed
    * (images NULL when none is). */
   GstMemory *images;
@@ -430,8 +434,18 @@ gst_batcher_start_batch (GstBatcher *batcher, guint n)
       || !gst_batcher_memories_from_pool (batcher, n, &ret)) {
     if (ret != GST_FLOW_OK)
       return ret;
-    batcher->images = gst_allocator_alloc (batcher->allocator,
-        gst_batcher_images_size (batcher, n), &batcher->params);
+    gsize size = gst_batcher_images_size (batcher, n);
+
+    if (batcher->allocator == NULL && batcher->params.align < 16) {
+      GstBuffer *block =
+          gst_train_recycler_new_buffer (batcher->recycler, size);
+
+      batcher->images = gst_buffer_get_memory (block, 0);
+      gst_buffer_unref (block);
+    } else {
+      batcher->images =
+          gst_allocator_alloc (batcher->allocator, size, &batcher->params);
+    }
     batcher->labels = gst_allocator_alloc (
         batcher->allocator, n * sizeof (gint32), &batcher->params);
   }
@@ -738,6 +752,9 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     gst_batcher_reset (batcher);
+    /* Two blocks: the batch downstream holds and the one being filled. */
+    if (batcher->recycler == NULL)
+      batcher->recycler = gst_train_recycler_new (2);
     GST_OBJECT_LOCK (batcher);
     batcher->settings = batcher->props;
     batcher->batches_out = 0;
@@ -748,7 +765,12 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
     gst_batcher_set_pool_flushing (batcher, TRUE);
   ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY
+      || (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+          && ret == GST_STATE_CHANGE_FAILURE)) {
     gst_batcher_reset (batcher);
+    /* Batches still downstream keep it alive until they are freed. */
+    g_clear_pointer (&batcher->recycler, gst_train_recycler_unref);
+  }
   return ret;
 }

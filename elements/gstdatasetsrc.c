@@ -15,8 +15,9 @@
  * epoch order (shard k takes positions k, k + num-shards, ...), so shards
  * are disjoint and together complete, as PyTorch's DistributedSampler does
  * with drop_last=False, except that no shard is padded with repeats: shards
- * differ by at most one sample. Files are read ahead of the stream by
- * @n-threads reader threads, at most @read-ahead samples in flight.
+ * differ by at most one sample. Files are read ahead of the stream on the
+ * threads the data elements of a process share (unless @n-threads is 0), at
+ * most @read-ahead samples in flight.
  *
  * In a data-parallel job (mpirun, srun: the launcher's environment says
  * more than one rank; see docs/distributed.md), when neither @shard-index
@@ -75,6 +76,7 @@
 #include "dataset-index.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-pool.h"
 #include "gt-launcher.h"
 #include "gt-random.h"
 
@@ -123,6 +125,7 @@ enum
 /* One read-ahead slot: a sample handed to a reader thread and its result. */
 typedef struct
 {
+  GstTrainTask task; /* first: the pool hands it back */
   GstDatasetSrc *src;
   guint64 sample;
   gint epoch;
@@ -186,7 +189,7 @@ struct _GstDatasetSrc
   guint64 submitted;
   guint64 emitted;
   gboolean flushing;
-  GThreadPool *pool;
+  GstTrainPool *pool; /* the data elements' shared threads */
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
@@ -210,6 +213,7 @@ static gboolean gst_dataset_src_is_seekable (GstBaseSrc *bsrc);
 static GstFlowReturn gst_dataset_src_create (
     GstPushSrc *psrc, GstBuffer **buffer);
 static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
+static void gst_dataset_src_read_task (GstTrainTask *task);
 
 static void
 gst_dataset_src_class_init (GstDatasetSrcClass *klass)
@@ -275,8 +279,10 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Reader threads",
-          "Threads that read files ahead of the stream (0 = read each file "
-          "in the streaming thread when it is due, no read-ahead)",
+          "Read files ahead of the stream on the threads the data elements "
+          "share (any value above 0; they are the process's thread budget) "
+          "(0 = read each file in the streaming thread when it is due, no "
+          "read-ahead)",
           0, 256, DEFAULT_N_THREADS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -647,10 +653,9 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   src->submitted = 0;
   src->emitted = 0;
   src->flushing = FALSE;
-  src->pool = s->n_threads == 0
-      ? NULL
-      : g_thread_pool_new (
-          gst_dataset_src_read_sample, src, (gint)s->n_threads, FALSE, NULL);
+  for (i = 0; i < src->n_slots; i++)
+    src->slots[i].task.func = gst_dataset_src_read_task;
+  src->pool = s->n_threads == 0 ? NULL : gst_train_pool_get ();
 
   gst_dataset_src_send_dataset_info (src);
   return TRUE;
@@ -664,8 +669,9 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
 
   if (src->pool != NULL) {
     /* Reads already running finish; queued ones are dropped. */
-    g_thread_pool_free (src->pool, TRUE, TRUE);
-    src->pool = NULL;
+    for (i = 0; i < src->n_slots; i++)
+      gst_train_pool_cancel (src->pool, &src->slots[i].task);
+    g_clear_pointer (&src->pool, gst_train_pool_unref);
   }
   for (i = 0; i < src->n_slots; i++) {
     gst_clear_buffer (&src->slots[i].buffer);
@@ -827,7 +833,7 @@ gst_dataset_src_refill (GstDatasetSrc *src)
     slot->done = FALSE;
     src->submitted++;
     if (src->pool != NULL) {
-      g_thread_pool_push (src->pool, slot, NULL);
+      gst_train_pool_push (src->pool, &slot->task);
     } else {
       /* Page-cached files on a busy core: a thread hand-off per sample costs
        * more than the read. */
@@ -883,6 +889,14 @@ gst_dataset_src_read_file (const gchar *path, gchar **error)
   return gst_buffer_new_wrapped (data, done);
 }
 
+static void
+gst_dataset_src_read_task (GstTrainTask *task)
+{
+  GstDatasetSrcSlot *slot = (GstDatasetSrcSlot *)task;
+
+  gst_dataset_src_read_sample (slot, slot->src);
+}
+
 /* A reader thread: fills one slot. */
 static void
 gst_dataset_src_read_sample (gpointer data, gpointer user_data)
@@ -933,8 +947,16 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     }
 
     slot = &src->slots[src->emitted % src->n_slots];
-    while (!slot->done && !src->flushing)
-      g_cond_wait (&src->cond, &src->lock);
+    while (!slot->done && !src->flushing) {
+      if (src->pool == NULL) {
+        g_cond_wait (&src->cond, &src->lock);
+        continue;
+      }
+      /* Reads (or other elements' work) in this thread while it waits. */
+      g_mutex_unlock (&src->lock);
+      gst_train_pool_wait (src->pool, &slot->task);
+      g_mutex_lock (&src->lock);
+    }
     if (src->flushing) {
       g_mutex_unlock (&src->lock);
       return GST_FLOW_FLUSHING;

@@ -34,16 +34,32 @@
  *
  * The element runs its own streaming thread on its source pad, as `queue`
  * does. Fresh items go out first, in arrival order, as soon as downstream
- * takes them; only when no fresh item is waiting does it emit a repeat,
- * drawn at random from the items it keeps (the last @shuffle-buffer-size
- * ones, at least one), each item at most @max-factor times in total. With
- * nothing left to repeat it waits for fresh data. Downstream back-pressure
- * paces it, so the effective factor follows the ratio of downstream to
- * upstream speed by itself: about 1 when upstream keeps up, up to
- * @max-factor when upstream is the bottleneck. @factor is not used; the
- * output order depends on timing. As with queue's `queue_dataflow`, the
- * `echo_dataflow` debug category logs every wait and wake-up of the two
- * threads (GST_DEBUG=echo_dataflow:6).
+ * takes them: a repeat never delays a fresh item. Only when no fresh item is
+ * waiting does it emit a repeat of one of the items it keeps (the last
+ * @shuffle-buffer-size ones, at least one), each item at most @max-factor
+ * times in total. Downstream back-pressure paces it, so the effective
+ * factor follows the ratio of downstream to upstream speed by itself:
+ * about 1 when upstream keeps up, up to @max-factor when upstream is the
+ * bottleneck.
+ *
+ * Which item repeats: the least emitted of the kept items that are due,
+ * ties drawn at random, so that the repeats spread evenly (every item a
+ * second time before any a third). An item is due once at least G other
+ * items went out after its last emission, G plus a random part of G more,
+ * where G is @shuffle-buffer-size / ceil(@max-factor) (while fewer items
+ * have come, their number instead of @shuffle-buffer-size): the copies of
+ * an item stay apart (with the defaults, 1024 and 3, and once 1024 items
+ * came, at least 341 emissions: never in one batch of up to 341) and items
+ * that went out together do not come back together. When no kept item is
+ * due and no fresh item waits, it waits for fresh data rather than send
+ * the last items again at once; when upstream is the bottleneck, every item
+ * still goes out @max-factor times, only later. A fresh item that finds the
+ * buffer full displaces the most emitted kept item. Choosing scans the kept
+ * items, so a repeat costs time in proportion to their number.
+ *
+ * @factor is not used; the output order depends on timing. As with queue's
+ * `queue_dataflow`, the `echo_dataflow` debug category logs every wait and
+ * wake-up of the two threads (GST_DEBUG=echo_dataflow:6).
  *
  * ## Memory
  *
@@ -51,8 +67,9 @@
  * @max-size-bytes is not 0, at most that many bytes of them (the copies of an
  * item share its memory and count once; a single larger item still passes).
  * In fixed mode a full buffer makes a random copy leave for each one that
- * enters. In adaptive mode a fresh item displaces a random repeat candidate,
- * and upstream blocks when the fresh items waiting fill the buffer.
+ * enters. In adaptive mode a fresh item displaces the most emitted repeat
+ * candidate, and upstream blocks when the fresh items waiting fill the
+ * buffer.
  *
  * ## Caps and events
  *
@@ -213,6 +230,7 @@ typedef struct
   guint emitted;     /* emissions so far */
   guint left;        /* emissions still due (fixed) or allowed (adaptive) */
   gboolean has_meta; /* carries a sample or a batch meta */
+  guint64 due;       /* adaptive: it may repeat once sequence reaches it */
 } GstEchoItem;
 
 /* Exact resume (fixed mode): the shuffle buffer as it was after the last
@@ -274,6 +292,10 @@ struct _GstEcho
   guint64 line_bytes;
   GstFlowReturn srcresult;
   gboolean eos; /* EOS arrived: upstream sees no more flow returns */
+
+  /* Adaptive mode's schedule of repeats, under @lock. */
+  guint64 sequence; /* emissions so far (fresh and repeats) */
+  guint gap;        /* other emissions between two of one item, at least */
 
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */
@@ -360,7 +382,7 @@ gst_echo_class_init (GstEchoClass *klass)
       g_param_spec_double ("max-factor", "Maximum echo factor",
           "mode=adaptive: emit each item at most floor(max-factor) times in "
           "all, plus once more with probability max-factor - "
-          "floor(max-factor)",
+          "floor(max-factor); repeats go to the least emitted kept items",
           1.0, MAX_FACTOR, DEFAULT_MAX_FACTOR,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_PLAYING));
@@ -368,7 +390,8 @@ gst_echo_class_init (GstEchoClass *klass)
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "fixed: copies that wait and leave in random order (0 = copies go "
           "out back to back); adaptive: items kept for repeats and fresh "
-          "items waiting (0 counts as 1)",
+          "items waiting (0 counts as 1), and an item's copies at least "
+          "this / ceil(max-factor) emissions apart",
           0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -993,6 +1016,63 @@ gst_echo_drop_repeats (GstEcho *echo)
     gst_echo_item_free (echo, echo->slots[--echo->n_slots]);
 }
 
+/* The emissions that must separate two emissions of one item:
+ * @items / ceil(@max_factor), where @items is the buffer's capacity once
+ * that many items came (the items that came so far until then, so that the
+ * first repeats do not wait for the buffer to fill), so that an item's
+ * copies land in different batches and the copies of that many items mix.
+ * 0 (back to back) when it is less than max-factor. */
+static guint
+gst_echo_adaptive_gap (guint items, gdouble max_factor)
+{
+  guint copies = (guint)max_factor;
+
+  if (max_factor > copies)
+    copies++;
+  return items / copies;
+}
+
+/* Numbers the emission of @item that goes out now and says when it may go
+ * out again: after gap emissions and a random part of another gap, so that
+ * items that went out together do not come back together. */
+static void
+gst_echo_adaptive_set_due (GstEcho *echo, GstEchoItem *item)
+{
+  item->due = ++echo->sequence + echo->gap;
+  if (echo->gap > 1)
+    item->due += gt_random_below (&echo->rng, echo->gap);
+}
+
+/* The slot of the next repeat (@repeat) or of the candidate to drop for a
+ * fresh item (!@repeat). A repeat is the least emitted item among those
+ * that are due (gst_echo_adaptive_set_due), so that the repeats
+ * spread evenly over the kept items and an item's copies stay apart; the
+ * one to drop is the most emitted item. Ties are drawn at random. -1 when
+ * no item may be repeated yet. A scan of the kept items, called with the
+ * lock. */
+static gint
+gst_echo_adaptive_pick (GstEcho *echo, gboolean repeat)
+{
+  guint i, best = 0, ties = 0;
+  gint pick = -1;
+
+  for (i = 0; i < echo->n_slots; i++) {
+    const GstEchoItem *item = &echo->items[echo->slots[i]];
+
+    if (repeat && item->due > echo->sequence)
+      continue;
+    if (pick < 0 || (repeat ? item->emitted < best : item->emitted > best)) {
+      best = item->emitted;
+      ties = 1;
+      pick = (gint)i;
+    } else if (item->emitted == best
+        && gt_random_below (&echo->rng, ++ties) == 0) {
+      pick = (gint)i;
+    }
+  }
+  return pick;
+}
+
 static GstFlowReturn
 gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
 {
@@ -1000,9 +1080,11 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   GstEchoEntry entry = { NULL, 0 };
   GstFlowReturn ret;
   gdouble max_factor;
+  guint64 items_in;
 
   GST_OBJECT_LOCK (echo);
   max_factor = echo->props.max_factor;
+  items_in = echo->items_in;
   GST_OBJECT_UNLOCK (echo);
 
   g_mutex_lock (&echo->lock);
@@ -1011,14 +1093,17 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   while (gst_echo_line_is_full (echo, size))
     ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
 
-  /* Fresh data comes first: it displaces repeat candidates. */
+  /* Fresh data comes first: it displaces the repeat candidates that went
+   * out most often. */
   while (echo->n_slots > 0 && gst_echo_needs_room (echo, size)) {
-    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
+    guint slot = gst_echo_adaptive_pick (echo, FALSE);
     guint index = echo->slots[slot];
 
     echo->slots[slot] = echo->slots[--echo->n_slots];
     gst_echo_item_free (echo, index);
   }
+  echo->gap = gst_echo_adaptive_gap (
+      (guint)MIN (items_in + 1, echo->capacity), max_factor);
   entry.item = gst_echo_item_new (
       echo, buffer, size, gst_echo_draw_count (&echo->rng, max_factor));
   gst_queue_array_push_tail_struct (echo->line, &entry);
@@ -1088,8 +1173,9 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
 
 /* Takes what to push next: the head of the line (an event, or a fresh item
  * that then stays for repeats while it has emissions left), else a repeat of
- * a random kept item. FALSE when there is nothing. With an event, @caps may
- * say which caps to send first. Called with the lock. */
+ * a kept item (gst_echo_adaptive_pick). FALSE when there is nothing, or
+ * nothing that may go out yet. With an event, @caps may say which caps to
+ * send first. Called with the lock. */
 static gboolean
 gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
     GstEvent **event, gboolean *fresh)
@@ -1130,17 +1216,22 @@ gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
     echo->line_bytes -= item->size;
     if (item->left > 1)
       echo->slots[echo->n_slots++] = index;
+    gst_echo_adaptive_set_due (echo, item);
     *out = gst_echo_item_emit (echo, index, caps, fresh);
     ECHO_SIGNAL_ITEM_DELETED (echo);
     return TRUE;
   }
 
   if (echo->n_slots > 0) {
-    guint slot = (guint)gt_random_below (&echo->rng, echo->n_slots);
-    guint index = echo->slots[slot];
+    gint slot = gst_echo_adaptive_pick (echo, TRUE);
+    guint index;
 
+    if (slot < 0)
+      return FALSE;
+    index = echo->slots[slot];
     if (echo->items[index].left == 1)
       echo->slots[slot] = echo->slots[--echo->n_slots];
+    gst_echo_adaptive_set_due (echo, &echo->items[index]);
     *out = gst_echo_item_emit (echo, index, caps, fresh);
     return TRUE;
   }

@@ -11,7 +11,11 @@
  * shrinking afterwards. Grayscale and CMYK/YCCK JPEGs come out as RGB;
  * baseline, progressive, arithmetic-coded and restart-marker files decode.
  *
- * Samples decode on @n-threads threads and leave in input order. Every image
+ * Samples decode on the worker threads that the data elements of a process
+ * share (one thread budget, by default the cores the process may run on;
+ * see the thread budget in docs/benchmarks/input-pipeline.md), at most
+ * 2 x @n-threads in flight (0: 8 x the budget, at most 2 x the budget
+ * + 64), and leave in input order. Every image
  * has its own size: when it changes, new caps go downstream before the
  * buffer, as jpegdec does. The sample meta (#GstTrainSampleMeta) and every
  * other untagged meta of the input travel on to the output.
@@ -49,6 +53,7 @@
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-pool.h"
 
 #include <gst/video/video.h>
 #include <turbojpeg.h>
@@ -88,15 +93,16 @@ typedef struct
   GstImageDecScales scales;
 } GstImageDecSettings;
 
-/* One input buffer on its way through a decoder thread. */
+/* One input buffer on its way through the shared pool. */
 typedef struct
 {
+  GstTrainTask task; /* first: the pool hands it back */
+  GstImageDec *dec;
   GstBuffer *input;
   GstBuffer *output;
   gchar *error;
   gint width;
   gint height;
-  gboolean done;
 } GstImageDecJob;
 
 struct _GstImageDec
@@ -117,19 +123,16 @@ struct _GstImageDec
   gint out_width;
   gint out_height;
   gboolean have_caps;
-  GList *pending_events; /* sticky events held until the first caps */
-  guint n_workers;
-  guint window;
+  GList *pending_events;      /* sticky events held until the first caps */
+  guint window;               /* decodes in flight in the pool */
   GstTrainRecycler *recycler; /* where output images get their memory */
 
   /* Jobs in input order and the decoder handles, under @lock. */
   GMutex lock;
-  GCond cond;
   GQueue jobs;
   GPtrArray *handles;
   gboolean flushing;
-  guint busy; /* jobs a worker is decoding right now */
-  GThreadPool *pool;
+  GstTrainPool *pool; /* the process's; NULL with n-threads=1 */
 };
 
 static GType
@@ -179,7 +182,6 @@ static GstFlowReturn gst_image_dec_chain (
     GstPad *pad, GstObject *parent, GstBuffer *buffer);
 static gboolean gst_image_dec_sink_event (
     GstPad *pad, GstObject *parent, GstEvent *event);
-static void gst_image_dec_worker (gpointer data, gpointer user_data);
 
 static void
 gst_image_dec_class_init (GstImageDecClass *klass)
@@ -193,8 +195,10 @@ gst_image_dec_class_init (GstImageDecClass *klass)
 
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
-          "Decoder threads (0 = one per CPU core, 1 = decode in the "
-          "streaming thread); output keeps the input order",
+          "Decodes to keep running at once on the threads the data elements "
+          "share (0 = the whole thread budget: the cores this process may "
+          "run on, or GST_TRAIN_THREADS; 1 = decode in the streaming "
+          "thread); output keeps the input order",
           0, 256, DEFAULT_N_THREADS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -271,7 +275,6 @@ gst_image_dec_init (GstImageDec *dec)
   dec->bad.max_errors = DEFAULT_MAX_ERRORS;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   g_mutex_init (&dec->lock);
-  g_cond_init (&dec->cond);
   g_queue_init (&dec->jobs);
   dec->handles = g_ptr_array_new ();
 }
@@ -284,7 +287,6 @@ gst_image_dec_finalize (GObject *object)
   g_ptr_array_unref (dec->handles);
   gst_train_bad_samples_clear (&dec->bad);
   g_mutex_clear (&dec->lock);
-  g_cond_clear (&dec->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -437,18 +439,11 @@ gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
 }
 
 static void
-gst_image_dec_worker (gpointer data, gpointer user_data)
+gst_image_dec_task (GstTrainTask *task)
 {
-  GstImageDecJob *job = data;
-  GstImageDec *dec = user_data;
+  GstImageDecJob *job = (GstImageDecJob *)task;
 
-  gst_image_dec_run_job (dec, job);
-
-  g_mutex_lock (&dec->lock);
-  job->done = TRUE;
-  dec->busy--;
-  g_cond_broadcast (&dec->cond);
-  g_mutex_unlock (&dec->lock);
+  gst_image_dec_run_job (job->dec, job);
 }
 
 static void
@@ -589,10 +584,13 @@ gst_image_dec_push_ready (GstImageDec *dec, guint keep)
     }
     if (job == NULL)
       break;
-    if (!job->done) {
+    if (!gst_train_pool_is_done (dec->pool, &job->task)) {
       if (g_queue_get_length (&dec->jobs) <= keep)
         break;
-      g_cond_wait (&dec->cond, &dec->lock);
+      /* Decodes (ours or another element's) while it waits. */
+      g_mutex_unlock (&dec->lock);
+      gst_train_pool_wait (dec->pool, &job->task);
+      g_mutex_lock (&dec->lock);
       continue;
     }
     g_queue_pop_head (&dec->jobs);
@@ -624,6 +622,8 @@ gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   }
 
   job = g_new0 (GstImageDecJob, 1);
+  job->task.func = gst_image_dec_task;
+  job->dec = dec;
   job->input = buffer;
 
   if (dec->pool == NULL) {
@@ -642,24 +642,26 @@ gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_FLUSHING;
   }
   g_queue_push_tail (&dec->jobs, job);
-  dec->busy++;
   g_mutex_unlock (&dec->lock);
-  g_thread_pool_push (dec->pool, job, NULL);
+  gst_train_pool_push (dec->pool, &job->task);
 
   return gst_image_dec_push_ready (dec, dec->window - 1);
 }
 
-/* Waits until no worker holds a job, then frees every queued job. */
+/* Takes every queued job out of the pool (waiting for those running) and
+ * frees it. */
 static void
 gst_image_dec_discard_jobs (GstImageDec *dec)
 {
   GstImageDecJob *job;
 
   g_mutex_lock (&dec->lock);
-  while (dec->busy > 0)
-    g_cond_wait (&dec->cond, &dec->lock);
-  while ((job = g_queue_pop_head (&dec->jobs)) != NULL)
+  while ((job = g_queue_pop_head (&dec->jobs)) != NULL) {
+    g_mutex_unlock (&dec->lock);
+    gst_train_pool_cancel (dec->pool, &job->task);
     gst_image_dec_job_free (job);
+    g_mutex_lock (&dec->lock);
+  }
   g_mutex_unlock (&dec->lock);
 }
 
@@ -676,7 +678,6 @@ gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     case GST_EVENT_FLUSH_START:
       g_mutex_lock (&dec->lock);
       dec->flushing = TRUE;
-      g_cond_broadcast (&dec->cond);
       g_mutex_unlock (&dec->lock);
       return gst_pad_push_event (dec->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
@@ -719,33 +720,22 @@ gst_image_dec_start (GstImageDec *dec)
   gst_train_bad_samples_reset (&dec->bad);
   GST_OBJECT_UNLOCK (dec);
 
-  dec->n_workers = dec->settings.n_threads > 0 ? dec->settings.n_threads
-                                               : g_get_num_processors ();
-  /* Enough decodes in flight to keep every thread busy while the head of
-   * the queue waits for the slowest. */
-  dec->window = 2 * dec->n_workers;
+  /* n-threads=1 decodes in the streaming thread; otherwise the shared
+   * pool decodes, with enough jobs in flight to keep n-threads busy while
+   * the head of the queue waits for the slowest (0: the pool's window). */
+  dec->pool = dec->settings.n_threads == 1 ? NULL : gst_train_pool_get ();
+  if (dec->pool == NULL)
+    dec->window = 1;
+  else if (dec->settings.n_threads > 0)
+    dec->window = 2 * dec->settings.n_threads;
+  else
+    dec->window = gst_train_pool_get_window (dec->pool);
   /* Room for every image in flight plus what a short queue downstream holds;
    * buffers that stay away longer (an echo buffer) just get new blocks. */
   dec->recycler = gst_train_recycler_new (dec->window + 8);
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   dec->have_caps = FALSE;
   dec->flushing = FALSE;
-  dec->busy = 0;
-  if (dec->n_workers > 1) {
-    GError *error = NULL;
-
-    dec->pool = g_thread_pool_new (
-        gst_image_dec_worker, dec, (gint)dec->n_workers, TRUE, &error);
-    if (dec->pool == NULL) {
-      GST_ELEMENT_ERROR (dec, RESOURCE, FAILED,
-          ("Could not start %u decoder threads: %s", dec->n_workers,
-              error->message),
-          (NULL));
-      g_error_free (error);
-      g_clear_pointer (&dec->recycler, gst_train_recycler_unref);
-      return FALSE;
-    }
-  }
   return TRUE;
 }
 
@@ -754,11 +744,8 @@ gst_image_dec_stop (GstImageDec *dec)
 {
   guint i;
 
-  if (dec->pool != NULL) {
-    g_thread_pool_free (dec->pool, FALSE, TRUE);
-    dec->pool = NULL;
-  }
   gst_image_dec_discard_jobs (dec);
+  g_clear_pointer (&dec->pool, gst_train_pool_unref);
   g_clear_pointer (&dec->recycler, gst_train_recycler_unref);
   g_list_free_full (dec->pending_events, (GDestroyNotify)gst_event_unref);
   dec->pending_events = NULL;

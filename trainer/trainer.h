@@ -106,7 +106,8 @@ typedef struct
   GtBackend backend;
   int gpu_id;
   GtPrecision precision;
-  /* 0: one per online CPU, shared among the ranks of a data-parallel job
+  /* 0: one per core this process may run on (its affinity mask: taskset,
+   * cpusets), shared among the ranks of a data-parallel job
    * on this machine (so that two ranks do not run twice as many threads
    * as there are cores) */
   int num_threads;

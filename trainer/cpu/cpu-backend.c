@@ -3,6 +3,7 @@
  * the forward pass for the backward pass, and applies SGD to the flat
  * parameter buffer. Read next to the CUDA backend: the same steps, in the
  * same order, with the same names. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "backend.h"
 #include "cpu-blas.h"
 #include "cpu-direct-conv.h"
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* Floats of im2col columns per thread: large enough that the matrix
@@ -84,6 +86,18 @@ unit_clear (Unit *unit)
 
 static void cpu_destroy (void *data);
 
+/* The cores this process may run on (its affinity mask: taskset, cpusets),
+ * the same count the data elements' thread budget starts from. */
+static int
+cpu_usable_cores (void)
+{
+  cpu_set_t set;
+
+  if (sched_getaffinity (0, sizeof (set), &set) == 0 && CPU_COUNT (&set) > 0)
+    return CPU_COUNT (&set);
+  return (int)sysconf (_SC_NPROCESSORS_ONLN);
+}
+
 static void *
 cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
     size_t why_size)
@@ -99,8 +113,7 @@ cpu_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   cpu->spec = spec;
   cpu->config = *config;
   if (num_threads <= 0)
-    num_threads =
-        (int)sysconf (_SC_NPROCESSORS_ONLN) / gt_comm_local_size (config->comm);
+    num_threads = cpu_usable_cores () / gt_comm_local_size (config->comm);
   if (num_threads <= 0)
     num_threads = 1;
   if (gt_cpu_blas_init (why, why_size) < 0) {

@@ -40,6 +40,19 @@ prefetch_part (const Prefetch *pf, int part, int parts)
 }
 
 /* A kernel's pad is padded_w pixels a row; h and w are its output's. */
+/* Prefetching pays while the next image fits in the core's cache beside
+ * the padded one: a 56x56x64 input (800 KB, resnet50's first stage) would
+ * push the padded image out of a 1 MB L2 and slow the kernels down. */
+#define PREFETCH_MAX_BYTES (192 * 1024)
+
+static inline const Prefetch *
+prefetch_if_small (const Prefetch *pf, int more_images)
+{
+  return more_images && pf->bytes[0] + pf->bytes[1] <= PREFETCH_MAX_BYTES
+      ? pf
+      : NULL;
+}
+
 typedef void (*ForwardKernel) (const float *pad, int padded_w, int stride,
     int h, int w, int c_in, const float *weights, float *y, const Prefetch *pf);
 typedef void (*WeightGradKernel) (const float *pad, int padded_w, int stride,
@@ -206,7 +219,8 @@ direct_forward_task (void *data, int thread, int num_threads)
 
     pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
     task->forward (pad, task->w + 2, task->stride, task->out_h, task->out_w,
-        task->c_in, task->weights, out, image + 1 < end ? &next : NULL);
+        task->c_in, task->weights, out,
+        prefetch_if_small (&next, image + 1 < end));
     /* while the image is still in the cache */
     if (task->moments)
       gt_cpu_moments_add (moments, moments + 1, moments + 1 + task->c_out, out,
@@ -234,7 +248,7 @@ direct_weight_grad_task (void *data, int thread, int num_threads)
     pad_image (task->in + image * in_size, task->h, task->w, task->c_in, pad);
     task->weight_grad (pad, task->w + 2, task->stride, task->out_h, task->out_w,
         task->c_in, task->dy + image * out_size, grads,
-        image + 1 < end ? &next : NULL);
+        prefetch_if_small (&next, image + 1 < end));
   }
 }
 

@@ -212,13 +212,17 @@ GST_START_TEST (test_loss_falls)
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=40 seed=3 ! imagedec ! augment "
       "width=12 height=12 crop=center ! batcher batch-size=16 ! " SINK
-      "lr=0.05 lr-schedule=constant label-smoothing=0 stats-interval=10",
+      "lr=0.02 lr-schedule=constant label-smoothing=0 stats-interval=10",
       dir);
   gdouble first_loss, last_loss;
 
   fail_unless (run->error == NULL, "%s", run->error);
   /* 16 images, one batch an epoch (the same images every step: they are
-   * memorised), 40 epochs: 40 steps, 4 messages */
+   * memorised), 40 epochs: 40 steps, 4 messages. lr 0.02: at 0.05 the loss
+   * fell to about 0.18 by step 30 and then swung, so that the last
+   * interval's loss (0.09 to 0.50 from 0.59) depended on the rounding of
+   * the thread count and the kernels; at 0.02 it ends at 0.10 to 0.18 from
+   * 0.55 with any of them. */
   fail_unless_equals_int (run->stats->len, 4);
   first_loss = get_double (g_ptr_array_index (run->stats, 0), "loss");
   last_loss = get_double (g_ptr_array_index (run->stats, 3), "loss");

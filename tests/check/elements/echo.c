@@ -793,8 +793,10 @@ GST_END_TEST;
 
 GST_START_TEST (test_adaptive_repeats_up_to_max_factor_then_waits)
 {
+  /* A buffer of one item, less than max-factor: no room to spread the
+   * copies, they may go out back to back. */
   GstHarness *h = echo_harness (
-      "mode", MODE_ADAPTIVE, "max-factor", 3.0, "shuffle-buffer-size", 8, NULL);
+      "mode", MODE_ADAPTIVE, "max-factor", 3.0, "shuffle-buffer-size", 1, NULL);
   GstBuffer *out;
   guint e, rest = 0;
 
@@ -910,6 +912,141 @@ GST_START_TEST (test_adaptive_fresh_items_go_first)
   fail_unless (get_uint64 (h->element, "items-out") <= 12);
   blocker_clear (&blocker);
   gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* With downstream always free, 48 items that wait together, kept in a
+ * buffer of 49, go out @max_factor times each: fresh first, in order, then
+ * in rounds, every item once more before any item a third time (the least
+ * emitted first), and the copies of an item more than 48 (items so far) /
+ * max-factor other emissions apart (they would share a batch otherwise).
+ * Then the element waits: nothing more comes before EOS. */
+static void
+check_repeats_spread (guint max_factor)
+{
+  const guint n = 48, gap = n / max_factor;
+  GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor",
+      (gdouble)max_factor, "shuffle-buffer-size", n + 1, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  gint64 last[48];
+  guint seen[48] = { 0 };
+  Blocker blocker;
+  gulong probe = block_pad (srcpad, &blocker);
+  guint i, position;
+
+  /* Item 0 is held downstream while the others arrive; no input comes
+   * while the rest goes out, so what goes out does not depend on timing. */
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  wait_blocked (&blocker);
+  for (i = 1; i < n; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
+  gst_pad_remove_probe (srcpad, probe);
+
+  for (position = 0; position < n * max_factor; position++) {
+    GstBuffer *out = gst_harness_pull (h);
+    GstTrainSampleMeta *meta = sample_meta (out);
+    guint round = position / n;
+
+    fail_unless (meta->index < n);
+    if (round == 0)
+      fail_unless_equals_int (meta->index, position);
+    /* Round r is every item's emission r, once. */
+    fail_unless_equals_int (meta->emissions, round);
+    fail_unless_equals_int (seen[meta->index], round);
+    if (round > 0)
+      fail_unless (position - last[meta->index] > gap,
+          "item %u went out at %" G_GINT64_FORMAT " and %u: less than %u "
+          "emissions apart",
+          (guint)meta->index, last[meta->index], position, gap + 1);
+    seen[meta->index]++;
+    last[meta->index] = position;
+    gst_buffer_unref (out);
+  }
+  push_eos (h);
+  wait_for_eos (h);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  fail_unless_equals_int (get_uint64 (h->element, "items-out"), n * max_factor);
+  blocker_clear (&blocker);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_adaptive_spreads_repeats_least_emitted_first)
+{
+  check_repeats_spread (2);
+  check_repeats_spread (3);
+}
+
+GST_END_TEST;
+
+/* The emissions that must come between two of an item's in a buffer of 32
+ * with max-factor 2, when the item was item @index: the items so far, at
+ * most 32, over 2. */
+static guint
+gap_of (guint64 index)
+{
+  return (guint)MIN (index + 1, 32) / 2;
+}
+
+/* With downstream always free and one fresh item at a time, an item may go
+ * out again only after gap_of() other emissions; until one may, the element
+ * waits for fresh data rather than repeat the last items at once, and the
+ * next fresh item never waits behind a repeat. */
+GST_START_TEST (test_adaptive_waits_rather_than_bunch_repeats)
+{
+  const guint n = 200;
+  GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 2.0,
+      "shuffle-buffer-size", 32, NULL);
+  gint64 *last = g_new (gint64, n);
+  guint i, position = 0, repeats = 0;
+  GstBuffer *out;
+
+  for (i = 0; i < n; i++) {
+    gboolean fresh = FALSE;
+
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
+    /* Repeats may come before it; the fresh item comes before the next is
+     * pushed. */
+    while (!fresh) {
+      GstTrainSampleMeta *meta;
+
+      out = gst_harness_pull (h);
+      meta = sample_meta (out);
+      fresh = meta->emissions == 0;
+      if (fresh) {
+        fail_unless_equals_int (meta->index, i);
+      } else {
+        fail_unless_equals_int (meta->emissions, 1);
+        fail_unless (position - last[meta->index] > gap_of (meta->index),
+            "item %u repeated %" G_GINT64_FORMAT " emissions after it went "
+            "out",
+            (guint)meta->index, position - last[meta->index]);
+        repeats++;
+      }
+      last[meta->index] = position++;
+      gst_buffer_unref (out);
+    }
+  }
+  push_eos (h);
+  wait_for_eos (h);
+  while ((out = gst_harness_try_pull (h)) != NULL) {
+    GstTrainSampleMeta *meta = sample_meta (out);
+
+    fail_unless_equals_int (meta->emissions, 1);
+    fail_unless (position - last[meta->index] > gap_of (meta->index));
+    last[meta->index] = position++;
+    repeats++;
+    gst_buffer_unref (out);
+  }
+  /* Repeats did come (how many depends on when the task ran between two
+   * pushes; check_repeats_spread counts them where timing cannot matter). */
+  fail_unless (repeats > 0, "no repeats of %u items", n);
+  g_free (last);
   gst_harness_teardown (h);
 }
 
@@ -1146,6 +1283,8 @@ echo_suite (void)
   tcase_add_test (tc, test_state_changes);
   tcase_add_test (tc, test_adaptive_repeats_up_to_max_factor_then_waits);
   tcase_add_test (tc, test_adaptive_fresh_items_go_first);
+  tcase_add_test (tc, test_adaptive_spreads_repeats_least_emitted_first);
+  tcase_add_test (tc, test_adaptive_waits_rather_than_bunch_repeats);
   tcase_add_test (tc, test_adaptive_flush_unblocks_and_restarts);
   tcase_add_test (tc, test_adaptive_restarts_after_ready);
   tcase_add_test (tc, test_stats_message_at_eos);

@@ -1,0 +1,357 @@
+/* threads.c: the data elements' one thread budget (train-pool.h).
+ *
+ * However many datasetsrc, imagedec and augment elements a process runs,
+ * their work runs on one pool of budget - 1 worker threads (the streaming
+ * threads do the rest), the budget being the cores the process may run on
+ * or GST_TRAIN_THREADS; and the bytes that come out do not depend on it. */
+#include "fixtures.h"
+#include "train-pool.h"
+
+#include <gst/check/gstcheck.h>
+#include <string.h>
+
+/* A dataset of @n small photos-like JPEGs of varied sizes in two classes. */
+static gchar *
+write_tree (guint n)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gchar *path = g_strdup_printf ("%s/class%u/%03u.jpg", root, i % 2, i);
+
+    fixture_write_jpeg (
+        path, 60 + (gint)(i * 7) % 50, 40 + (gint)(i * 5) % 40, i);
+    g_free (path);
+  }
+  return root;
+}
+
+/* Threads of this process now, and how many of them are pool workers. */
+static void
+count_threads (guint *total, guint *workers)
+{
+  GDir *dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const gchar *name;
+
+  fail_unless (dir != NULL);
+  *total = *workers = 0;
+  while ((name = g_dir_read_name (dir)) != NULL) {
+    gchar *path = g_strdup_printf ("/proc/self/task/%s/comm", name);
+    gchar *comm = NULL;
+
+    /* A thread may end between the listing and the read. */
+    if (g_file_get_contents (path, &comm, NULL, NULL)) {
+      (*total)++;
+      if (g_str_has_prefix (comm, "train-pool"))
+        (*workers)++;
+    }
+    g_free (comm);
+    g_free (path);
+  }
+  g_dir_close (dir);
+}
+
+typedef struct
+{
+  GMutex lock;
+  guint max_total;
+  guint max_workers;
+  guint buffers;
+} ThreadWatch;
+
+/* At every buffer that reaches a sink, the threads the process runs. */
+static GstPadProbeReturn
+watch_threads (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  ThreadWatch *watch = user_data;
+  guint total, workers;
+
+  count_threads (&total, &workers);
+  g_mutex_lock (&watch->lock);
+  watch->max_total = MAX (watch->max_total, total);
+  watch->max_workers = MAX (watch->max_workers, workers);
+  watch->buffers++;
+  g_mutex_unlock (&watch->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+watch_sink (GstElement *pipeline, const gchar *name, ThreadWatch *watch)
+{
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), name);
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+
+  gst_pad_add_probe (
+      pad, GST_PAD_PROBE_TYPE_BUFFER, watch_threads, watch, NULL);
+  gst_object_unref (pad);
+  gst_object_unref (sink);
+}
+
+/* Two sources, so two streaming threads, and seven elements that would
+ * each have started threads of their own. */
+static gchar *
+many_elements_launch (const gchar *root, gint epochs)
+{
+  return g_strdup_printf (
+      "datasetsrc location=%s seed=3 num-epochs=%d ! imagedec "
+      "! augment width=32 height=24 seed=1 ! batcher batch-size=4 "
+      "! fakesink name=a "
+      "datasetsrc location=%s seed=4 num-epochs=%d ! imagedec "
+      "! augment width=40 height=30 seed=2 n-threads=4 "
+      "! augment width=32 height=24 seed=3 ! fakesink name=b",
+      root, epochs, root, epochs);
+}
+
+/* Runs the two-chain pipeline under a budget of @budget; returns the most
+ * threads the process ran (and of them pool workers) while data flowed,
+ * above what it ran before. */
+static void
+run_watched (
+    const gchar *root, guint budget, guint *extra_total, guint *max_workers)
+{
+  gchar *launch = many_elements_launch (root, 2);
+  gchar *value = g_strdup_printf ("%u", budget);
+  GstElement *pipeline;
+  ThreadWatch watch = { 0 };
+  guint before, workers;
+  gchar *error;
+
+  g_setenv ("GST_TRAIN_THREADS", value, TRUE);
+  pipeline = gst_parse_launch (launch, NULL);
+  fail_unless (pipeline != NULL);
+  watch_sink (pipeline, "a", &watch);
+  watch_sink (pipeline, "b", &watch);
+  count_threads (&before, &workers);
+  fail_unless_equals_int (workers, 0);
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s", error);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  g_unsetenv ("GST_TRAIN_THREADS");
+
+  fail_unless (watch.buffers > 0);
+  /* Stopped: the last element let go of the pool, which joined its
+   * threads. */
+  fail_unless_equals_int (gst_train_pool_get_n_workers (), 0);
+  count_threads (&before, &workers);
+  fail_unless_equals_int (workers, 0);
+
+  *extra_total = watch.max_total > before ? watch.max_total - before : 0;
+  *max_workers = watch.max_workers;
+  g_free (value);
+  g_free (launch);
+}
+
+GST_START_TEST (test_workers_within_budget_whatever_elements)
+{
+  gchar *root = write_tree (24);
+  guint budgets[] = { 1, 2, 3, 5 };
+  guint i, extra, workers;
+
+  /* Once before counting: GStreamer's own threads (the streaming threads'
+   * pool) start on first use and stay. */
+  run_watched (root, 2, &extra, &workers);
+  for (i = 0; i < G_N_ELEMENTS (budgets); i++) {
+    run_watched (root, budgets[i], &extra, &workers);
+    /* One pool for all seven elements: budget - 1 workers, not one set
+     * per element. */
+    fail_unless_equals_int (workers, budgets[i] - 1);
+    /* Besides the workers, at most the two streaming threads. */
+    fail_unless (extra <= budgets[i] - 1 + 2, "budget %u: %u more threads",
+        budgets[i], extra);
+  }
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_budget_from_environment)
+{
+  GstTrainPool *pool;
+
+  g_setenv ("GST_TRAIN_THREADS", "3", TRUE);
+  pool = gst_train_pool_get ();
+  fail_unless_equals_int (gst_train_pool_get_budget (pool), 3);
+  fail_unless_equals_int (gst_train_pool_get_n_workers (), 2);
+  gst_train_pool_unref (pool);
+  fail_unless_equals_int (gst_train_pool_get_n_workers (), 0);
+
+  /* Unset: the cores this process may run on (its affinity mask). */
+  g_unsetenv ("GST_TRAIN_THREADS");
+  pool = gst_train_pool_get ();
+  fail_unless_equals_int (
+      gst_train_pool_get_budget (pool), g_get_num_processors ());
+  gst_train_pool_unref (pool);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstTrainTask task;
+  guint value;
+  guint result;
+} SquareTask;
+
+static void
+square (GstTrainTask *task)
+{
+  SquareTask *t = (SquareTask *)task;
+
+  t->result = t->value * t->value;
+}
+
+GST_START_TEST (test_tasks_run_once_waited_or_cancelled)
+{
+  guint budgets[] = { 1, 4 };
+  guint b, i;
+
+  for (b = 0; b < G_N_ELEMENTS (budgets); b++) {
+    gchar *value = g_strdup_printf ("%u", budgets[b]);
+    SquareTask tasks[64];
+    GstTrainPool *pool;
+    guint ran = 0;
+
+    g_setenv ("GST_TRAIN_THREADS", value, TRUE);
+    pool = gst_train_pool_get ();
+    for (i = 0; i < G_N_ELEMENTS (tasks); i++) {
+      tasks[i].task.func = square;
+      tasks[i].value = i + 1;
+      tasks[i].result = 0;
+      gst_train_pool_push (pool, &tasks[i].task);
+    }
+    /* Waiting for the last runs the queue in this thread (with a budget of
+     * one, nothing else would). */
+    gst_train_pool_wait (pool, &tasks[63].task);
+    fail_unless_equals_int (tasks[63].result, 64 * 64);
+    for (i = 0; i < 32; i++) {
+      gst_train_pool_wait (pool, &tasks[i].task);
+      fail_unless (gst_train_pool_is_done (pool, &tasks[i].task));
+      fail_unless_equals_int (tasks[i].result, (i + 1) * (i + 1));
+    }
+    /* The rest: cancelled before they ran, or done once. */
+    for (i = 32; i < 63; i++) {
+      if (gst_train_pool_cancel (pool, &tasks[i].task)) {
+        fail_unless_equals_int (tasks[i].result, (i + 1) * (i + 1));
+        ran++;
+      } else {
+        fail_unless_equals_int (tasks[i].result, 0);
+      }
+    }
+    if (budgets[b] == 1)
+      fail_unless_equals_int (ran, 0);
+    gst_train_pool_unref (pool);
+    g_unsetenv ("GST_TRAIN_THREADS");
+    g_free (value);
+  }
+}
+
+GST_END_TEST;
+
+/* TRUE when both runs hold the same bytes in the same order. */
+static gboolean
+same_outputs (RunResult *a, RunResult *b)
+{
+  guint i;
+
+  if (a->samples->len != b->samples->len)
+    return FALSE;
+  for (i = 0; i < a->samples->len; i++) {
+    GstBuffer *ba = gst_sample_get_buffer (run_result_sample (a, i)->sample);
+    GstBuffer *bb = gst_sample_get_buffer (run_result_sample (b, i)->sample);
+    GstMapInfo ma, mb;
+    gboolean same;
+
+    gst_buffer_map (ba, &ma, GST_MAP_READ);
+    gst_buffer_map (bb, &mb, GST_MAP_READ);
+    same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
+    gst_buffer_unmap (ba, &ma);
+    gst_buffer_unmap (bb, &mb);
+    if (!same)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static RunResult *
+run_batches (const gchar *root, guint budget, const gchar *threads)
+{
+  gchar *value = g_strdup_printf ("%u", budget);
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=%s seed=5 num-epochs=2 %s ! imagedec %s "
+      "! augment width=48 height=40 seed=9 %s ! batcher batch-size=5 "
+      "! fakesink name=sink",
+      root, threads, threads, threads);
+  RunResult *r;
+
+  g_setenv ("GST_TRAIN_THREADS", value, TRUE);
+  r = fixture_run (launch);
+  g_unsetenv ("GST_TRAIN_THREADS");
+  fail_unless (r->error == NULL, "%s", r->error);
+  g_free (launch);
+  g_free (value);
+  return r;
+}
+
+GST_START_TEST (test_same_batches_whatever_budget)
+{
+  gchar *root = write_tree (27);
+  /* Everything in the streaming thread: the reference. */
+  RunResult *serial = run_batches (root, 1, "n-threads=1");
+  guint budgets[] = { 1, 2, 3, 8 };
+  guint i;
+
+  /* 54 images in batches of 5: 10 whole batches, the rest dropped. */
+  fail_unless_equals_int (serial->samples->len, 10);
+  for (i = 0; i < G_N_ELEMENTS (budgets); i++) {
+    RunResult *r = run_batches (root, budgets[i], "");
+    RunResult *r2 = run_batches (root, budgets[i], "n-threads=2");
+
+    fail_unless (same_outputs (serial, r), "budget %u", budgets[i]);
+    fail_unless (same_outputs (serial, r2), "budget %u", budgets[i]);
+    run_result_free (r);
+    run_result_free (r2);
+  }
+  run_result_free (serial);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stop_mid_stream_with_tasks_in_flight)
+{
+  gchar *root = write_tree (24);
+  /* Endless epochs: stopped while data flows, never at EOS. */
+  gchar *launch = many_elements_launch (root, -1);
+
+  g_setenv ("GST_TRAIN_THREADS", "3", TRUE);
+  fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  g_unsetenv ("GST_TRAIN_THREADS");
+  fail_unless_equals_int (gst_train_pool_get_n_workers (), 0);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+static Suite *
+threads_suite (void)
+{
+  Suite *s = suite_create ("threads");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_budget_from_environment);
+  tcase_add_test (tc, test_tasks_run_once_waited_or_cancelled);
+  tcase_add_test (tc, test_workers_within_budget_whatever_elements);
+  tcase_add_test (tc, test_same_batches_whatever_budget);
+  tcase_add_test (tc, test_stop_mid_stream_with_tasks_in_flight);
+  return s;
+}
+
+GST_CHECK_MAIN (threads);
