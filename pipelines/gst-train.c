@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Where the installed plugins are, relative to the folder of the installed
  * gst-train (or absolute); set by meson. */
@@ -52,6 +53,10 @@ typedef struct
   const gchar *dot_dir;
   gint dots;
   gint interrupts;
+  /* under eos_lock: send_eos has not returned (eos_done when it does) */
+  gboolean eos_in_flight;
+  GMutex eos_lock;
+  GCond eos_done;
   gint exit_status;
   gchar *error;
   GstStructure *last_stats;
@@ -777,6 +782,38 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
 
 /* First Ctrl-C (or SIGTERM): the sinks stop after their step in flight
  * and write their final checkpoint; the second: stop now. */
+/* Sends EOS into the pipeline, on one of GStreamer's own threads. */
+static void
+send_eos (GstElement *pipeline, gpointer data)
+{
+  App *app = data;
+
+  if (!gst_element_send_event (pipeline, gst_event_new_eos ()))
+    g_printerr ("%sinterrupt: the pipeline did not take EOS; Ctrl-C again "
+                "to abort\n",
+        rank_prefix);
+  g_mutex_lock (&app->eos_lock);
+  app->eos_in_flight = FALSE;
+  g_cond_broadcast (&app->eos_done);
+  g_mutex_unlock (&app->eos_lock);
+}
+
+/* Waits up to @seconds for send_eos to return; TRUE when it has. */
+static gboolean
+wait_eos_sent (App *app, gint seconds)
+{
+  gint64 deadline = g_get_monotonic_time () + seconds * G_TIME_SPAN_SECOND;
+  gboolean sent;
+
+  g_mutex_lock (&app->eos_lock);
+  while (app->eos_in_flight
+      && g_cond_wait_until (&app->eos_done, &app->eos_lock, deadline))
+    ;
+  sent = !app->eos_in_flight;
+  g_mutex_unlock (&app->eos_lock);
+  return sent;
+}
+
 static gboolean
 on_interrupt (gpointer data)
 {
@@ -796,10 +833,13 @@ on_interrupt (gpointer data)
                   "queued are trained on, then the final checkpoint is "
                   "written (Ctrl-C again to abort)\n",
           rank_prefix);
-    if (!gst_element_send_event (app->pipeline, gst_event_new_eos ()))
-      g_printerr ("%sinterrupt: the pipeline did not take EOS; Ctrl-C again "
-                  "to abort\n",
-          rank_prefix);
+    /* not from the main loop: a source whose streaming thread is stuck
+     * pushing holds a lock that sending it an event waits for, and the
+     * second Ctrl-C must still get through */
+    g_mutex_lock (&app->eos_lock);
+    app->eos_in_flight = TRUE;
+    g_mutex_unlock (&app->eos_lock);
+    gst_element_call_async (app->pipeline, send_eos, app, NULL);
     return G_SOURCE_CONTINUE;
   }
   g_printerr ("%sinterrupt: aborting\n", rank_prefix);
@@ -883,7 +923,10 @@ main (int argc, char **argv)
   GstBus *bus;
   GList *l;
   guint signal_sources[2], i;
+  gboolean stuck = FALSE;
 
+  g_mutex_init (&app.eos_lock);
+  g_cond_init (&app.eos_done);
   /* before option parsing, which initialises GStreamer */
   add_own_plugin_path ();
   context = g_option_context_new ("[LAUNCH-LINE...]");
@@ -995,7 +1038,19 @@ main (int argc, char **argv)
     g_main_loop_run (app.loop);
   }
 
-  gst_element_set_state (app.pipeline, GST_STATE_NULL);
+  /* After an abort with the EOS still being sent (for 10 s more), a
+   * streaming thread holds what stopping the pipeline would wait for (the
+   * EOS holds the pipeline's state lock while the source's thread is
+   * stuck): leave it running, the process ends anyway; what was written
+   * stays written. Otherwise stopping it lets the sinks write their final
+   * checkpoint. */
+  stuck = app.exit_status == 130 && !wait_eos_sent (&app, 10);
+  if (stuck)
+    g_printerr ("%sinterrupt: the pipeline is stuck (the EOS of the first "
+                "Ctrl-C is not through): exiting without stopping it\n",
+        rank_prefix);
+  else
+    gst_element_set_state (app.pipeline, GST_STATE_NULL);
   for (i = 0; i < G_N_ELEMENTS (signal_sources); i++)
     g_source_remove (signal_sources[i]);
   if (app.exit_status == 1 && app.error == NULL)
@@ -1013,7 +1068,16 @@ main (int argc, char **argv)
   g_list_free_full (app.sinks, gst_object_unref);
   g_hash_table_unref (app.last_steps);
   g_main_loop_unref (app.loop);
+  if (stuck) {
+    /* the stuck pipeline's threads still run and hold it: end the process
+     * here, without taking it down (everything above is written) */
+    fflush (stdout);
+    fflush (stderr);
+    _exit (app.exit_status);
+  }
   gst_object_unref (app.pipeline);
+  g_mutex_clear (&app.eos_lock);
+  g_cond_clear (&app.eos_done);
   g_free (launch);
   g_free (file);
   g_free (dot_dir);

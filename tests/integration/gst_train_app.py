@@ -206,10 +206,9 @@ with tempfile.TemporaryDirectory() as work:
     # A second Ctrl-C aborts: exit status 130 without waiting for EOS. A
     # second branch keeps the pipeline from reaching EOS after the first:
     # fakesink (sync) holds fakesrc's second buffer until 1000 s of running
-    # time, and fakesrc's EOS waits behind it in the queue. (The queue
-    # keeps fakesrc's own thread free: gst-train sends EOS to the sources
-    # from its main loop, which blocks while a source's thread is stuck in
-    # a push, and then a second Ctrl-C is never handled.) stderr is read
+    # time, and fakesrc's EOS waits behind it in the queue. (Without the
+    # queue fakesrc's own thread is stuck in the push: the case after this
+    # one.) stderr is read
     # for the acknowledgement of the first Ctrl-C before the second is
     # sent, so that GLib cannot fold the two signals into one.
     checkpoint = f"{work}/aborted.safetensors"
@@ -257,6 +256,37 @@ with tempfile.TemporaryDirectory() as work:
           f"second Ctrl-C left temporary files: {glob.glob(f'{work}/aborted*')}")
     if process.returncode == 130:
         print(f"ok: a second Ctrl-C aborts with exit status 130 ({aborted[0].strip()})")
+
+    # The same without the queue: fakesrc's own thread is stuck pushing
+    # into the sync'd fakesink, so sending EOS to the sources blocks until
+    # it is free (1000 s). gst-train sends it from another thread, and the
+    # second Ctrl-C still aborts (before, the main loop blocked in the send
+    # and only kill -9 ended the process).
+    stuck = " fakesrc datarate=1 sizetype=fixed sizemax=1000 ! fakesink sync=true"
+    process = watched([app, training_line(f"{work}/fm", f"{work}/stuck.safetensors")
+                       + stuck])
+    for output in process.stdout:
+        if output.startswith("step ") and int(output.split()[1]) >= 2:
+            process.send_signal(signal.SIGINT)
+            break
+    acknowledged = ""
+    for output in process.stderr:
+        acknowledged += output
+        if "interrupt: stopping after the step in flight" in output:
+            process.send_signal(signal.SIGINT)
+            break
+    try:
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        check(False, "second Ctrl-C with a source stuck in a push: still running after 60 s")
+    err = acknowledged + err
+    check(process.returncode == 130,
+          f"second Ctrl-C, source stuck: exit status {process.returncode}: {err}")
+    check("the pipeline is stuck" in err, f"second Ctrl-C, source stuck: not said: {err}")
+    if process.returncode == 130:
+        print("ok: a second Ctrl-C aborts with 130 while a source's thread is stuck in a push")
 
     # --dot-dir and --summary on a short run.
     dots = f"{work}/dots"
