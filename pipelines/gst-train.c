@@ -894,8 +894,12 @@ write_summary (App *app, const gchar *path)
 int
 main (int argc, char **argv)
 {
-  gchar *file = NULL, *dot_dir = NULL, *summary = NULL, *launch = NULL;
-  gchar *resume = NULL;
+  /* freed on every way out */
+  g_autofree gchar *file = NULL;
+  g_autofree gchar *dot_dir = NULL;
+  g_autofree gchar *summary = NULL;
+  g_autofree gchar *launch = NULL;
+  g_autofree gchar *resume = NULL;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
     { "file", 'f', 0, G_OPTION_ARG_FILENAME, &file,
@@ -997,11 +1001,6 @@ main (int argc, char **argv)
       report_refused_value (app.pipeline, launch, parse_log.messages->pdata[i]);
     g_ptr_array_unref (parse_log.messages);
     gst_object_unref (app.pipeline);
-    g_free (launch);
-    g_free (file);
-    g_free (dot_dir);
-    g_free (summary);
-    g_free (resume);
     return 2;
   }
   g_ptr_array_unref (parse_log.messages);
@@ -1010,11 +1009,6 @@ main (int argc, char **argv)
     g_printerr ("%sgst-train: --resume: the pipeline has no %s\n", rank_prefix,
         TRAIN_SINK_FACTORY);
     gst_object_unref (app.pipeline);
-    g_free (launch);
-    g_free (file);
-    g_free (dot_dir);
-    g_free (summary);
-    g_free (resume);
     return 2;
   }
   for (l = app.sinks; resume != NULL && l != NULL; l = l->next)
@@ -1078,10 +1072,5 @@ main (int argc, char **argv)
   gst_object_unref (app.pipeline);
   g_mutex_clear (&app.eos_lock);
   g_cond_clear (&app.eos_done);
-  g_free (launch);
-  g_free (file);
-  g_free (dot_dir);
-  g_free (summary);
-  g_free (resume);
   return app.exit_status;
 }

@@ -331,6 +331,23 @@ fixture_play_until_flowing (GstElement *pipeline)
       msg ? GST_MESSAGE_TYPE_NAME (msg) : "no");
 }
 
+gint64
+fixture_deadline (guint seconds)
+{
+  return g_get_monotonic_time () + (gint64)seconds * G_TIME_SPAN_SECOND;
+}
+
+void
+fixture_cond_wait (
+    GCond *cond, GMutex *lock, gint64 deadline, const gchar *what)
+{
+  if (!g_cond_wait_until (cond, lock, deadline)
+      && g_get_monotonic_time () >= deadline) {
+    g_mutex_unlock (lock);
+    fail ("timed out waiting for %s", what);
+  }
+}
+
 void
 fixture_stop_mid_stream (const gchar *launch, GstState stop_state, guint rounds)
 {

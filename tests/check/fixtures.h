@@ -93,6 +93,16 @@ gchar *fixture_play_to_eos (GstElement *pipeline, GstMessageType types,
  * stop a pipeline mid-stream. */
 void fixture_play_until_flowing (GstElement *pipeline);
 
+/* A deadline @seconds from now, for fixture_cond_wait(). */
+gint64 fixture_deadline (guint seconds);
+
+/* g_cond_wait() on @cond with @lock held, failing the test, with @what in
+ * the message, once @deadline (from fixture_deadline()) has passed: a
+ * waiting test ends with a reason, even where check's own timeout does not
+ * run (CK_FORK=no). */
+void fixture_cond_wait (
+    GCond *cond, GMutex *lock, gint64 deadline, const gchar *what);
+
 /* Parses @launch, then @rounds times plays it until data flows and sets it
  * to @stop_state (READY or NULL), each change a success; then to NULL.
  * Stopping mid-stream, threads busy, must be clean. */

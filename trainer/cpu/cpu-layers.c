@@ -523,79 +523,6 @@ typedef struct
  * loop over channels runs vectorised without the double conversion. */
 #define NORM_BLOCK_ROWS 32
 
-/* Per-channel sums of x (or of (x - shift)^2) over this thread's rows. */
-static inline __attribute__ ((always_inline)) void
-norm_sum_rows (NormTask *task, int thread, int num_threads, int channels)
-{
-  double *sums = task->scratch->channel_sums + (size_t)thread * 2 * channels;
-  float block[channels];
-  size_t begin, end, r, block_end;
-  int c;
-
-  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
-  memset (sums, 0, channels * sizeof (double));
-  for (r = begin; r < end; r = block_end) {
-    block_end = r + NORM_BLOCK_ROWS < end ? r + NORM_BLOCK_ROWS : end;
-    memset (block, 0, sizeof (block));
-    for (; r < block_end; r++) {
-      const float *row = task->x + r * channels;
-
-      if (task->shift)
-        VECTOR_LOOP for (c = 0; c < channels; c++)
-        {
-          float d = row[c] - task->shift[c];
-
-          block[c] += d * d;
-        }
-      else
-        VECTOR_LOOP for (c = 0; c < channels; c++) block[c] += row[c];
-    }
-    VECTOR_LOOP for (c = 0; c < channels; c++) sums[c] += block[c];
-  }
-}
-
-GT_CPU_STREAMING static void
-norm_sum_task (void *data, int thread, int num_threads)
-{
-  NormTask *task = data;
-
-#define BODY(c) norm_sum_rows (task, thread, num_threads, c)
-  WITH_CHANNELS (task->channels, BODY);
-#undef BODY
-}
-
-static void
-norm_channel_sums (GtCpuPool *pool, NormTask *task, double *out)
-{
-  int num_threads = gt_cpu_pool_size (pool);
-  int t, c;
-
-  gt_cpu_pool_run (pool, norm_sum_task, task);
-  for (c = 0; c < task->channels; c++) {
-    out[c] = 0;
-    for (t = 0; t < num_threads; t++)
-      out[c] += task->scratch->channel_sums[(size_t)t * 2 * task->channels + c];
-  }
-}
-
-void
-gt_cpu_moments_merge (double *count, double *mean, double *m2, double count_b,
-    const double *mean_b, const double *m2_b, int channels)
-{
-  double total = *count + count_b;
-  int c;
-
-  if (count_b == 0)
-    return;
-  for (c = 0; c < channels; c++) {
-    double delta = mean_b[c] - mean[c];
-
-    mean[c] += delta * (count_b / total);
-    m2[c] += m2_b[c] + delta * delta * (*count * count_b / total);
-  }
-  *count = total;
-}
-
 /* Sums of x (@shift NULL), or of x - shift and its square, over @rows rows,
  * in float blocks of NORM_BLOCK_ROWS rows added up in double. */
 static inline __attribute__ ((always_inline)) void
@@ -640,6 +567,58 @@ block_sums (const float *x, size_t rows, int channels, const float *shift,
 #define BODY(c) block_sums_rows (x, rows, c, shift, sums, squares)
   WITH_CHANNELS (channels, BODY);
 #undef BODY
+}
+
+/* Per-channel sums of x (@shift NULL) over this thread's rows, or of
+ * x - shift and (x - shift)^2: the first half of the thread's two slots
+ * holds the sums, the second the squares. */
+static void
+norm_sum_task (void *data, int thread, int num_threads)
+{
+  NormTask *task = data;
+  double *sums =
+      task->scratch->channel_sums + (size_t)thread * 2 * task->channels;
+  size_t begin, end;
+
+  gt_cpu_split (task->rows, thread, num_threads, &begin, &end);
+  block_sums (task->x + begin * task->channels, end - begin, task->channels,
+      task->shift, sums, sums + task->channels);
+}
+
+/* Per-channel sums of x, or with task->shift set of (x - shift)^2, over
+ * every row. */
+static void
+norm_channel_sums (GtCpuPool *pool, NormTask *task, double *out)
+{
+  int num_threads = gt_cpu_pool_size (pool);
+  size_t half = task->shift ? (size_t)task->channels : 0;
+  int t, c;
+
+  gt_cpu_pool_run (pool, norm_sum_task, task);
+  for (c = 0; c < task->channels; c++) {
+    out[c] = 0;
+    for (t = 0; t < num_threads; t++)
+      out[c] += task->scratch
+                    ->channel_sums[(size_t)t * 2 * task->channels + half + c];
+  }
+}
+
+void
+gt_cpu_moments_merge (double *count, double *mean, double *m2, double count_b,
+    const double *mean_b, const double *m2_b, int channels)
+{
+  double total = *count + count_b;
+  int c;
+
+  if (count_b == 0)
+    return;
+  for (c = 0; c < channels; c++) {
+    double delta = mean_b[c] - mean[c];
+
+    mean[c] += delta * (count_b / total);
+    m2[c] += m2_b[c] + delta * delta * (*count * count_b / total);
+  }
+  *count = total;
 }
 
 void

@@ -1033,13 +1033,17 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
   /* An endless stream, four threads sharing each image, stopped from
    * PLAYING and started again. */
   for (i = 0; i < 2; i++) {
+    gint64 deadline;
+
     fixture_play_until_flowing (pipeline);
     /* Stop with decoding and augmenting in full flow: after 20 more
      * images have gone through. */
+    deadline = fixture_deadline (60);
     g_mutex_lock (&counted.lock);
     counted.count = 0;
     while (counted.count < 20)
-      g_cond_wait (&counted.cond, &counted.lock);
+      fixture_cond_wait (&counted.cond, &counted.lock, deadline,
+          "20 images through the stream");
     g_mutex_unlock (&counted.lock);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL)
         == GST_STATE_CHANGE_SUCCESS);

@@ -864,9 +864,11 @@ block_pad (GstPad *pad, Blocker *b)
 static void
 wait_blocked (Blocker *b)
 {
+  gint64 deadline = fixture_deadline (60);
+
   g_mutex_lock (&b->lock);
   while (!b->blocked)
-    g_cond_wait (&b->cond, &b->lock);
+    fixture_cond_wait (&b->cond, &b->lock, deadline, "the first buffer");
   g_mutex_unlock (&b->lock);
 }
 
