@@ -780,8 +780,6 @@ on_bus_message (GstBus *bus, GstMessage *message, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* First Ctrl-C (or SIGTERM): the sinks stop after their step in flight
- * and write their final checkpoint; the second: stop now. */
 /* Sends EOS into the pipeline, on one of GStreamer's own threads. */
 static void
 send_eos (GstElement *pipeline, gpointer data)
@@ -814,6 +812,8 @@ wait_eos_sent (App *app, gint seconds)
   return sent;
 }
 
+/* First Ctrl-C (or SIGTERM): the sinks stop after their step in flight
+ * and write their final checkpoint; the second: stop now. */
 static gboolean
 on_interrupt (gpointer data)
 {

@@ -22,6 +22,23 @@
 
 static guint64 checkpoint_step (const gchar *path);
 
+/* The next message of @types on @pipeline's @bus, waiting at most BUS_WAIT;
+ * when none comes, stops the pipeline (a failed check must not leave it
+ * running) and fails the test, naming @launch. */
+static GstMessage *
+pop_or_fail (GstElement *pipeline, GstBus *bus, GstMessageType types,
+    const gchar *launch)
+{
+  GstMessage *message = gst_bus_timed_pop_filtered (bus, BUS_WAIT, types);
+
+  if (message == NULL) {
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    fail ("%s: no message for %" GST_TIME_FORMAT ", no EOS or error", launch,
+        GST_TIME_ARGS (BUS_WAIT));
+  }
+  return message;
+}
+
 typedef struct
 {
   GPtrArray *stats; /* GstStructure, train-stats in order */
@@ -47,16 +64,11 @@ sink_run (const gchar *launch)
   bus = gst_element_get_bus (pipeline);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   while (!done) {
-    GstMessage *message = gst_bus_timed_pop_filtered (bus, BUS_WAIT,
+    GstMessage *message = pop_or_fail (pipeline, bus,
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT
-            | GST_MESSAGE_WARNING | GST_MESSAGE_INFO);
+            | GST_MESSAGE_WARNING | GST_MESSAGE_INFO,
+        launch);
 
-    if (message == NULL) {
-      /* tear down first: a failed check must not leave it running */
-      gst_element_set_state (pipeline, GST_STATE_NULL);
-      fail ("%s: no message for %" GST_TIME_FORMAT ", no EOS or error", launch,
-          GST_TIME_ARGS (BUS_WAIT));
-    }
     switch (GST_MESSAGE_TYPE (message)) {
       case GST_MESSAGE_WARNING:
       case GST_MESSAGE_INFO: {
@@ -1377,8 +1389,9 @@ GST_START_TEST (test_alone_and_launcher_shard)
     for (i = 0; round && i < G_N_ELEMENTS (launcher); i++)
       g_setenv (launcher[i][0], launcher[i][1], TRUE);
     gst_element_set_state (pipeline, GST_STATE_PLAYING);
-    while ((message = gst_bus_timed_pop_filtered (bus, BUS_WAIT,
-                GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))
+    while (
+        (message = pop_or_fail (pipeline, bus,
+             GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT, launch))
         && GST_MESSAGE_TYPE (message) == GST_MESSAGE_ELEMENT) {
       s = gst_message_get_structure (message);
       if (gst_structure_has_name (s, "train-stats")) {
@@ -1389,11 +1402,6 @@ GST_START_TEST (test_alone_and_launcher_shard)
         steps = get_uint64 (s, "step");
       }
       gst_message_unref (message);
-    }
-    if (message == NULL) {
-      gst_element_set_state (pipeline, GST_STATE_NULL);
-      fail ("%s: no message for %" GST_TIME_FORMAT ", no EOS or error", launch,
-          GST_TIME_ARGS (BUS_WAIT));
     }
     fail_unless (GST_MESSAGE_TYPE (message) == GST_MESSAGE_EOS);
     gst_message_unref (message);
