@@ -19,11 +19,12 @@ struct _GstTrainPool
 {
   guint budget;
   guint n_workers;
+  guint n_running; /* workers that have entered their loop */
   GThread **workers;
 
   GMutex lock;
   GCond work; /* a task was queued, or quit */
-  GCond done; /* a task finished */
+  GCond done; /* a task finished, or a worker started */
   GQueue queue;
   gboolean quit;
 
@@ -84,6 +85,9 @@ gst_train_pool_worker (gpointer data)
   GstTrainPool *pool = data;
 
   g_mutex_lock (&pool->lock);
+  /* GLib has named this thread by now (before calling us). */
+  pool->n_running++;
+  g_cond_broadcast (&pool->done);
   for (;;) {
     GstTrainTask *task = g_queue_pop_head (&pool->queue);
 
@@ -135,6 +139,14 @@ gst_train_pool_new (void)
     }
     pool->workers[pool->n_workers++] = thread;
   }
+  /* Returned only once every worker runs: a pool's threads are then all
+   * there and named "train-pool", however busy the cores are (on two
+   * loaded cores a new thread may otherwise wait a whole short run for
+   * its first time slice). */
+  g_mutex_lock (&pool->lock);
+  while (pool->n_running < pool->n_workers)
+    g_cond_wait (&pool->done, &pool->lock);
+  g_mutex_unlock (&pool->lock);
   return pool;
 }
 
