@@ -50,8 +50,13 @@
  * have come, their number instead of @shuffle-buffer-size): the copies of
  * an item stay apart (with the defaults, 1024 and 3, and once 1024 items
  * came, at least 341 emissions: never in one batch of up to 341) and items
- * that went out together do not come back together. When no kept item is
- * due and no fresh item waits, it waits for fresh data rather than send
+ * that went out together do not come back together. Among the due items,
+ * those whose last emission is at least half the kept items back (plus a
+ * random part of a quarter) go first: as long as the rate leaves such
+ * items, copies are that far apart whatever @max-factor (with 1024 items,
+ * 512 to 768 emissions: four to six batches of 128), as a fixed factor's
+ * shuffle buffer scatters them; at rates near @max-factor the floor G
+ * takes over. When no kept item is due and no fresh item waits, it waits for fresh data rather than send
  * the last items again at once; when upstream is the bottleneck, every item
  * still goes out @max-factor times, only later. A fresh item that finds the
  * buffer full displaces the most emitted kept item. Choosing scans the kept
@@ -226,11 +231,12 @@ typedef struct
   GstBuffer *buffer; /* NULL while the entry is free */
   GstCaps *caps;     /* the caps it arrived with, or NULL */
   gsize size;
-  guint base;        /* the emission count it arrived with */
-  guint emitted;     /* emissions so far */
-  guint left;        /* emissions still due (fixed) or allowed (adaptive) */
-  gboolean has_meta; /* carries a sample or a batch meta */
-  guint64 due;       /* adaptive: it may repeat once sequence reaches it */
+  guint base;         /* the emission count it arrived with */
+  guint emitted;      /* emissions so far */
+  guint left;         /* emissions still due (fixed) or allowed (adaptive) */
+  gboolean has_meta;  /* carries a sample or a batch meta */
+  guint64 due;        /* adaptive: it may repeat once sequence reaches it */
+  guint64 spread_due; /* adaptive: from here on it is preferred */
 } GstEchoItem;
 
 /* Exact resume (fixed mode): the shuffle buffer as it was after the last
@@ -296,6 +302,7 @@ struct _GstEcho
   /* Adaptive mode's schedule of repeats, under @lock. */
   guint64 sequence; /* emissions so far (fresh and repeats) */
   guint gap;        /* other emissions between two of one item, at least */
+  guint spread;     /* ... and preferably (half the kept items) */
 
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */
@@ -390,8 +397,9 @@ gst_echo_class_init (GstEchoClass *klass)
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "fixed: copies that wait and leave in random order (0 = copies go "
           "out back to back); adaptive: items kept for repeats and fresh "
-          "items waiting (0 counts as 1), and an item's copies at least "
-          "this / ceil(max-factor) emissions apart",
+          "items waiting (0 counts as 1); an item's copies go out at least "
+          "this / ceil(max-factor) emissions apart, and half this apart "
+          "while the rate allows",
           0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -1021,7 +1029,8 @@ gst_echo_drop_repeats (GstEcho *echo)
  * that many items came (the items that came so far until then, so that the
  * first repeats do not wait for the buffer to fill), so that an item's
  * copies land in different batches and the copies of that many items mix.
- * 0 (back to back) when it is less than max-factor. */
+ * 0 (back to back) when it is less than max-factor. This is the floor; the
+ * spacing sought is @items / 2 (gst_echo_adaptive_set_due). */
 static guint
 gst_echo_adaptive_gap (guint items, gdouble max_factor)
 {
@@ -1034,43 +1043,57 @@ gst_echo_adaptive_gap (guint items, gdouble max_factor)
 
 /* Numbers the emission of @item that goes out now and says when it may go
  * out again: after gap emissions and a random part of another gap, so that
- * items that went out together do not come back together. */
+ * items that went out together do not come back together; and when it is
+ * preferred: after spread (half the kept items) and a random part of half
+ * of that. Measured (docs/echo.md), copies one or two batches apart (the
+ * gap alone at max-factor 8) were worth less than a fixed factor's copies,
+ * which a shuffle buffer scatters over about a thousand emissions. */
 static void
 gst_echo_adaptive_set_due (GstEcho *echo, GstEchoItem *item)
 {
   item->due = ++echo->sequence + echo->gap;
   if (echo->gap > 1)
     item->due += gt_random_below (&echo->rng, echo->gap);
+  item->spread_due = echo->sequence + echo->spread;
+  if (echo->spread > 3)
+    item->spread_due += gt_random_below (&echo->rng, echo->spread / 2);
+  item->spread_due = MAX (item->spread_due, item->due);
 }
 
 /* The slot of the next repeat (@repeat) or of the candidate to drop for a
  * fresh item (!@repeat). A repeat is the least emitted item among those
- * that are due (gst_echo_adaptive_set_due), so that the repeats
- * spread evenly over the kept items and an item's copies stay apart; the
- * one to drop is the most emitted item. Ties are drawn at random. -1 when
- * no item may be repeated yet. A scan of the kept items, called with the
- * lock. */
+ * past their spread_due, else among those past their due
+ * (gst_echo_adaptive_set_due), so that the repeats spread evenly over the
+ * kept items and an item's copies stay apart, as far as the rate allows;
+ * the one to drop is the most emitted item. Ties are drawn at random. -1
+ * when no item may be repeated yet. A scan of the kept items, called with
+ * the lock. */
 static gint
 gst_echo_adaptive_pick (GstEcho *echo, gboolean repeat)
 {
-  guint i, best = 0, ties = 0;
-  gint pick = -1;
+  /* [0]: preferred (or every item, to drop), [1]: due only */
+  guint i, best[2] = { 0, 0 }, ties[2] = { 0, 0 };
+  gint pick[2] = { -1, -1 };
 
   for (i = 0; i < echo->n_slots; i++) {
     const GstEchoItem *item = &echo->items[echo->slots[i]];
+    guint t = 0;
 
     if (repeat && item->due > echo->sequence)
       continue;
-    if (pick < 0 || (repeat ? item->emitted < best : item->emitted > best)) {
-      best = item->emitted;
-      ties = 1;
-      pick = (gint)i;
-    } else if (item->emitted == best
-        && gt_random_below (&echo->rng, ++ties) == 0) {
-      pick = (gint)i;
+    if (repeat && item->spread_due > echo->sequence)
+      t = 1;
+    if (pick[t] < 0
+        || (repeat ? item->emitted < best[t] : item->emitted > best[t])) {
+      best[t] = item->emitted;
+      ties[t] = 1;
+      pick[t] = (gint)i;
+    } else if (item->emitted == best[t]
+        && gt_random_below (&echo->rng, ++ties[t]) == 0) {
+      pick[t] = (gint)i;
     }
   }
-  return pick;
+  return pick[0] >= 0 ? pick[0] : pick[1];
 }
 
 static GstFlowReturn
@@ -1104,6 +1127,7 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   }
   echo->gap = gst_echo_adaptive_gap (
       (guint)MIN (items_in + 1, echo->capacity), max_factor);
+  echo->spread = (guint)MIN (items_in + 1, echo->capacity) / 2;
   entry.item = gst_echo_item_new (
       echo, buffer, size, gst_echo_draw_count (&echo->rng, max_factor));
   gst_queue_array_push_tail_struct (echo->line, &entry);

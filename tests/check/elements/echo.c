@@ -985,6 +985,52 @@ GST_START_TEST (test_adaptive_spreads_repeats_least_emitted_first)
 
 GST_END_TEST;
 
+/* With max-factor 8 the floor between two copies of an item is only 64 / 8
+ * = 8 emissions; while enough kept items are due, the copies go out at
+ * least half the kept items (32) apart instead. 64 items wait together;
+ * four rounds of them then go out with no fresh item between. */
+GST_START_TEST (test_adaptive_copies_half_the_kept_items_apart)
+{
+  const guint n = 64;
+  GstHarness *h = echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 8.0,
+      "shuffle-buffer-size", n + 1, NULL);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  gint64 last[64];
+  guint closest = G_MAXUINT, i, position;
+  Blocker blocker;
+  gulong probe = block_pad (srcpad, &blocker);
+
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  wait_blocked (&blocker);
+  for (i = 1; i < n; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
+  gst_pad_remove_probe (srcpad, probe);
+
+  for (position = 0; position < 4 * n; position++) {
+    GstBuffer *out = gst_harness_pull (h);
+    GstTrainSampleMeta *meta;
+
+    fail_unless (out != NULL, "nothing at emission %u", position);
+    meta = sample_meta (out);
+    fail_unless (meta->index < n);
+    if (meta->emissions > 0)
+      closest = MIN (closest, position - (guint)last[meta->index]);
+    else
+      fail_unless_equals_int (meta->index, position);
+    last[meta->index] = position;
+    gst_buffer_unref (out);
+  }
+  fail_unless (
+      closest >= n / 2, "copies of an item %u emissions apart", closest);
+  blocker_clear (&blocker);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* The emissions that must come between two of an item's in a buffer of 32
  * with max-factor 2, when the item was item @index: the items so far, at
  * most 32, over 2. */
@@ -1286,6 +1332,7 @@ echo_suite (void)
   tcase_add_test (tc, test_adaptive_repeats_up_to_max_factor_then_waits);
   tcase_add_test (tc, test_adaptive_fresh_items_go_first);
   tcase_add_test (tc, test_adaptive_spreads_repeats_least_emitted_first);
+  tcase_add_test (tc, test_adaptive_copies_half_the_kept_items_apart);
   tcase_add_test (tc, test_adaptive_waits_rather_than_bunch_repeats);
   tcase_add_test (tc, test_adaptive_flush_unblocks_and_restarts);
   tcase_add_test (tc, test_adaptive_restarts_after_ready);
