@@ -42,22 +42,22 @@
  * about 1 when upstream keeps up, up to @max-factor when upstream is the
  * bottleneck.
  *
- * Which item repeats: the least emitted of the kept items that are due,
- * ties drawn at random, so that the repeats spread evenly (every item a
- * second time before any a third). An item is due once at least G other
- * items went out after its last emission, G plus a random part of G more,
- * where G is @shuffle-buffer-size / ceil(@max-factor) (while fewer items
- * have come, their number instead of @shuffle-buffer-size): the copies of
- * an item stay apart (with the defaults, 1024 and 3, and once 1024 items
- * came, at least 341 emissions: never in one batch of up to 341) and items
- * that went out together do not come back together. Among the due items,
- * those whose last emission is at least half the kept items back (plus a
- * random part of a quarter) go first: as long as the rate leaves such
- * items, copies are that far apart whatever @max-factor (with 1024 items,
- * 512 to 768 emissions: four to six batches of 128), as a fixed factor's
- * shuffle buffer scatters them; at rates near @max-factor the floor G
- * takes over. When no kept item is due and no fresh item waits, it waits for fresh data rather than send
- * the last items again at once; when upstream is the bottleneck, every item
+ * Which item repeats: an item is due once at least G other items went out
+ * after its last emission, G plus a random part of G more, where G is
+ * @shuffle-buffer-size / ceil(@max-factor) (while fewer items have come,
+ * their number instead of @shuffle-buffer-size): the copies of an item stay
+ * apart (with the defaults, 1024 and 3, and once 1024 items came, at least
+ * 341 emissions: never in one batch of up to 341) and items that went out
+ * together do not come back together. Of the due items, those last emitted
+ * at least half the kept items back (plus a random part of a quarter) come
+ * first, so that while the rate leaves such items, copies are that far
+ * apart whatever @max-factor (with 1024 items, 512 to 768 emissions: four
+ * to six batches of 128; measured in docs/echo.md, such copies are worth
+ * more than copies a batch or two apart); near @max-factor the floor G
+ * takes over. Within each group the least emitted goes first, ties drawn
+ * at random, so that the repeats spread evenly. When no kept item is due
+ * and no fresh item waits, it waits for fresh data rather than send the
+ * last items again at once; when upstream is the bottleneck, every item
  * still goes out @max-factor times, only later. A fresh item that finds the
  * buffer full displaces the most emitted kept item. Choosing scans the kept
  * items, so a repeat costs time in proportion to their number.
