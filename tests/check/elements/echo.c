@@ -919,6 +919,24 @@ GST_START_TEST (test_adaptive_fresh_items_go_first)
 
 GST_END_TEST;
 
+/* Pushes items 0 to @n - 1 while item 0 is held downstream, then lets it
+ * go: no input comes while the rest goes out, so what goes out does not
+ * depend on timing. */
+static void
+push_while_first_held (GstHarness *h, GstPad *srcpad, Blocker *blocker, guint n)
+{
+  gulong probe = block_pad (srcpad, blocker);
+  guint i;
+
+  fail_unless_equals_int (
+      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
+  wait_blocked (blocker);
+  for (i = 1; i < n; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
+  gst_pad_remove_probe (srcpad, probe);
+}
+
 /* With downstream always free, 48 items that wait together, kept in a
  * buffer of 49, go out @max_factor times each: fresh first, in order, then
  * in rounds, every item once more before any item a third time (the least
@@ -935,18 +953,9 @@ check_repeats_spread (guint max_factor)
   gint64 last[48];
   guint seen[48] = { 0 };
   Blocker blocker;
-  gulong probe = block_pad (srcpad, &blocker);
-  guint i, position;
+  guint position;
 
-  /* Item 0 is held downstream while the others arrive; no input comes
-   * while the rest goes out, so what goes out does not depend on timing. */
-  fail_unless_equals_int (
-      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
-  wait_blocked (&blocker);
-  for (i = 1; i < n; i++)
-    fail_unless_equals_int (
-        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
-  gst_pad_remove_probe (srcpad, probe);
+  push_while_first_held (h, srcpad, &blocker, n);
 
   for (position = 0; position < n * max_factor; position++) {
     GstBuffer *out = gst_harness_pull (h);
@@ -996,17 +1005,10 @@ GST_START_TEST (test_adaptive_copies_half_the_kept_items_apart)
       "shuffle-buffer-size", n + 1, NULL);
   GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
   gint64 last[64];
-  guint closest = G_MAXUINT, i, position;
+  guint closest = G_MAXUINT, position;
   Blocker blocker;
-  gulong probe = block_pad (srcpad, &blocker);
 
-  fail_unless_equals_int (
-      gst_harness_push (h, sample_buffer (0, 16)), GST_FLOW_OK);
-  wait_blocked (&blocker);
-  for (i = 1; i < n; i++)
-    fail_unless_equals_int (
-        gst_harness_push (h, sample_buffer (i, 16)), GST_FLOW_OK);
-  gst_pad_remove_probe (srcpad, probe);
+  push_while_first_held (h, srcpad, &blocker, n);
 
   for (position = 0; position < 4 * n; position++) {
     GstBuffer *out = gst_harness_pull (h);
