@@ -241,6 +241,8 @@ static gboolean gst_augment_sink_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
 static gboolean gst_augment_src_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
+static gboolean gst_augment_answer_region (
+    GstAugment *augment, GstPad *pad, GstQuery *query);
 static GstFlowReturn gst_augment_push_ready (GstAugment *augment, guint keep);
 static void gst_augment_discard_jobs (GstAugment *augment);
 
@@ -623,6 +625,12 @@ gst_augment_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
       if (augment->pool != NULL)
         gst_augment_push_ready (augment, 0);
       return gst_pad_query_default (pad, parent, query);
+    case GST_QUERY_CUSTOM:
+      /* What lies downstream has no say in which pixels augment reads. */
+      if (gst_structure_has_name (
+              gst_query_get_structure (query), GST_TRAIN_REGION_QUERY))
+        return gst_augment_answer_region (augment, pad, query);
+      return gst_pad_query_default (pad, parent, query);
     case GST_QUERY_ALLOCATION:
       /* Our output is not our input: downstream's pool is no use upstream.
        * Frames are mapped through their video meta, so strides are free. */
@@ -699,13 +707,13 @@ gst_augment_task (GstTrainTask *task)
   gst_train_resample_plan_clear (&plan);
 }
 
-/* Seeds the generator for @buffer's draws from the sample it holds: the
- * same sample (epoch, index, emissions) gets the same draws whatever came
- * before it. */
+/* Seeds @rng for the draws of the sample @meta describes (NULL: the next
+ * buffer without one): the same sample (epoch, index, emissions) gets the
+ * same draws whatever came before it. */
 static void
-gst_augment_seed_sample (GstAugment *augment, GstBuffer *buffer)
+gst_augment_seed_sample (
+    GstAugment *augment, const GstTrainSampleMeta *meta, GtRandom *rng)
 {
-  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
   guint64 mix, stream;
 
   if (meta != NULL) {
@@ -717,14 +725,14 @@ gst_augment_seed_sample (GstAugment *augment, GstBuffer *buffer)
     mix = augment->unnamed_in++ ^ G_GUINT64_CONSTANT (0x6e6f6d657461);
     stream = gt_random_splitmix64 (&mix);
   }
-  gt_random_init (&augment->rng, augment->rank_seed,
-      GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
+  gt_random_init (
+      rng, augment->rank_seed, GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
 }
 
-/* Draws what happens to the next @width x @height image: the window of the
- * resize and the flip. */
+/* Draws from @rng what happens to a @width x @height image: the window of
+ * the resize and the flip. */
 static void
-gst_augment_draw (GstAugment *augment, gint width, gint height,
+gst_augment_draw (GstAugment *augment, GtRandom *rng, gint width, gint height,
     GstTrainResizeWindow *window, gboolean *flip)
 {
   const GstAugmentSettings *s = &augment->settings;
@@ -733,8 +741,7 @@ gst_augment_draw (GstAugment *augment, gint width, gint height,
 
   switch (s->crop) {
     case GST_AUGMENT_CROP_RANDOM_RESIZED:
-      drawn = gst_train_augment_draw_crop (
-          &augment->rng, width, height, &s->range, &box);
+      drawn = gst_train_augment_draw_crop (rng, width, height, &s->range, &box);
       GST_LOG_OBJECT (augment, "%dx%d: box %dx%d at (%d, %d)%s", width, height,
           box.width, box.height, box.left, box.top,
           drawn ? "" : " (central fallback)");
@@ -752,7 +759,92 @@ gst_augment_draw (GstAugment *augment, gint width, gint height,
   }
   /* Drawn whatever the probability, so that the crops of a seed do not
    * depend on it. */
-  *flip = gst_train_augment_draw_flip (&augment->rng, s->flip);
+  *flip = gst_train_augment_draw_flip (rng, s->flip);
+}
+
+/* Answers a region query (GST_TRAIN_REGION_QUERY) from the element linked
+ * to @pad: the box of the sample's crop, the only pixels its resize reads
+ * (torchvision crops first, then resizes the crop alone). Only for
+ * crop=random-resized and samples with a sample meta, whose draws do not
+ * depend on what came before; FALSE otherwise, and for a query that did
+ * not come straight from upstream: an element between could repeat
+ * (echo), reorder or change the images. */
+static gboolean
+gst_augment_answer_region (GstAugment *augment, GstPad *pad, GstQuery *query)
+{
+  GstPad *origin, *peer;
+  GstBuffer *sample;
+  GstTrainSampleMeta *meta;
+  GstTrainResizeWindow window;
+  GstTrainRegion region;
+  GtRandom rng;
+  gboolean flip, direct;
+  gint width, height;
+
+  if (!gst_train_region_query_parse (query, &origin, &sample, &width, &height))
+    return FALSE;
+  peer = gst_pad_get_peer (pad);
+  direct = peer != NULL && peer == origin;
+  if (peer != NULL)
+    gst_object_unref (peer);
+  meta = gst_buffer_get_train_sample_meta (sample);
+  if (!direct || meta == NULL || width <= 0 || height <= 0
+      || augment->settings.crop != GST_AUGMENT_CROP_RANDOM_RESIZED)
+    return FALSE;
+
+  gst_augment_seed_sample (augment, meta, &rng);
+  gst_augment_draw (augment, &rng, width, height, &window, &flip);
+  region.left = window.x.src_start;
+  region.top = window.y.src_start;
+  region.width = window.x.src_size;
+  region.height = window.y.src_size;
+  gst_train_region_query_set (query, &region);
+  return TRUE;
+}
+
+static void gst_augment_job_recycle (GstAugment *augment, GstAugmentJob *job);
+
+/* Draws @job's window and flip. An image that is a region of a larger one
+ * (GstTrainRegionMeta, from imagedec) is drawn at the larger size, as the
+ * answer to the region query was, and its window moved into the region.
+ * FALSE, with an error posted, when the region does not hold the window. */
+static gboolean
+gst_augment_draw_buffer (GstAugment *augment, GstAugmentJob *job)
+{
+  GstTrainRegionMeta *rmeta = gst_buffer_get_train_region_meta (job->input);
+  gint width = GST_VIDEO_FRAME_WIDTH (&job->in_frame);
+  gint height = GST_VIDEO_FRAME_HEIGHT (&job->in_frame);
+  GstTrainAxisWindow *x = &job->window.x, *y = &job->window.y;
+  gchar *name;
+
+  gst_augment_seed_sample (
+      augment, gst_buffer_get_train_sample_meta (job->input), &augment->rng);
+  if (rmeta == NULL) {
+    gst_augment_draw (
+        augment, &augment->rng, width, height, &job->window, &job->flip);
+    return TRUE;
+  }
+  gst_augment_draw (augment, &augment->rng, rmeta->full_width,
+      rmeta->full_height, &job->window, &job->flip);
+  x->src_start -= rmeta->region.left;
+  y->src_start -= rmeta->region.top;
+  if (rmeta->region.width == width && rmeta->region.height == height
+      && x->src_start >= 0 && x->src_start + x->src_size <= width
+      && y->src_start >= 0 && y->src_start + y->src_size <= height)
+    return TRUE;
+
+  name = gst_train_describe_sample (job->input);
+  GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
+      ("Sample %s is the %dx%d region at (%d, %d) of a %dx%d image, which "
+       "does not hold its crop; set decode-region=false on the decoder.",
+          name, rmeta->region.width, rmeta->region.height, rmeta->region.left,
+          rmeta->region.top, rmeta->full_width, rmeta->full_height),
+      ("buffer %dx%d, crop %dx%d at (%d, %d) of the region", width, height,
+          x->src_size, y->src_size, x->src_start, y->src_start));
+  g_free (name);
+  gst_video_frame_unmap (&job->in_frame);
+  gst_augment_job_recycle (augment, job);
+  return FALSE;
 }
 
 /* ---- streaming ---- */
@@ -864,9 +956,8 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_ERROR;
   }
 
-  gst_augment_seed_sample (augment, buffer);
-  gst_augment_draw (augment, GST_VIDEO_FRAME_WIDTH (&job->in_frame),
-      GST_VIDEO_FRAME_HEIGHT (&job->in_frame), &job->window, &job->flip);
+  if (!gst_augment_draw_buffer (augment, job))
+    return GST_FLOW_ERROR;
 
   if (augment->pool == NULL) {
     gst_augment_task (&job->task);

@@ -66,6 +66,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_image_dec_debug);
 #define DEFAULT_SCALES GST_IMAGE_DEC_SCALES_FAST
 #define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
 #define DEFAULT_MAX_ERRORS 1000
+#define DEFAULT_DECODE_REGION TRUE
 
 enum
 {
@@ -76,6 +77,7 @@ enum
   PROP_ON_ERROR,
   PROP_MAX_ERRORS,
   PROP_SAMPLES_SKIPPED,
+  PROP_DECODE_REGION,
 };
 
 typedef enum
@@ -91,6 +93,7 @@ typedef struct
   guint n_threads;
   guint min_short_side;
   GstImageDecScales scales;
+  gboolean decode_region;
 } GstImageDecSettings;
 
 /* One input buffer on its way through the shared pool. */
@@ -103,6 +106,12 @@ typedef struct
   gchar *error;
   gint width;
   gint height;
+  /* Only @region of the image is wanted (downstream said so, see
+   * GST_TRAIN_REGION_QUERY); @header is the image's, read in the streaming
+   * thread. */
+  gboolean has_region;
+  GstTrainRegion region;
+  GstTrainJpegHeader header;
 } GstImageDecJob;
 
 struct _GstImageDec
@@ -215,6 +224,18 @@ gst_image_dec_class_init (GstImageDecClass *klass)
           gst_image_dec_scales_get_type (), DEFAULT_SCALES,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_DECODE_REGION,
+      g_param_spec_boolean ("decode-region", "Decode region",
+          "Ask the element linked to the source pad (augment) which "
+          "rectangle of each image it reads, and decode only that: "
+          "libjpeg-turbo skips the inverse DCT and colour conversion of "
+          "the rest and stops after the rectangle's last row. The pixels "
+          "are those of a whole decode; the buffer holds the rectangle, "
+          "with caps of its size. Only for RGB output of YCbCr, RGB and "
+          "grayscale JPEGs; FALSE decodes every image whole",
+          DEFAULT_DECODE_REGION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_ON_ERROR,
       g_param_spec_enum ("on-error", "On error",
           "What to do with a sample that does not decode (corrupt, "
@@ -270,6 +291,7 @@ gst_image_dec_init (GstImageDec *dec)
   dec->props.n_threads = DEFAULT_N_THREADS;
   dec->props.min_short_side = DEFAULT_MIN_SHORT_SIDE;
   dec->props.scales = DEFAULT_SCALES;
+  dec->props.decode_region = DEFAULT_DECODE_REGION;
   dec->bad.on_error = DEFAULT_ON_ERROR;
   dec->bad.bounded = TRUE;
   dec->bad.max_errors = DEFAULT_MAX_ERRORS;
@@ -307,6 +329,9 @@ gst_image_dec_set_property (
     case PROP_SCALES:
       dec->props.scales = g_value_get_enum (value);
       break;
+    case PROP_DECODE_REGION:
+      dec->props.decode_region = g_value_get_boolean (value);
+      break;
     case PROP_ON_ERROR:
       dec->bad.on_error = g_value_get_enum (value);
       break;
@@ -336,6 +361,9 @@ gst_image_dec_get_property (
       break;
     case PROP_SCALES:
       g_value_set_enum (value, dec->props.scales);
+      break;
+    case PROP_DECODE_REGION:
+      g_value_set_boolean (value, dec->props.decode_region);
       break;
     case PROP_ON_ERROR:
       g_value_set_enum (value, dec->bad.on_error);
@@ -372,27 +400,42 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     job->error = g_strdup ("could not map the input buffer");
     return;
   }
-  if (!gst_train_jpeg_read_header (handle, map.data, map.size, min_short_side,
-          scales == GST_IMAGE_DEC_SCALES_FAST, &header, &job->error))
+  if (job->has_region) {
+    header = job->header;
+    job->width = job->region.width;
+    job->height = job->region.height;
+  } else if (gst_train_jpeg_read_header (handle, map.data, map.size,
+                 min_short_side, scales == GST_IMAGE_DEC_SCALES_FAST, &header,
+                 &job->error)) {
+    job->width = header.out_width;
+    job->height = header.out_height;
+  } else {
     goto done;
+  }
 
-  gst_video_info_set_format (
-      &info, format, header.out_width, header.out_height);
+  gst_video_info_set_format (&info, format, job->width, job->height);
   output = gst_train_recycler_new_buffer (
       dec->recycler, GST_VIDEO_INFO_SIZE (&info));
   gst_buffer_map (output, &out_map, GST_MAP_WRITE);
-  ok = gst_train_jpeg_decode (handle, map.data, map.size, &header,
-      format == GST_VIDEO_FORMAT_GRAY8, out_map.data,
-      GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
+  if (job->has_region)
+    ok = gst_train_jpeg_decode_region (map.data, map.size, &header,
+        job->region.left, job->region.top, job->region.width,
+        job->region.height, out_map.data,
+        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
+  else
+    ok = gst_train_jpeg_decode (handle, map.data, map.size, &header,
+        format == GST_VIDEO_FORMAT_GRAY8, out_map.data,
+        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
   gst_buffer_unmap (output, &out_map);
   if (!ok) {
     gst_buffer_unref (output);
     goto done;
   }
 
+  if (job->has_region)
+    gst_buffer_add_train_region_meta (
+        output, header.out_width, header.out_height, &job->region);
   job->output = output;
-  job->width = header.out_width;
-  job->height = header.out_height;
 
 done:
   gst_buffer_unmap (job->input, &map);
@@ -605,6 +648,55 @@ gst_image_dec_push_ready (GstImageDec *dec, guint keep)
   return ret;
 }
 
+/* Asks downstream which part of @job's image it reads (see
+ * GST_TRAIN_REGION_QUERY). Reads the header here, in the streaming thread
+ * (a few microseconds), and leaves @job as it was when the image does not
+ * decode (the decode reports it), is not supported or is wanted whole. */
+static void
+gst_image_dec_ask_region (GstImageDec *dec, GstImageDecJob *job)
+{
+  GstMapInfo map;
+  gchar *error = NULL;
+  tjhandle handle;
+  GstQuery *query;
+  GstTrainRegion r;
+  gboolean ok;
+
+  if (!gst_buffer_map (job->input, &map, GST_MAP_READ))
+    return;
+  handle = gst_image_dec_take_handle (dec);
+  ok = handle != NULL
+      && gst_train_jpeg_read_header (handle, map.data, map.size,
+          dec->settings.min_short_side,
+          dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &job->header,
+          &error);
+  gst_buffer_unmap (job->input, &map);
+  g_free (error);
+  /* As after a failed decode, a handle that failed is replaced. */
+  if (handle != NULL && ok)
+    gst_image_dec_return_handle (dec, handle);
+  else if (handle != NULL)
+    tjDestroy (handle);
+  if (!ok || !gst_train_jpeg_region_supported (&job->header, FALSE))
+    return;
+
+  query = gst_train_region_query_new (
+      dec->srcpad, job->input, job->header.out_width, job->header.out_height);
+  if (gst_pad_peer_query (dec->srcpad, query)
+      && gst_train_region_query_get (query, &r) && r.left >= 0 && r.top >= 0
+      && r.width > 0 && r.height > 0
+      && r.left + r.width <= job->header.out_width
+      && r.top + r.height <= job->header.out_height
+      && (gint64)r.width * r.height
+          < (gint64)job->header.out_width * job->header.out_height) {
+    job->has_region = TRUE;
+    job->region = r;
+    GST_LOG_OBJECT (dec, "decoding %dx%d at (%d, %d) of %dx%d", r.width,
+        r.height, r.left, r.top, job->header.out_width, job->header.out_height);
+  }
+  gst_query_unref (query);
+}
+
 static GstFlowReturn
 gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
@@ -625,6 +717,8 @@ gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   job->task.func = gst_image_dec_task;
   job->dec = dec;
   job->input = buffer;
+  if (dec->settings.decode_region && dec->format == GST_VIDEO_FORMAT_RGB)
+    gst_image_dec_ask_region (dec, job);
 
   if (dec->pool == NULL) {
     GstFlowReturn ret;

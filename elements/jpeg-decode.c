@@ -1,7 +1,11 @@
 /* jpeg-decode.c: imagedec's decoding core, as in jpeg-decode.h. */
 #include "jpeg-decode.h"
 
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
 #include <string.h>
+
+#include <jpeglib.h>
 
 /* No real photograph comes near this; a corrupt header that claims more is
  * refused before we allocate for it. */
@@ -180,5 +184,122 @@ gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
    * row to its stride: equal images should be equal buffers. */
   if ((gsize)stride > row_bytes)
     zero_row_padding (out + row_bytes, stride, stride - row_bytes, out_height);
+  return TRUE;
+}
+
+gboolean
+gst_train_jpeg_region_supported (
+    const GstTrainJpegHeader *header, gboolean gray)
+{
+  return !gray && header->colorspace != TJCS_CMYK
+      && header->colorspace != TJCS_YCCK;
+}
+
+/* Columns decoded on each side of a region beyond what it needs. Chroma
+ * upsampling blends each pixel with its neighbours' samples, and
+ * libjpeg-turbo treats the edges of a cropped decode as image edges: the
+ * outermost column of a crop differs from a full decode (the test
+ * test_region_decode_matches_full_decode holds the margin). Rows need none:
+ * jpeg_skip_scanlines() keeps the rows that upsampling reads. */
+#define REGION_MARGIN 8
+
+/* libjpeg's error manager, jumping back on errors and, as TurboJPEG's
+ * TJFLAG_STOPONWARNING, on warnings (corrupt data). */
+typedef struct
+{
+  struct jpeg_error_mgr pub;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+} RegionError;
+
+static void
+region_error_exit (j_common_ptr cinfo)
+{
+  RegionError *err = (RegionError *)cinfo->err;
+
+  cinfo->err->format_message (cinfo, err->message);
+  longjmp (err->jump, 1);
+}
+
+static void
+region_emit_message (j_common_ptr cinfo, int level)
+{
+  if (level < 0)
+    region_error_exit (cinfo);
+}
+
+gboolean
+gst_train_jpeg_decode_region (const guint8 *data, gsize size,
+    const GstTrainJpegHeader *header, int left, int top, int width, int height,
+    guint8 *out, int stride, gchar **error)
+{
+  struct jpeg_decompress_struct cinfo;
+  RegionError err;
+  gsize row_bytes = (gsize)width * 3;
+  JDIMENSION x, w;
+  guint8 *volatile line = NULL;
+  int y;
+
+  g_return_val_if_fail (left >= 0 && top >= 0 && width > 0 && height > 0
+          && left + width <= header->out_width
+          && top + height <= header->out_height,
+      FALSE);
+
+  cinfo.err = jpeg_std_error (&err.pub);
+  err.pub.error_exit = region_error_exit;
+  err.pub.emit_message = region_emit_message;
+  jpeg_create_decompress (&cinfo);
+  if (setjmp (err.jump)) {
+    *error = g_strdup_printf ("corrupt JPEG data (%s)", err.message);
+    jpeg_destroy_decompress (&cinfo);
+    g_free (line);
+    return FALSE;
+  }
+  jpeg_mem_src (&cinfo, data, size);
+  jpeg_read_header (&cinfo, TRUE);
+  /* What tjDecompress2() sets for TJPF_RGB without flags. */
+  cinfo.scale_num = header->scale.num;
+  cinfo.scale_denom = header->scale.denom;
+  cinfo.out_color_space = JCS_RGB;
+  cinfo.dct_method = JDCT_ISLOW;
+  cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress (&cinfo);
+  if ((int)cinfo.output_width != header->out_width
+      || (int)cinfo.output_height != header->out_height
+      || cinfo.output_components != 3) {
+    g_snprintf (err.message, sizeof (err.message),
+        "decodes to %ux%u with %d components, its header said %dx%d RGB",
+        cinfo.output_width, cinfo.output_height, cinfo.output_components,
+        header->out_width, header->out_height);
+    longjmp (err.jump, 1);
+  }
+
+  /* libjpeg-turbo moves x left to an iMCU boundary, keeping x + w. */
+  x = MAX (left - REGION_MARGIN, 0);
+  w = MIN (left + width + REGION_MARGIN, header->out_width) - x;
+  if ((int)w < header->out_width)
+    jpeg_crop_scanline (&cinfo, &x, &w);
+  if (top > 0 && jpeg_skip_scanlines (&cinfo, top) != (JDIMENSION)top) {
+    g_snprintf (err.message, sizeof (err.message), "no row %d", top);
+    longjmp (err.jump, 1);
+  }
+  line = g_malloc ((gsize)w * 3);
+  for (y = 0; y < height; y++) {
+    JSAMPROW row = line;
+
+    if (jpeg_read_scanlines (&cinfo, &row, 1) != 1) {
+      g_snprintf (err.message, sizeof (err.message), "no row %d", top + y);
+      longjmp (err.jump, 1);
+    }
+    memcpy (
+        out + (gsize)y * stride, line + (gsize)(left - (int)x) * 3, row_bytes);
+  }
+  g_free (line);
+  line = NULL;
+  /* The rows below the region are never decoded. */
+  jpeg_abort_decompress (&cinfo);
+  jpeg_destroy_decompress (&cinfo);
+  if ((gsize)stride > row_bytes)
+    zero_row_padding (out + row_bytes, stride, stride - row_bytes, height);
   return TRUE;
 }

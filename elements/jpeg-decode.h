@@ -40,6 +40,25 @@ gboolean gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
     const GstTrainJpegHeader *header, gboolean gray, guint8 *out, int stride,
     gchar **error);
 
+/* Whether gst_train_jpeg_decode_region() can decode @header's image for
+ * this output: RGB of a YCbCr, RGB or grayscale JPEG (not CMYK/YCCK, not
+ * GRAY8 output). */
+gboolean gst_train_jpeg_region_supported (
+    const GstTrainJpegHeader *header, gboolean gray);
+
+/* Decodes only the @width x @height rectangle at (@left, @top) of the image
+ * as @header scales it, into @out (@height rows of @stride bytes, RGB, the
+ * bytes after each row zeroed): the same pixels as gst_train_jpeg_decode()
+ * gives there, for less work. libjpeg-turbo skips the inverse DCT, the
+ * upsampling and the colour conversion of the rows above the rectangle and
+ * of the columns beside it, and stops reading after its last row (the
+ * entropy-coded data before the rectangle is still read). FALSE, with the
+ * reason in *@error, on corrupt or truncated data, as
+ * gst_train_jpeg_decode(). */
+gboolean gst_train_jpeg_decode_region (const guint8 *data, gsize size,
+    const GstTrainJpegHeader *header, int left, int top, int width, int height,
+    guint8 *out, int stride, gchar **error);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_JPEG_DECODE_H__ */

@@ -159,3 +159,49 @@ gst_train_rank_seed (guint64 seed, gint *rank)
   state = (guint64)position.rank;
   return seed ^ gt_random_splitmix64 (&state);
 }
+
+/* ---- region query and meta ---- */
+
+GstQuery *
+gst_train_region_query_new (
+    GstPad *origin, GstBuffer *sample, gint width, gint height)
+{
+  return gst_query_new_custom (GST_QUERY_CUSTOM,
+      gst_structure_new (GST_TRAIN_REGION_QUERY, "origin", G_TYPE_POINTER,
+          origin, "sample", G_TYPE_POINTER, sample, "width", G_TYPE_INT, width,
+          "height", G_TYPE_INT, height, NULL));
+}
+
+gboolean
+gst_train_region_query_parse (GstQuery *query, GstPad **origin,
+    GstBuffer **sample, gint *width, gint *height)
+{
+  const GstStructure *s;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CUSTOM)
+    return FALSE;
+  s = gst_query_get_structure (query);
+  return s != NULL && gst_structure_has_name (s, GST_TRAIN_REGION_QUERY)
+      && gst_structure_get (s, "origin", G_TYPE_POINTER, origin, "sample",
+          G_TYPE_POINTER, sample, "width", G_TYPE_INT, width, "height",
+          G_TYPE_INT, height, NULL);
+}
+
+void
+gst_train_region_query_set (GstQuery *query, const GstTrainRegion *region)
+{
+  gst_structure_set (gst_query_writable_structure (query), "left", G_TYPE_INT,
+      region->left, "top", G_TYPE_INT, region->top, "region-width", G_TYPE_INT,
+      region->width, "region-height", G_TYPE_INT, region->height, NULL);
+}
+
+gboolean
+gst_train_region_query_get (GstQuery *query, GstTrainRegion *region)
+{
+  const GstStructure *s = gst_query_get_structure (query);
+
+  return s != NULL
+      && gst_structure_get (s, "left", G_TYPE_INT, &region->left, "top",
+          G_TYPE_INT, &region->top, "region-width", G_TYPE_INT, &region->width,
+          "region-height", G_TYPE_INT, &region->height, NULL);
+}

@@ -4,6 +4,8 @@
 
 #include <gst/gst.h>
 
+#include "train-meta.h"
+
 G_BEGIN_DECLS
 
 /* What an element does with one bad sample (an unreadable file, a corrupt
@@ -85,6 +87,34 @@ gchar *gst_train_describe_sample (GstBuffer *buffer);
  * line, draw different crops and repeats. Rank 0 keeps @seed. *@rank is set
  * to the launcher's rank (0 alone). */
 guint64 gst_train_rank_seed (guint64 seed, gint *rank);
+
+/* ---- decoding only the part of an image that augment reads ----
+ *
+ * For each image, imagedec asks the element linked to its source pad which
+ * rectangle of the image it will read: this custom query (not serialized),
+ * holding imagedec's source pad, the sample's input buffer (with its
+ * sample meta) and the size the image decodes to. augment answers when the
+ * query comes straight from its upstream peer (nothing between them that
+ * could move, repeat or reorder pixels) and its crop of that sample is a
+ * part of the image. imagedec then decodes that rectangle alone and marks
+ * the output with a GstTrainRegionMeta. Elements that do not know the
+ * query pass it on or drop it; neither changes what augment does. */
+#define GST_TRAIN_REGION_QUERY "gst-train-region"
+
+/* A new region query from @origin about @sample (not referenced: the
+ * query lives while the caller holds both) of @width x @height. */
+GstQuery *gst_train_region_query_new (
+    GstPad *origin, GstBuffer *sample, gint width, gint height);
+
+/* The question of @query: FALSE when it is not a region query. */
+gboolean gst_train_region_query_parse (GstQuery *query, GstPad **origin,
+    GstBuffer **sample, gint *width, gint *height);
+
+/* Answers the writable region @query. */
+void gst_train_region_query_set (GstQuery *query, const GstTrainRegion *region);
+
+/* The answer of @query; FALSE when nobody answered. */
+gboolean gst_train_region_query_get (GstQuery *query, GstTrainRegion *region);
 
 G_END_DECLS
 

@@ -375,3 +375,73 @@ gst_train_resume_query_get_keep (GstQuery *query, guint *n_keep, guint64 *end)
   g_bytes_unref (bytes);
   return keep;
 }
+
+/* ---- region meta ---- */
+
+GType
+gst_train_region_meta_api_get_type (void)
+{
+  static GType type = 0;
+  /* GST_META_TAG_VIDEO_STR and GST_META_TAG_VIDEO_SIZE_STR, without
+   * linking gst-video for two strings. */
+  static const gchar *tags[] = { "video", "size", NULL };
+
+  if (g_once_init_enter (&type)) {
+    GType t = gst_meta_api_type_register ("GstTrainRegionMetaAPI", tags);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static gboolean
+gst_train_region_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
+{
+  GstTrainRegionMeta *rmeta = (GstTrainRegionMeta *)meta;
+
+  rmeta->full_width = rmeta->full_height = 0;
+  memset (&rmeta->region, 0, sizeof (rmeta->region));
+  return TRUE;
+}
+
+/* Copies along with the whole buffer only: a part of the pixels, or other
+ * pixels, are no longer that rectangle. */
+static gboolean
+gst_train_region_meta_transform (GstBuffer *dest, GstMeta *meta,
+    GstBuffer *buffer, GQuark type, gpointer data)
+{
+  GstTrainRegionMeta *rmeta = (GstTrainRegionMeta *)meta;
+
+  if (GST_META_TRANSFORM_IS_COPY (type)
+      && !((GstMetaTransformCopy *)data)->region)
+    return gst_buffer_add_train_region_meta (
+               dest, rmeta->full_width, rmeta->full_height, &rmeta->region)
+        != NULL;
+  return FALSE;
+}
+
+static const GstMetaInfo *
+gst_train_region_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+
+  if (g_once_init_enter ((GstMetaInfo **)&info)) {
+    const GstMetaInfo *i = gst_meta_register (GST_TRAIN_REGION_META_API_TYPE,
+        "GstTrainRegionMeta", sizeof (GstTrainRegionMeta),
+        gst_train_region_meta_init, NULL, gst_train_region_meta_transform);
+    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)i);
+  }
+  return info;
+}
+
+GstTrainRegionMeta *
+gst_buffer_add_train_region_meta (GstBuffer *buffer, gint full_width,
+    gint full_height, const GstTrainRegion *region)
+{
+  GstTrainRegionMeta *meta = (GstTrainRegionMeta *)gst_buffer_add_meta (
+      buffer, gst_train_region_meta_get_info (), NULL);
+
+  meta->full_width = full_width;
+  meta->full_height = full_height;
+  meta->region = *region;
+  return meta;
+}

@@ -222,6 +222,43 @@ GST_TRAIN_META_API void gst_train_resume_query_set_keep (
 GST_TRAIN_META_API guint64 *gst_train_resume_query_get_keep (
     GstQuery *query, guint *n_keep, guint64 *end);
 
+/* ---- a decoded image that is a part of the image ----
+ *
+ * imagedec decodes only the rectangle of an image that augment crops when
+ * augment asks for it (see GST_TRAIN_REGION_QUERY in the elements'
+ * train-common.h); the buffer then holds that rectangle and says so. */
+
+/* A rectangle of an image, in the pixels of its decoded size. */
+typedef struct
+{
+  gint left;
+  gint top;
+  gint width;
+  gint height;
+} GstTrainRegion;
+
+/* On a decoded image that is the rectangle @region of a @full_width x
+ * @full_height image. Tagged (video, size), so that elements that change
+ * the picture drop it and gst_train_copy_untagged_metas() does not copy
+ * it. */
+typedef struct
+{
+  GstMeta meta;
+  gint full_width;
+  gint full_height;
+  GstTrainRegion region;
+} GstTrainRegionMeta;
+
+GST_TRAIN_META_API GType gst_train_region_meta_api_get_type (void);
+#define GST_TRAIN_REGION_META_API_TYPE (gst_train_region_meta_api_get_type ())
+#define gst_buffer_get_train_region_meta(buffer)                               \
+  ((GstTrainRegionMeta *)gst_buffer_get_meta (                                 \
+      (buffer), GST_TRAIN_REGION_META_API_TYPE))
+
+GST_TRAIN_META_API GstTrainRegionMeta *gst_buffer_add_train_region_meta (
+    GstBuffer *buffer, gint full_width, gint full_height,
+    const GstTrainRegion *region);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_META_H__ */

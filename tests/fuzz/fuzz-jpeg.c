@@ -7,15 +7,48 @@
  * length, so that mutations that add or drop bytes try them all: RGB or
  * GRAY8 output, power-of-two or any scale, and a min-short-side of 0, 1, 16
  * or 56 pixels.
+ *
+ * When an RGB decode succeeds, a rectangle of the image (placed by the
+ * length too) is decoded alone as well, as imagedec does for augment
+ * (gst_train_jpeg_decode_region), and must give the same pixels.
  */
 #include "fuzz-scratch.h"
 #include "jpeg-decode.h"
+
+#include <string.h>
 
 /* The element takes up to 2^28 pixels; decoding that many costs seconds,
  * which would slow the search without reaching other code. */
 #define MAX_FUZZ_OUTPUT_PIXELS (1 << 22)
 
 static tjhandle handle;
+
+/* Decodes a rectangle of the image alone and compares it with the same
+ * pixels of the whole decode @full (rows of @stride bytes). */
+static void
+check_region (const uint8_t *data, size_t size,
+    const GstTrainJpegHeader *header, const guint8 *full, int stride)
+{
+  int left = (int)((size * 7) % (size_t)header->out_width);
+  int top = (int)((size * 13) % (size_t)header->out_height);
+  int width = 1 + (int)((size * 5) % (size_t)(header->out_width - left));
+  int height = 1 + (int)((size * 3) % (size_t)(header->out_height - top));
+  int region_stride = (width * 3 + 3) & ~3, y;
+  guint8 *region = g_malloc ((gsize)region_stride * height);
+  gchar *error = NULL;
+
+  /* The whole image decoded: so does every part of it. */
+  FUZZ_CHECK (gst_train_jpeg_decode_region (data, size, header, left, top,
+                  width, height, region, region_stride, &error),
+      "a region of a decodable image does not decode");
+  for (y = 0; y < height; y++)
+    FUZZ_CHECK (memcmp (region + (gsize)y * region_stride,
+                    full + (gsize)(top + y) * stride + (gsize)left * 3,
+                    (gsize)width * 3)
+            == 0,
+        "a region decodes to other pixels than the whole image");
+  g_free (region);
+}
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -51,6 +84,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     pixels = g_malloc ((gsize)stride * header.out_height);
     ok = gst_train_jpeg_decode (
         handle, data, size, &header, gray, pixels, stride, &error);
+    if (ok && gst_train_jpeg_region_supported (&header, gray))
+      check_region (data, size, &header, pixels, stride);
     g_free (pixels);
   }
   if (!ok) {

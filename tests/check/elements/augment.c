@@ -11,6 +11,7 @@
 
 #include "augment-ops.h"
 #include "fixtures.h"
+#include "train-common.h"
 #include "train-meta.h"
 
 static const GstTrainCropRange default_range = { 0.08, 1.0, 3.0 / 4.0,
@@ -1058,6 +1059,189 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
 
 GST_END_TEST;
 
+/* ---- imagedec decoding only the crop (decode-region) ---- */
+
+/* Images of several kinds and sizes (a CMYK one among them, which
+ * imagedec decodes whole), two class folders. */
+static gchar *
+write_kinds_tree (guint n)
+{
+  static const FixtureJpeg kinds[] = {
+    { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 },
+    { FIXTURE_YCC_422, FALSE, FALSE, 1, 90 },
+    { FIXTURE_YCC_444, FALSE, FALSE, 0, 95 },
+    { FIXTURE_YCC_420, TRUE, FALSE, 0, 85 },
+    { FIXTURE_GRAY, FALSE, FALSE, 0, 90 },
+    { FIXTURE_CMYK, FALSE, FALSE, 0, 90 },
+  };
+  gchar *root = fixture_make_temp_dir ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gchar *name = g_strdup_printf ("%03u.jpg", i);
+    gchar *path = g_build_filename (root, i % 2 ? "b" : "a", name, NULL);
+    gsize size;
+    guint8 *data = fixture_jpeg_encode (45 + (i % 7) * 53, 33 + (i % 5) * 61, i,
+        &kinds[i % G_N_ELEMENTS (kinds)], &size);
+
+    fixture_write_file (path, data, size);
+    g_free (data);
+    g_free (name);
+    g_free (path);
+  }
+  return root;
+}
+
+typedef struct
+{
+  guint images;       /* into augment */
+  guint regions;      /* of them, regions of an image */
+  GByteArray *pixels; /* every output image, in order */
+} RegionRun;
+
+static GstPadProbeReturn
+count_regions (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  RegionRun *run = data;
+
+  run->images++;
+  if (gst_buffer_get_train_region_meta (GST_PAD_PROBE_INFO_BUFFER (info)))
+    run->regions++;
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+keep_pixels (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  RegionRun *run = data;
+  GstMapInfo map;
+
+  fail_unless (
+      gst_buffer_map (GST_PAD_PROBE_INFO_BUFFER (info), &map, GST_MAP_READ));
+  g_byte_array_append (run->pixels, map.data, map.size);
+  gst_buffer_unmap (GST_PAD_PROBE_INFO_BUFFER (info), &map);
+  return GST_PAD_PROBE_OK;
+}
+
+/* Plays datasetsrc ! imagedec @dec_props ! @between augment ! fakesink over
+ * @root to EOS, counting what reaches augment and keeping its output. */
+static void
+run_regions (const gchar *root, const gchar *dec_props, const gchar *between,
+    RegionRun *run)
+{
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" shuffle=false num-epochs=2 ! imagedec %s ! "
+      "%s augment name=aug seed=3 width=40 height=32 ! fakesink name=sink",
+      root, dec_props, between);
+  GError *err = NULL;
+  GstElement *pipeline = gst_parse_launch (launch, &err);
+  GstElement *aug, *sink;
+  GstPad *pad;
+  gchar *error;
+
+  fail_unless (pipeline != NULL, "%s: %s", launch, err ? err->message : "");
+  memset (run, 0, sizeof (*run));
+  run->pixels = g_byte_array_new ();
+  aug = gst_bin_get_by_name (GST_BIN (pipeline), "aug");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  pad = gst_element_get_static_pad (aug, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_regions, run, NULL);
+  gst_object_unref (pad);
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, keep_pixels, run, NULL);
+  gst_object_unref (pad);
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s: %s", launch, error);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (aug);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  g_free (launch);
+}
+
+static gboolean
+same_bytes (GByteArray *a, GByteArray *b)
+{
+  return a->len == b->len && memcmp (a->data, b->data, a->len) == 0;
+}
+
+/* imagedec decodes only the box augment crops when augment is linked to it
+ * directly, and the output is byte for byte that of whole decodes: every
+ * kind of JPEG, DCT scales, imagedec's threads or none. With anything
+ * between them (a queue, echo) it decodes whole images. */
+GST_START_TEST (test_region_decode_gives_the_same_images)
+{
+  gchar *root = write_kinds_tree (24);
+  static const gchar *const dec_props[] = { "n-threads=1", "n-threads=3",
+    "min-short-side=40" };
+  RegionRun whole, region, other;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (dec_props); i++) {
+    gchar *off = g_strdup_printf ("%s decode-region=false", dec_props[i]);
+
+    run_regions (root, off, "", &whole);
+    fail_unless_equals_int (whole.images, 48);
+    fail_unless_equals_int (whole.regions, 0);
+    run_regions (root, dec_props[i], "", &region);
+    fail_unless_equals_int (region.images, 48);
+    /* All but the CMYK images (8 of 48) and crops of the whole image: the
+     * fallback of RandomResizedCrop and scale 1, rare. */
+    fail_unless (region.regions >= 30 && region.regions <= 40, "%s: %u regions",
+        dec_props[i], region.regions);
+    fail_unless (same_bytes (whole.pixels, region.pixels), "%s: pixels differ",
+        dec_props[i]);
+    g_byte_array_unref (whole.pixels);
+    g_byte_array_unref (region.pixels);
+    g_free (off);
+  }
+
+  run_regions (root, "decode-region=false", "", &whole);
+  run_regions (root, "", "queue !", &other);
+  fail_unless_equals_int (other.images, 48);
+  fail_unless_equals_int (other.regions, 0);
+  fail_unless (same_bytes (whole.pixels, other.pixels));
+  g_byte_array_unref (other.pixels);
+  run_regions (root, "", "echo factor=2 !", &other);
+  fail_unless_equals_int (other.images, 96);
+  fail_unless_equals_int (other.regions, 0);
+  g_byte_array_unref (other.pixels);
+  g_byte_array_unref (whole.pixels);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* A region that does not hold augment's crop (a bug, or an answer meant
+ * for another element) is an error that names the sample, never a wrong
+ * crop. */
+GST_START_TEST (test_region_without_the_crop_is_an_error)
+{
+  GstTrainRegion r = { 0, 0, 8, 8 };
+  GstBus *bus;
+  GstHarness *h = harness_with_bus ("augment width=4 height=4", &bus);
+  GstBuffer *buffer = picture_buffer (8, 8, 1, 21);
+  gchar *error;
+
+  set_rgb_caps (h, 8, 8);
+  /* 8x8 at (0, 0) of a 400x300 image: no crop of that image fits. */
+  gst_buffer_add_train_region_meta (buffer, 400, 300, &r);
+  fail_unless_equals_int (gst_harness_push (h, buffer), GST_FLOW_ERROR);
+  error = pop_error (bus);
+  fail_unless (error != NULL);
+  fail_unless (strstr (error,
+                   "Sample 21 is the 8x8 region at (0, 0) of a "
+                   "400x300 image, which does not hold its crop")
+          != NULL,
+      "%s", error);
+  fail_unless (strstr (error, "decode-region=false") != NULL, "%s", error);
+  g_free (error);
+  harness_with_bus_teardown (h, bus);
+}
+
+GST_END_TEST;
+
 static Suite *
 augment_suite (void)
 {
@@ -1078,6 +1262,8 @@ augment_suite (void)
   tcase_add_test (tc, test_same_seed_same_output_whatever_threads);
   tcase_add_test (tc, test_bad_settings_fail_at_start);
   tcase_add_test (tc, test_stop_and_restart_while_streaming);
+  tcase_add_test (tc, test_region_decode_gives_the_same_images);
+  tcase_add_test (tc, test_region_without_the_crop_is_an_error);
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fixtures.h"
+#include "jpeg-decode.h"
 #include "train-meta.h"
 
 typedef struct
@@ -636,6 +637,132 @@ GST_START_TEST (test_row_padding_is_zero_in_reused_memory)
 
 GST_END_TEST;
 
+/* gst_train_jpeg_decode_region() gives exactly the pixels of a whole
+ * decode, for every kind of JPEG it takes, at full size and at DCT scales,
+ * for rectangles anywhere (edges, corners, single pixels, the whole image),
+ * and refuses nothing that decodes. */
+GST_START_TEST (test_region_decode_matches_full_decode)
+{
+  static const int scale_denoms[] = { 1, 2, 4, 8 };
+  tjhandle handle = tjInitDecompress ();
+  GRand *rand = g_rand_new_with_seed (17);
+  guint i, s, k, checked = 0;
+
+  for (i = 0; i < G_N_ELEMENTS (flavours); i++) {
+    gsize size;
+    guint8 *data =
+        fixture_jpeg_encode (203, 157, i + 1, &flavours[i].how, &size);
+
+    for (s = 0; s < G_N_ELEMENTS (scale_denoms); s++) {
+      GstTrainJpegHeader header;
+      gchar *error = NULL;
+      guint8 *full, *part;
+      int stride;
+
+      /* min-short-side 157 / denom picks 1/denom (power-of-two scales). */
+      fail_unless (
+          gst_train_jpeg_read_header (handle, data, size,
+              s == 0 ? 0 : 157 / scale_denoms[s], TRUE, &header, &error),
+          "%s", error);
+      fail_unless_equals_int (header.scale.denom, scale_denoms[s]);
+      if (!gst_train_jpeg_region_supported (&header, FALSE)) {
+        fail_unless (flavours[i].how.colour == FIXTURE_CMYK
+            || flavours[i].how.colour == FIXTURE_YCCK);
+        break;
+      }
+      stride = GST_ROUND_UP_4 (header.out_width * 3);
+      full = g_malloc ((gsize)stride * header.out_height);
+      part = g_malloc ((gsize)stride * header.out_height);
+      fail_unless (gst_train_jpeg_decode (handle, data, size, &header, FALSE,
+                       full, stride, &error),
+          "%s", error);
+      for (k = 0; k < 40; k++) {
+        int w = header.out_width, h = header.out_height, left, top, width,
+            height, part_stride, y;
+
+        switch (k) {
+          case 0: /* the whole image */
+            left = top = 0, width = w, height = h;
+            break;
+          case 1: /* the last pixel */
+            left = w - 1, top = h - 1, width = height = 1;
+            break;
+          case 2: /* the right and bottom edges */
+            left = w / 3, top = h / 2, width = w - left, height = h - top;
+            break;
+          default:
+            left = g_rand_int_range (rand, 0, w);
+            top = g_rand_int_range (rand, 0, h);
+            width = g_rand_int_range (rand, 1, w - left + 1);
+            height = g_rand_int_range (rand, 1, h - top + 1);
+            break;
+        }
+        part_stride = GST_ROUND_UP_4 (width * 3);
+        memset (part, 0xa5, (gsize)stride * header.out_height);
+        fail_unless (gst_train_jpeg_decode_region (data, size, &header, left,
+                         top, width, height, part, part_stride, &error),
+            "%s: %s", flavours[i].name, error);
+        for (y = 0; y < height; y++) {
+          const guint8 *got = part + (gsize)y * part_stride;
+
+          fail_unless (
+              memcmp (got, full + (gsize)(top + y) * stride + (gsize)left * 3,
+                  (gsize)width * 3)
+                  == 0,
+              "%s at 1/%d: %dx%d at (%d, %d) differs in row %d",
+              flavours[i].name, scale_denoms[s], width, height, left, top, y);
+          /* The padding of each row is zero. */
+          fail_unless (part_stride == width * 3
+              || (got[width * 3] == 0 && got[part_stride - 1] == 0));
+        }
+        checked++;
+      }
+      g_free (full);
+      g_free (part);
+    }
+    g_free (data);
+  }
+  /* 8 flavours of 10 at 4 scales, 40 rectangles each. */
+  fail_unless_equals_int (checked, 8 * 4 * 40);
+  g_rand_free (rand);
+  tjDestroy (handle);
+}
+
+GST_END_TEST;
+
+/* A rectangle of a truncated or corrupt file is an error with a reason, as
+ * a whole decode is, never a crash or a half-grey image. */
+GST_START_TEST (test_region_decode_of_bad_data_fails_cleanly)
+{
+  tjhandle handle = tjInitDecompress ();
+  GstTrainJpegHeader header;
+  gchar *error = NULL;
+  gsize size;
+  guint8 *data = fixture_jpeg_encode (96, 80, 3, &flavours[0].how, &size);
+  guint8 *out = g_malloc (96 * 80 * 3);
+
+  fail_unless (gst_train_jpeg_read_header (
+      handle, data, size, 0, TRUE, &header, &error));
+  /* Cut in the middle of the entropy-coded data: rows near the top still
+   * decode, the bottom rows are missing. */
+  fail_if (gst_train_jpeg_decode_region (
+      data, size / 2, &header, 10, 60, 50, 20, out, 152, &error));
+  fail_unless (error != NULL && strstr (error, "corrupt JPEG data") != NULL,
+      "%s", error);
+  g_clear_pointer (&error, g_free);
+  /* Not a JPEG at all. */
+  memset (data, 0x42, 64);
+  fail_if (gst_train_jpeg_decode_region (
+      data, size, &header, 0, 0, 8, 8, out, 24, &error));
+  fail_unless (error != NULL && error[0] != '\0');
+  g_free (error);
+  g_free (out);
+  g_free (data);
+  tjDestroy (handle);
+}
+
+GST_END_TEST;
+
 static Suite *
 imagedec_suite (void)
 {
@@ -645,6 +772,8 @@ imagedec_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_pixels_match_libjpeg_turbo);
   tcase_add_test (tc, test_pixels_match_libjpeg_turbo_threaded);
+  tcase_add_test (tc, test_region_decode_matches_full_decode);
+  tcase_add_test (tc, test_region_decode_of_bad_data_fails_cleanly);
   tcase_add_test (tc, test_order_and_caps_with_mixed_sizes);
   tcase_add_test (tc, test_row_padding_is_zero_in_reused_memory);
   tcase_add_test (tc, test_min_short_side_picks_scale);
