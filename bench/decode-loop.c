@@ -8,7 +8,13 @@
  * the two orders is what repeating one bitstream is worth, nothing a
  * pipeline that visits every file once per epoch can have.
  *
- * Usage: decode-loop [-r REPEAT] PASSES FILE...   prints "IMAGES SECONDS CPU-SECONDS"
+ * With -c each decode is of a RandomResizedCrop box alone (torchvision's
+ * defaults: area 0.08-1, ratio 3/4-4/3, drawn by augment's own code from
+ * one seeded stream), through imagedec's own region decoder
+ * (elements/jpeg-decode.c): what imagedec decodes for augment in a training
+ * pipeline.
+ *
+ * Usage: decode-loop [-r REPEAT] [-c] PASSES FILE...   prints "IMAGES SECONDS CPU-SECONDS"
  * (wall time, then the process's CPU time: the second is less sensitive to
  * other load on the machine). */
 #include <stdio.h>
@@ -17,10 +23,15 @@
 #include <time.h>
 #include <turbojpeg.h>
 
+#include "augment-ops.h"
+#include "jpeg-decode.h"
+
 int
 main (int argc, char **argv)
 {
-  int repeat = 1, passes, n_files, i, p, r;
+  int repeat = 1, crop = 0, passes, n_files, i, p, r;
+  const GstTrainCropRange range = { 0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0 };
+  GtRandom rng;
   unsigned char **data;
   unsigned long *sizes;
   unsigned char *out = NULL;
@@ -33,10 +44,15 @@ main (int argc, char **argv)
     argc -= 2;
     argv += 2;
   }
+  if (argc > 1 && strcmp (argv[1], "-c") == 0) {
+    crop = 1;
+    argc -= 1;
+    argv += 1;
+  }
   passes = argc > 2 ? atoi (argv[1]) : 0;
   n_files = argc - 2;
   if (repeat <= 0 || passes <= 0 || n_files <= 0 || handle == NULL) {
-    fprintf (stderr, "usage: decode-loop [-r REPEAT] PASSES FILE...\n");
+    fprintf (stderr, "usage: decode-loop [-r REPEAT] [-c] PASSES FILE...\n");
     return 2;
   }
   data = calloc (n_files, sizeof (*data));
@@ -55,6 +71,7 @@ main (int argc, char **argv)
     fclose (f);
   }
 
+  gt_random_init (&rng, 1, GST_TRAIN_AUGMENT_RANDOM_STREAM);
   clock_gettime (CLOCK_MONOTONIC, &start);
   clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &cpu_start);
   for (p = 0; p < passes; p++)
@@ -62,6 +79,31 @@ main (int argc, char **argv)
       for (r = 0; r < repeat; r++) {
         int width, height, subsamp, colorspace;
 
+        if (crop) {
+          /* As imagedec and augment do: the header, the box, the box. */
+          GstTrainJpegHeader header;
+          GstTrainCropBox box;
+          char *error = NULL;
+
+          if (!gst_train_jpeg_read_header (
+                  handle, data[i], sizes[i], 0, 1, &header, &error)) {
+            fprintf (stderr, "%s: %s\n", argv[i + 2], error);
+            return 1;
+          }
+          if ((size_t)header.width * header.height * 3 > out_size) {
+            out_size = (size_t)header.width * header.height * 3;
+            out = realloc (out, out_size);
+          }
+          gst_train_augment_draw_crop (
+              &rng, header.width, header.height, &range, &box);
+          if (!gst_train_jpeg_decode_region (data[i], sizes[i], &header,
+                  box.left, box.top, box.width, box.height, out, box.width * 3,
+                  &error)) {
+            fprintf (stderr, "%s: %s\n", argv[i + 2], error);
+            return 1;
+          }
+          continue;
+        }
         if (tjDecompressHeader3 (handle, data[i], sizes[i], &width, &height,
                 &subsamp, &colorspace)
             != 0) {

@@ -16,6 +16,10 @@
 #   (d3) bench/decode-loop over those sample files in turn, as many images
 #        as (s): (s) without the pipeline                   (pinned to 1 core)
 #   (d4) (d3) with each file decoded 200 times in a row, tjbench's order
+#   (r) (s) followed by augment (RandomResizedCrop 224, flip): imagedec
+#       decodes only each crop box (decode-region, the default)  (pinned to 1 core)
+#   (r0) (r) with imagedec decode-region=false: whole images      (pinned to 1 core)
+#   (d5) (d3) decoding only a RandomResizedCrop box of each file (decode-loop -c)
 #   (e) PIL Image.open(BytesIO(data)).convert('RGB')           (pinned to 1 core)
 #   (f) (a) with imagedec min-short-side=256 (scales=fast)    (pinned to 1 core)
 #   (f2) (f) with scales=all                                   (pinned to 1 core)
@@ -88,8 +92,11 @@ if [ ! -f "$BUILD/build.ninja" ]; then
 fi
 log "building the plugin"
 # The bare decode loop of row (d2), with the same compiler flags as release.
+# Its -c mode (row d5) runs imagedec's region decoder and augment's box draw.
 cc -O2 -o "$OUT/decode-loop" "$ROOT/bench/decode-loop.c" \
-  $(pkg-config --cflags --libs libturbojpeg) || die "could not build bench/decode-loop.c"
+  "$ROOT/elements/jpeg-decode.c" "$ROOT/elements/augment-ops.c" \
+  -I"$ROOT/elements" -I"$ROOT/common" \
+  $(pkg-config --cflags --libs glib-2.0 libturbojpeg libjpeg) -lm || die "could not build bench/decode-loop.c"
 ninja -C "$BUILD" gst-plugins/libgsttrain.so >"$OUT/logs/ninja.txt" 2>&1 ||
   ninja -C "$BUILD" >>"$OUT/logs/ninja.txt" 2>&1 ||
   { tail -30 "$OUT/logs/ninja.txt" >&2; die "build failed"; }
@@ -246,6 +253,25 @@ def cmd_report(argv):
                    "(d4)." % (s["med"] / d["med"], s["med"] / d3["med"],
                               (s["cpu"] or 0) / (d3["cpu"] or d3["med"]), d3["med"] / d["med"],
                               d4["med"] / d["med"]))
+    if all(k in res for k in ("s", "r", "r0", "d", "d3", "d5")):
+        s, r, r0, d, d3, d5 = (res[k] for k in ("s", "r", "r0", "d", "d3", "d5"))
+        # Per image, in microseconds of wall time on the one core.
+        t_s, t_r, t_r0 = (1e6 / x["med"] for x in (s, r, r0))
+        saved = t_r0 - t_r
+        t_dec = t_s - saved
+        out.append("")
+        out.append("Decoding only the crop (decode-region): in the training pipeline "
+                   "(r) against (r0), imagedec's region decodes save %.0f us per image "
+                   "(%.0f against %.0f images/s, %.2fx; %.2fx per CPU-second). Row (s) "
+                   "decodes the same files whole in %.0f us per image, pipeline "
+                   "included, so imagedec decodes what augment needs in %.0f us: "
+                   "%.0f images/s, %.2fx tjbench's whole-image rate (d). Without the "
+                   "pipeline, the region decodes (d5) run at %.2fx the whole-image "
+                   "loop over the same files (d3) and %.2fx tjbench (d)." % (
+                       saved, r["med"], r0["med"], r["med"] / r0["med"],
+                       (r["cpu"] or 0) / (r0["cpu"] or r0["med"]), t_s, t_dec,
+                       1e6 / t_dec, 1e6 / t_dec / d["med"], d5["med"] / d3["med"],
+                       d5["med"] / d["med"]))
     print("\n".join(out))
 
 if __name__ == "__main__":
@@ -289,13 +315,20 @@ D4_REPEAT=200
 D4_PASSES=$(( (S_EPOCHS + D4_REPEAT - 1) / D4_REPEAT ))
 add d4 1 "(d4) (d3) with each file decoded $D4_REPEAT times in a row, as tjbench does" \
   "taskset -c 0 $OUT/decode-loop -r $D4_REPEAT $D4_PASSES SAMPLE"
+SAMPLE_SRC="datasetsrc location=$TJ_DATASET shuffle=false num-epochs=$S_EPOCHS n-threads=0"
+add r  1 "(r) (s) ! augment: imagedec decodes only the crop box (decode-region, default)" \
+  "taskset -c 0 gst-launch-1.0 -q $SAMPLE_SRC ! imagedec n-threads=1 ! augment n-threads=1 ! fakesink"
+add r0 1 "(r0) (r) with imagedec decode-region=false (whole images)" \
+  "taskset -c 0 gst-launch-1.0 -q $SAMPLE_SRC ! imagedec n-threads=1 decode-region=false ! augment n-threads=1 ! fakesink"
+add d5 1 "(d5) (d3) decoding only a RandomResizedCrop box of each file" \
+  "taskset -c 0 $OUT/decode-loop -c $S_EPOCHS SAMPLE"
 add e  1 "(e) PIL open+convert('RGB'), Python $($PY -c 'import platform; print(platform.python_version())'), Pillow $($PY -c 'import PIL; print(PIL.__version__)')" \
   "taskset -c 0 $PY $HELPER pil $FLAT $COUNT"
 add f  1 "(f) (a) with imagedec min-short-side=256" \
   "taskset -c 0 gst-launch-1.0 -q $SRC1 ! imagedec n-threads=1 min-short-side=256 ! fakesink"
 add f2 1 "(f2) (a) with imagedec min-short-side=256 scales=all" \
   "taskset -c 0 gst-launch-1.0 -q $SRC1 ! imagedec n-threads=1 min-short-side=256 scales=all ! fakesink"
-ORDER=(a a2 s b c1 c2 d d2 d3 d4 e f f2)
+ORDER=(a a2 s r r0 b c1 c2 d d2 d3 d4 d5 e f f2)
 # Setups whose output is checked over one epoch of the whole corpus.
 GST_SETUPS=(a a2 b c1 c2 f f2)
 
@@ -327,6 +360,20 @@ for id in "${GST_SETUPS[@]}"; do
   [ "$warn" = 0 ] || log "  WARNING: setup $id printed warnings or errors, see $OUT/logs/check-$id.log"
 done
 
+# (r) and (r0) must give the same bytes: one epoch of the sample each.
+for id in r r0; do
+  c=${CMD[$id]}
+  c=${c/num-epochs=$S_EPOCHS/num-epochs=1}
+  c=${c%fakesink}"filesink location=$OUT/check-$id.bin"
+  # shellcheck disable=SC2086
+  $c >"$OUT/logs/check-$id.log" 2>&1 || die "setup $id failed, see $OUT/logs/check-$id.log"
+done
+R_SUM=$(md5sum <"$OUT/check-r.bin" | cut -d' ' -f1)
+R_BYTES=$(stat -c %s "$OUT/check-r.bin")
+[ "$R_SUM" = "$(md5sum <"$OUT/check-r0.bin" | cut -d' ' -f1)" ] || die "(r) and (r0) gave different images"
+[ "$R_BYTES" = $((TJ_SAMPLE * 224 * 224 * 3)) ] || die "(r) gave $R_BYTES bytes for $TJ_SAMPLE images"
+log "  r, r0: the same $R_BYTES bytes (md5 $R_SUM)"
+
 # Fixed cost of one gst-launch run (process start, registry, dataset listing,
 # pipeline set-up and teardown): the same pipeline over a single image.
 STARTUP_CMD="taskset -c 0 gst-launch-1.0 -q datasetsrc location=$CORPUS shuffle=false num-samples=1 ! imagedec n-threads=1 ! fakesink"
@@ -350,6 +397,8 @@ for ((run = 1; run <= RUNS; run++)); do
       d2) read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" "$EPOCHS" "$FLAT"/*.jpg) || die "decode loop failed" ;;
       d3) # shellcheck disable=SC2046
           read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" "$S_EPOCHS" $(cat "$TJ_LIST")) || die "decode loop failed" ;;
+      d5) # shellcheck disable=SC2046
+          read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" -c "$S_EPOCHS" $(cat "$TJ_LIST")) || die "decode loop failed" ;;
       d4) # shellcheck disable=SC2046
           read -r n w cpu < <(taskset -c 0 "$OUT/decode-loop" -r "$D4_REPEAT" "$D4_PASSES" $(cat "$TJ_LIST")) || die "decode loop failed" ;;
       e) read -r w cpu n < <(taskset -c 0 "$PY" "$HELPER" pil "$FLAT" "$COUNT") || die "PIL benchmark failed" ;;
@@ -358,7 +407,7 @@ for ((run = 1; run <= RUNS; run++)); do
         read -r w cpu rc < <("$PY" "$HELPER" run "$OUT/logs/$id-$run.log" ${CMD[$id]}) || die "could not time setup $id"
         [ "$rc" = 0 ] || die "setup $id failed (rc $rc), see $OUT/logs/$id-$run.log"
         n=$IMAGES
-        [ "$id" != s ] || n=$((S_EPOCHS * TJ_SAMPLE)) ;;
+        case $id in s | r | r0) n=$((S_EPOCHS * TJ_SAMPLE)) ;; esac ;;
     esac
     printf '%s\t%d\t%d\t%s\t%s\n' "$id" "$run" "$n" "$w" "$cpu" >>"$RESULTS"
     log "  $id: $(awk -v n="$n" -v w="$w" 'BEGIN {printf "%.0f images/s", n / w}')"
@@ -445,6 +494,9 @@ Page cache warmed (every file read once) before each round; runs of all setups i
 | (d2) | \`taskset -c 0 bench/decode-loop $EPOCHS FLAT/*.jpg\` (built from bench/decode-loop.c with \`cc -O2\`): every corpus file loaded into memory first, then $EPOCHS passes of \`tjDecompressHeader3\` + \`tjDecompress2\` to RGB into one reused buffer; the cost of decoding alone, visiting files as a pipeline does |
 | (d3) | \`taskset -c 0 bench/decode-loop $S_EPOCHS SAMPLE\`: (d2) over the $TJ_SAMPLE tjbench sample files in turn, as many images as (s) |
 | (d4) | \`taskset -c 0 bench/decode-loop -r $D4_REPEAT $D4_PASSES SAMPLE\`: (d3) with each file decoded $D4_REPEAT times in a row before the next, the order tjbench times |
+| (r) | \`taskset -c 0 gst-launch-1.0 datasetsrc location=SAMPLE-LIST shuffle=false num-epochs=$S_EPOCHS n-threads=0 ! imagedec n-threads=1 ! augment n-threads=1 ! fakesink\`: (s) followed by augment's defaults (RandomResizedCrop to 224x224, scale 0.08-1, ratio 3/4-4/3, flip 0.5); imagedec asks augment for each image's crop box and decodes only that (decode-region=true, the default) |
+| (r0) | (r) with \`imagedec n-threads=1 decode-region=false\`: the same output bytes (checked below), from whole decodes |
+| (d5) | \`taskset -c 0 bench/decode-loop -c $S_EPOCHS SAMPLE\`: (d3), but each decode is of one RandomResizedCrop box (augment's defaults, drawn by augment's code from one seeded stream) with imagedec's region decoder (\`gst_train_jpeg_decode_region\`, libjpeg-turbo's \`jpeg_crop_scanline\` and \`jpeg_skip_scanlines\`) |
 | (e) | \`taskset -c 0 /usr/bin/python3\`: for each file, read the bytes, \`Image.open(io.BytesIO(data)).convert('RGB')\`, \`.load()\`; one pass over the corpus |
 | (f) | (a) with \`imagedec n-threads=1 min-short-side=256\` (default \`scales=fast\`: 1/8, 1/4, 1/2 or 1) |
 | (f2) | (f) with \`scales=all\` (any eighth) |
@@ -513,6 +565,7 @@ from other work; \`perf record -F 4000\` of row (s)'s pipeline over 400 epochs o
 Output checks (one untimed epoch per pipeline, verbose fakesink):
 
 $(for id in "${GST_SETUPS[@]}"; do echo "- ($id) ${CHECK[$id]}"; done)
+- (r) and (r0), one epoch of the sample each to a file: the same $R_BYTES bytes ($TJ_SAMPLE images of 224x224 RGB), md5 $R_SUM
 EOF
 )
 

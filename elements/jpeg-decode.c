@@ -203,6 +203,10 @@ gst_train_jpeg_region_supported (
  * jpeg_skip_scanlines() keeps the rows that upsampling reads. */
 #define REGION_MARGIN 8
 
+/* Rows read per jpeg_read_scanlines() call: more than libjpeg-turbo makes
+ * at once (at most 4 with DCT scaling). */
+#define REGION_ROWS 16
+
 /* libjpeg's error manager, jumping back on errors and, as TurboJPEG's
  * TJFLAG_STOPONWARNING, on warnings (corrupt data). */
 typedef struct
@@ -283,16 +287,24 @@ gst_train_jpeg_decode_region (const guint8 *data, gsize size,
     g_snprintf (err.message, sizeof (err.message), "no row %d", top);
     longjmp (err.jump, 1);
   }
-  line = g_malloc ((gsize)w * 3);
-  for (y = 0; y < height; y++) {
-    JSAMPROW row = line;
+  /* Rows go through a few rows of scratch: libjpeg-turbo writes several
+   * rows per call when it may (one row per call costs it a copy of its
+   * own), and each row's wanted part is copied out. */
+  line = g_malloc ((gsize)w * 3 * REGION_ROWS);
+  for (y = 0; y < height;) {
+    JSAMPROW rows[REGION_ROWS];
+    int i, n = MIN (height - y, REGION_ROWS), got;
 
-    if (jpeg_read_scanlines (&cinfo, &row, 1) != 1) {
+    for (i = 0; i < n; i++)
+      rows[i] = line + (gsize)i * w * 3;
+    got = (int)jpeg_read_scanlines (&cinfo, rows, n);
+    if (got <= 0) {
       g_snprintf (err.message, sizeof (err.message), "no row %d", top + y);
       longjmp (err.jump, 1);
     }
-    memcpy (
-        out + (gsize)y * stride, line + (gsize)(left - (int)x) * 3, row_bytes);
+    for (i = 0; i < got; i++, y++)
+      memcpy (out + (gsize)y * stride, rows[i] + (gsize)(left - (int)x) * 3,
+          row_bytes);
   }
   g_free (line);
   line = NULL;
