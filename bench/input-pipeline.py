@@ -63,13 +63,21 @@ DALI_SCRIPT = r"""
 import sys, time
 from nvidia.dali import pipeline_def, fn, types
 root, threads, epochs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# "fused": DALI's decoders.image_random_crop, which decodes only the crop
+# (libjpeg-turbo's region decode on the CPU), then resize.
+fused = len(sys.argv) > 4 and sys.argv[4] == "fused"
 
 @pipeline_def(batch_size=256, num_threads=threads, device_id=None)
 def train():
     jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True,
                                     name="reader")
-    images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
-    images = fn.random_resized_crop(images, size=(224, 224))
+    if fused:
+        images = fn.decoders.image_random_crop(jpegs, device="cpu",
+                                               output_type=types.RGB)
+        images = fn.resize(images, size=(224, 224))
+    else:
+        images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+        images = fn.random_resized_crop(images, size=(224, 224))
     images = fn.flip(images, horizontal=fn.random.coin_flip())
     return images, labels
 
@@ -147,7 +155,7 @@ def main():
                GST_REGISTRY_1_0=os.path.join(OUT, "registry-pipeline.bin"))
     env.pop("GST_PLUGIN_PATH", None)
 
-    def gst(threads, between=""):
+    def gst(threads, between="", dec_extra=""):
         """threads None: default properties (the thread budget decides)."""
         if threads is None:
             src_t = dec_t = aug_t = ""
@@ -155,10 +163,10 @@ def main():
             src_t = " n-threads=%d" % (0 if threads == 1 else 2)
             dec_t = aug_t = " n-threads=%d" % threads
         return ["gst-launch-1.0", "-q"] + (
-            "datasetsrc location=%s num-epochs=%d seed=1%s ! imagedec%s ! "
+            "datasetsrc location=%s num-epochs=%d seed=1%s ! imagedec%s%s ! "
             "%saugment width=224 height=224 seed=1%s ! batcher batch-size=256 "
-            "! fakesink" % (corpus, args.epochs, src_t, dec_t, between,
-                            aug_t)).split()
+            "! fakesink" % (corpus, args.epochs, src_t, dec_t, dec_extra,
+                            between, aug_t)).split()
 
     one = ["taskset", "-c", "0"]
     two = ["taskset", "-c", "0,1"]
@@ -167,6 +175,9 @@ def main():
          lambda: one + gst(None), "gst"),
         ("gd2", 2, "gst-train, default properties",
          lambda: two + gst(None), "gst"),
+        ("gn1", 1, "gst-train, default properties but imagedec decode-region=false "
+         "(whole images decoded, as before decode-region)",
+         lambda: one + gst(None, dec_extra=" decode-region=false"), "gst"),
         ("g1", 1, "gst-train, n-threads=1 each (datasetsrc n-threads=0)",
          lambda: one + gst(1), "gst"),
         ("g2", 2, "gst-train, n-threads=2 each",
@@ -192,6 +203,13 @@ def main():
                 ("d2", 2, "DALI CPU pipeline, num_threads=2",
                  lambda: two + [args.dali_python, "-c", DALI_SCRIPT, corpus, "2",
                           str(args.epochs)], "py"),
+                ("dc1", 1, "DALI CPU pipeline decoding only the crop, num_threads=1 "
+                 "(decoders.image_random_crop, resize, flip)",
+                 lambda: one + [args.dali_python, "-c", DALI_SCRIPT, corpus, "1",
+                                str(args.epochs), "fused"], "py"),
+                ("dc2", 2, "DALI decoding only the crop, num_threads=2",
+                 lambda: two + [args.dali_python, "-c", DALI_SCRIPT, corpus, "2",
+                                str(args.epochs), "fused"], "py"),
             ]
         else:
             dali_note = "DALI did not run on this machine: " + (
@@ -254,6 +272,11 @@ def main():
     if "d2" in results:
         goals.append("| gst-train default on 2 cores / DALI num_threads=2 | "
                      "%.2fx | >= 1.3x |" % (gd2 / med("d2")[0]))
+    if "dc2" in results:
+        goals.append("| gst-train default on 2 cores / DALI decoding only the crop, "
+                     "num_threads=2 | %.2fx | |" % (gd2 / med("dc2")[0]))
+    goals.append("| gst-train default, 1 core: decode-region on / off | %.2fx | |" % (
+        gd1 / med("gn1")[0]))
 
     ref_t = med("t1")[0]
     ref_d = med("d1")[0] if "d1" in results else None
