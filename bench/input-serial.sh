@@ -1,8 +1,9 @@
 #!/bin/bash
 # The per-image cost of each stage of the input pipeline on one core, for the
-# scaling model in docs/benchmarks/input-pipeline.md: read, + decode,
-# + augment, + batcher (its copy), + echo factor=2 before the batcher, each
-# stage added to the one before, everything in the streaming thread
+# scaling model in docs/benchmarks/input-pipeline.md: read, + decode (whole
+# images), + augment (once with whole images decoded, once with imagedec
+# decoding only the crop, the default), + batcher (its copy), + echo
+# factor=2 before the batcher, each stage added to the one before, everything in the streaming thread
 # (n-threads=1 / datasetsrc n-threads=0), pinned to core 0 with taskset.
 #
 #   flock /tmp/gt-bench.lock bench/input-serial.sh [--runs 5]
@@ -48,6 +49,9 @@ for _ in $(seq "$runs"); do
     one start 0 fakesrc num-buffers=1 ! fakesink
     one read "$n" $src ! fakesink
     one read+decode "$n" $src ! $dec ! fakesink
+    # whole images decoded, then cropped (as before decode-region)
+    one read+decode+augment,whole "$n" $src ! $dec decode-region=false ! $aug ! fakesink
+    # imagedec decodes only augment's crop box (decode-region, the default)
     one read+decode+augment "$n" $src ! $dec ! $aug ! fakesink
     one read+decode+augment+batcher $((n / 256 * 256)) $src ! $dec ! $aug ! batcher batch-size=256 ! fakesink
     # echo after augment: the batcher copies every emission, twice per image

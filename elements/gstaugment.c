@@ -42,6 +42,13 @@
  * mixes its rank into @seed, so that one launch line gives each rank its
  * own draws.
  *
+ * Since the crop box is all that crop=random-resized reads, augment tells
+ * an imagedec linked directly to it, when asked, the box of each sample
+ * with a sample meta (GST_TRAIN_REGION_QUERY, train-common.h), and takes the
+ * decoded rectangle (#GstTrainRegionMeta) in place of the whole image: same
+ * draws, same output, less decoding. Through a queue, echo or any other
+ * element it does not answer.
+ *
  * Images are resampled whole on the worker threads that the data elements
  * of a process share (one thread budget, by default the cores the process
  * may run on; GST_TRAIN_THREADS sets it), at most 2 x @n-threads at once

@@ -11,6 +11,18 @@
  * shrinking afterwards. Grayscale and CMYK/YCCK JPEGs come out as RGB;
  * baseline, progressive, arithmetic-coded and restart-marker files decode.
  *
+ * With @decode-region (the default), imagedec asks the element linked to
+ * its source pad, before each decode, which rectangle of the image it will
+ * read (the custom query GST_TRAIN_REGION_QUERY, train-common.h). augment
+ * answers with its crop box when it is linked directly; imagedec then
+ * decodes that rectangle alone (libjpeg-turbo's jpeg_crop_scanline and
+ * jpeg_skip_scanlines, stopping after its last row) and pushes it with caps
+ * of its size and a #GstTrainRegionMeta saying where it lies. The pixels are
+ * those of a whole decode, so augment's output does not change; the work
+ * saved is the inverse DCT and colour conversion outside the box and all
+ * decoding below it (docs/benchmarks/input-stage.md). Anything else
+ * downstream leaves the query unanswered and gets whole images.
+ *
  * Samples decode on the worker threads that the data elements of a process
  * share (one thread budget, by default the cores the process may run on;
  * see the thread budget in docs/benchmarks/input-pipeline.md), at most
