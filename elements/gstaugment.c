@@ -632,12 +632,14 @@ gst_augment_sink_query (GstPad *pad, GstObject *parent, GstQuery *query)
       if (augment->pool != NULL)
         gst_augment_push_ready (augment, 0);
       return gst_pad_query_default (pad, parent, query);
-    case GST_QUERY_CUSTOM:
+    case GST_QUERY_CUSTOM: {
+      const GstStructure *s = gst_query_get_structure (query);
+
       /* What lies downstream has no say in which pixels augment reads. */
-      if (gst_structure_has_name (
-              gst_query_get_structure (query), GST_TRAIN_REGION_QUERY))
+      if (s != NULL && gst_structure_has_name (s, GST_TRAIN_REGION_QUERY))
         return gst_augment_answer_region (augment, pad, query);
       return gst_pad_query_default (pad, parent, query);
+    }
     case GST_QUERY_ALLOCATION:
       /* Our output is not our input: downstream's pool is no use upstream.
        * Frames are mapped through their video meta, so strides are free. */
