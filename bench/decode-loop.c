@@ -86,7 +86,7 @@ main (int argc, char **argv)
           char *error = NULL;
 
           if (!gst_train_jpeg_read_header (
-                  handle, data[i], sizes[i], 0, 1, &header, &error)) {
+                  data[i], sizes[i], 0, 1, &header, &error)) {
             fprintf (stderr, "%s: %s\n", argv[i + 2], error);
             return 1;
           }

@@ -148,10 +148,9 @@ struct _GstImageDec
   guint window;               /* decodes in flight in the pool */
   GstTrainRecycler *recycler; /* where output images get their memory */
 
-  /* Jobs in input order and the decoder handles, under @lock. */
+  /* Jobs in input order, under @lock. */
   GMutex lock;
   GQueue jobs;
-  GPtrArray *handles;
   gboolean flushing;
   GstTrainPool *pool; /* the process's; NULL with n-threads=1 */
 };
@@ -310,7 +309,6 @@ gst_image_dec_init (GstImageDec *dec)
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   g_mutex_init (&dec->lock);
   g_queue_init (&dec->jobs);
-  dec->handles = g_ptr_array_new ();
 }
 
 static void
@@ -318,7 +316,6 @@ gst_image_dec_finalize (GObject *object)
 {
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
-  g_ptr_array_unref (dec->handles);
   gst_train_bad_samples_clear (&dec->bad);
   g_mutex_clear (&dec->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -395,12 +392,12 @@ gst_image_dec_get_property (
 
 /* ---- decoding (any thread) ---- */
 
-/* Decodes @job->input with @handle into a new buffer; on failure leaves
- * @job->output NULL and says why in @job->error. */
+/* Decodes @job->input into a new buffer; on failure leaves @job->output
+ * NULL and says why in @job->error. */
 static void
-gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
-    GstVideoFormat format, guint min_short_side, GstImageDecScales scales)
+gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
 {
+  GstVideoFormat format = dec->format;
   GstMapInfo map;
   GstTrainJpegHeader header;
   GstVideoInfo info;
@@ -416,8 +413,9 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
     header = job->header;
     job->width = job->region.width;
     job->height = job->region.height;
-  } else if (gst_train_jpeg_read_header (handle, map.data, map.size,
-                 min_short_side, scales == GST_IMAGE_DEC_SCALES_FAST, &header,
+  } else if (gst_train_jpeg_read_header (map.data, map.size,
+                 dec->settings.min_short_side,
+                 dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &header,
                  &job->error)) {
     job->width = header.out_width;
     job->height = header.out_height;
@@ -435,7 +433,7 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job, tjhandle handle,
         job->region.height, out_map.data,
         GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
   else
-    ok = gst_train_jpeg_decode (handle, map.data, map.size, &header,
+    ok = gst_train_jpeg_decode (map.data, map.size, &header,
         format == GST_VIDEO_FORMAT_GRAY8, out_map.data,
         GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
   gst_buffer_unmap (output, &out_map);
@@ -453,52 +451,12 @@ done:
   gst_buffer_unmap (job->input, &map);
 }
 
-static tjhandle
-gst_image_dec_take_handle (GstImageDec *dec)
-{
-  tjhandle handle = NULL;
-
-  g_mutex_lock (&dec->lock);
-  if (dec->handles->len > 0)
-    handle = g_ptr_array_steal_index_fast (dec->handles, dec->handles->len - 1);
-  g_mutex_unlock (&dec->lock);
-  return handle ? handle : tjInitDecompress ();
-}
-
-static void
-gst_image_dec_return_handle (GstImageDec *dec, tjhandle handle)
-{
-  g_mutex_lock (&dec->lock);
-  g_ptr_array_add (dec->handles, handle);
-  g_mutex_unlock (&dec->lock);
-}
-
-static void
-gst_image_dec_run_job (GstImageDec *dec, GstImageDecJob *job)
-{
-  tjhandle handle = gst_image_dec_take_handle (dec);
-
-  if (handle == NULL) {
-    job->error = g_strdup_printf (
-        "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
-    return;
-  }
-  gst_image_dec_decode (dec, job, handle, dec->format,
-      dec->settings.min_short_side, dec->settings.scales);
-  /* A TurboJPEG handle that failed keeps stale error state and rejects the
-   * next good image: bad samples are rare, so replace it. */
-  if (job->error != NULL)
-    tjDestroy (handle);
-  else
-    gst_image_dec_return_handle (dec, handle);
-}
-
 static void
 gst_image_dec_task (GstTrainTask *task)
 {
   GstImageDecJob *job = (GstImageDecJob *)task;
 
-  gst_image_dec_run_job (job->dec, job);
+  gst_image_dec_decode (job->dec, job);
 }
 
 static void
@@ -669,26 +627,17 @@ gst_image_dec_ask_region (GstImageDec *dec, GstImageDecJob *job)
 {
   GstMapInfo map;
   gchar *error = NULL;
-  tjhandle handle;
   GstQuery *query;
   GstTrainRegion r;
   gboolean ok;
 
   if (!gst_buffer_map (job->input, &map, GST_MAP_READ))
     return;
-  handle = gst_image_dec_take_handle (dec);
-  ok = handle != NULL
-      && gst_train_jpeg_read_header (handle, map.data, map.size,
-          dec->settings.min_short_side,
-          dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &job->header,
-          &error);
+  ok = gst_train_jpeg_read_header (map.data, map.size,
+      dec->settings.min_short_side,
+      dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &job->header, &error);
   gst_buffer_unmap (job->input, &map);
   g_free (error);
-  /* As after a failed decode, a handle that failed is replaced. */
-  if (handle != NULL && ok)
-    gst_image_dec_return_handle (dec, handle);
-  else if (handle != NULL)
-    tjDestroy (handle);
   if (!ok || !gst_train_jpeg_region_supported (&job->header, FALSE))
     return;
 
@@ -735,7 +684,7 @@ gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   if (dec->pool == NULL) {
     GstFlowReturn ret;
 
-    gst_image_dec_run_job (dec, job);
+    gst_image_dec_decode (dec, job);
     ret = gst_image_dec_finish_job (dec, job);
     gst_image_dec_job_free (job);
     return ret;
@@ -848,16 +797,11 @@ gst_image_dec_start (GstImageDec *dec)
 static void
 gst_image_dec_stop (GstImageDec *dec)
 {
-  guint i;
-
   gst_image_dec_discard_jobs (dec);
   g_clear_pointer (&dec->pool, gst_train_pool_unref);
   g_clear_pointer (&dec->recycler, gst_train_recycler_unref);
   g_list_free_full (dec->pending_events, (GDestroyNotify)gst_event_unref);
   dec->pending_events = NULL;
-  for (i = 0; i < dec->handles->len; i++)
-    tjDestroy (g_ptr_array_index (dec->handles, i));
-  g_ptr_array_set_size (dec->handles, 0);
   dec->have_caps = FALSE;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
 }

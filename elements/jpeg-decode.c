@@ -109,25 +109,35 @@ zero_row_padding (guint8 *p, int stride, gsize pad, int rows)
 }
 
 gboolean
-gst_train_jpeg_read_header (tjhandle handle, const guint8 *data, gsize size,
+gst_train_jpeg_read_header (const guint8 *data, gsize size,
     guint min_short_side, gboolean fast_scales_only, GstTrainJpegHeader *header,
     gchar **error)
 {
   /* A tables-only stream passes tjDecompressHeader3() without a size. */
-  int width = 0, height = 0, subsamp, colorspace;
+  int width = 0, height = 0, subsamp, colorspace, ret;
+  tjhandle handle;
 
   if (size == 0) {
     *error = g_strdup ("the buffer is empty");
     return FALSE;
   }
-  if (size > G_MAXULONG
-      || tjDecompressHeader3 (
-             handle, data, size, &width, &height, &subsamp, &colorspace)
-          != 0) {
-    *error =
-        g_strdup_printf ("not a decodable JPEG (%s)", tjGetErrorStr2 (handle));
+  if (size > G_MAXULONG) {
+    *error = g_strdup ("not a decodable JPEG (larger than a long)");
     return FALSE;
   }
+  if ((handle = tjInitDecompress ()) == NULL) {
+    *error = g_strdup_printf (
+        "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
+    return FALSE;
+  }
+  ret = tjDecompressHeader3 (
+      handle, data, size, &width, &height, &subsamp, &colorspace);
+  if (ret != 0)
+    *error =
+        g_strdup_printf ("not a decodable JPEG (%s)", tjGetErrorStr2 (handle));
+  tjDestroy (handle);
+  if (ret != 0)
+    return FALSE;
   if (width <= 0 || height <= 0
       || (guint64)width * (guint64)height > MAX_PIXELS) {
     *error = g_strdup_printf ("implausible image size %dx%d", width, height);
@@ -144,13 +154,20 @@ gst_train_jpeg_read_header (tjhandle handle, const guint8 *data, gsize size,
 }
 
 gboolean
-gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
+gst_train_jpeg_decode (const guint8 *data, gsize size,
     const GstTrainJpegHeader *header, gboolean gray, guint8 *out, int stride,
     gchar **error)
 {
   int out_width = header->out_width, out_height = header->out_height;
   gsize row_bytes = (gsize)out_width * (gray ? 1 : 3);
+  tjhandle handle = tjInitDecompress ();
   int ret;
+
+  if (handle == NULL) {
+    *error = g_strdup_printf (
+        "could not create a decoder (%s)", tjGetErrorStr2 (NULL));
+    return FALSE;
+  }
 
   if (header->colorspace == TJCS_CMYK || header->colorspace == TJCS_YCCK) {
     /* TurboJPEG does not convert CMYK itself: decode the inks, then apply
@@ -178,8 +195,10 @@ gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
      * instead of coming out half grey. */
     *error =
         g_strdup_printf ("corrupt JPEG data (%s)", tjGetErrorStr2 (handle));
+    tjDestroy (handle);
     return FALSE;
   }
+  tjDestroy (handle);
   /* Recycled memory would carry an older image in the bytes that pad each
    * row to its stride: equal images should be equal buffers. */
   if ((gsize)stride > row_bytes)

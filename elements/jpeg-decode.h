@@ -23,20 +23,26 @@ typedef struct
   int out_height;
 } GstTrainJpegHeader;
 
-/* Reads the header of @data with @handle, refuses an empty buffer and an
+/* Each image is read with a TurboJPEG or libjpeg decoder of its own (one
+ * costs well under a microsecond): a reused decoder keeps the tables of
+ * the images before, as libjpeg does for abbreviated streams, so a corrupt
+ * file that lacks its quantization table would decode with another
+ * image's tables, depending on which thread took it, instead of failing
+ * (fuzz-jpeg found it through the region decode, which disagreed). */
+
+/* Reads the header of @data, refuses an empty buffer and an
  * implausible size, and picks the smallest scale (a power of two when
  * @fast_scales_only) that keeps the short side at @min_short_side pixels or
  * more (0: full size). FALSE, with the reason in *@error, when it does not
  * decode. */
-gboolean gst_train_jpeg_read_header (tjhandle handle, const guint8 *data,
-    gsize size, guint min_short_side, gboolean fast_scales_only,
-    GstTrainJpegHeader *header, gchar **error);
+gboolean gst_train_jpeg_read_header (const guint8 *data, gsize size,
+    guint min_short_side, gboolean fast_scales_only, GstTrainJpegHeader *header,
+    gchar **error);
 
 /* Decodes @data as @header says into @out: @header->out_height rows of
  * @stride bytes, RGB or (@gray) GRAY8, the bytes after each row zeroed.
- * FALSE, with the reason in *@error, on corrupt or truncated data. A
- * handle that failed should be replaced: it can reject the next good image. */
-gboolean gst_train_jpeg_decode (tjhandle handle, const guint8 *data, gsize size,
+ * FALSE, with the reason in *@error, on corrupt or truncated data. */
+gboolean gst_train_jpeg_decode (const guint8 *data, gsize size,
     const GstTrainJpegHeader *header, gboolean gray, guint8 *out, int stride,
     gchar **error);
 

@@ -1,7 +1,7 @@
 /* fuzz-jpeg.c: imagedec's decoding core (elements/jpeg-decode.c) on
  * arbitrary bytes, handled as the element handles a sample: read the
- * header, pick the scale, decode into rows of the element's stride, and
- * replace the TurboJPEG handle after a failure.
+ * header, pick the scale, decode into rows of the element's stride. Each
+ * input decodes alone, as in the element (no decoder state carries over).
  *
  * The input is the JPEG file itself. The decode settings come from its
  * length, so that mutations that add or drop bytes try them all: RGB or
@@ -20,8 +20,6 @@
 /* The element takes up to 2^28 pixels; decoding that many costs seconds,
  * which would slow the search without reaching other code. */
 #define MAX_FUZZ_OUTPUT_PIXELS (1 << 22)
-
-static tjhandle handle;
 
 /* Decodes a rectangle of the image alone and compares it with the same
  * pixels of the whole decode @full (rows of @stride bytes). */
@@ -62,12 +60,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   int stride;
   gboolean ok;
 
-  if (handle == NULL)
-    handle = tjInitDecompress ();
-  FUZZ_CHECK (handle != NULL, "tjInitDecompress failed");
-
   ok = gst_train_jpeg_read_header (
-      handle, data, size, min_short_side, fast_scales_only, &header, &error);
+      data, size, min_short_side, fast_scales_only, &header, &error);
   if (ok) {
     FUZZ_CHECK (error == NULL, "an error message on success");
     FUZZ_CHECK (header.width > 0 && header.height > 0, "empty image");
@@ -83,7 +77,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     stride = (header.out_width * (gray ? 1 : 3) + 3) & ~3;
     pixels = g_malloc ((gsize)stride * header.out_height);
     ok = gst_train_jpeg_decode (
-        handle, data, size, &header, gray, pixels, stride, &error);
+        data, size, &header, gray, pixels, stride, &error);
     if (ok && gst_train_jpeg_region_supported (&header, gray))
       check_region (data, size, &header, pixels, stride);
     g_free (pixels);
@@ -92,9 +86,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     FUZZ_CHECK (
         error != NULL && error[0] != '\0', "a failure without a reason");
     g_free (error);
-    /* As the element does: a handle that failed is not used again. */
-    tjDestroy (handle);
-    handle = NULL;
   }
   return 0;
 }

@@ -644,7 +644,6 @@ GST_END_TEST;
 GST_START_TEST (test_region_decode_matches_full_decode)
 {
   static const int scale_denoms[] = { 1, 2, 4, 8 };
-  tjhandle handle = tjInitDecompress ();
   GRand *rand = g_rand_new_with_seed (17);
   guint i, s, k, checked = 0;
 
@@ -661,7 +660,7 @@ GST_START_TEST (test_region_decode_matches_full_decode)
 
       /* min-short-side 157 / denom picks 1/denom (power-of-two scales). */
       fail_unless (
-          gst_train_jpeg_read_header (handle, data, size,
+          gst_train_jpeg_read_header (data, size,
               s == 0 ? 0 : 157 / scale_denoms[s], TRUE, &header, &error),
           "%s", error);
       fail_unless_equals_int (header.scale.denom, scale_denoms[s]);
@@ -673,8 +672,8 @@ GST_START_TEST (test_region_decode_matches_full_decode)
       stride = GST_ROUND_UP_4 (header.out_width * 3);
       full = g_malloc ((gsize)stride * header.out_height);
       part = g_malloc ((gsize)stride * header.out_height);
-      fail_unless (gst_train_jpeg_decode (handle, data, size, &header, FALSE,
-                       full, stride, &error),
+      fail_unless (gst_train_jpeg_decode (
+                       data, size, &header, FALSE, full, stride, &error),
           "%s", error);
       for (k = 0; k < 40; k++) {
         int w = header.out_width, h = header.out_height, left, top, width,
@@ -725,7 +724,6 @@ GST_START_TEST (test_region_decode_matches_full_decode)
   /* 8 flavours of 10 at 4 scales, 40 rectangles each. */
   fail_unless_equals_int (checked, 8 * 4 * 40);
   g_rand_free (rand);
-  tjDestroy (handle);
 }
 
 GST_END_TEST;
@@ -734,15 +732,14 @@ GST_END_TEST;
  * a whole decode is, never a crash or a half-grey image. */
 GST_START_TEST (test_region_decode_of_bad_data_fails_cleanly)
 {
-  tjhandle handle = tjInitDecompress ();
   GstTrainJpegHeader header;
   gchar *error = NULL;
   gsize size;
   guint8 *data = fixture_jpeg_encode (96, 80, 3, &flavours[0].how, &size);
   guint8 *out = g_malloc (96 * 80 * 3);
 
-  fail_unless (gst_train_jpeg_read_header (
-      handle, data, size, 0, TRUE, &header, &error));
+  fail_unless (
+      gst_train_jpeg_read_header (data, size, 0, TRUE, &header, &error));
   /* Cut in the middle of the entropy-coded data: rows near the top still
    * decode, the bottom rows are missing. */
   fail_if (gst_train_jpeg_decode_region (
@@ -758,7 +755,80 @@ GST_START_TEST (test_region_decode_of_bad_data_fails_cleanly)
   g_free (error);
   g_free (out);
   g_free (data);
-  tjDestroy (handle);
+}
+
+GST_END_TEST;
+
+/* Renames every quantization table that @data (a JPEG) defines to table 3,
+ * which no component uses: the file now lacks the tables its frame needs. */
+static void
+break_quant_tables (guint8 *data, gsize size)
+{
+  gsize i = 2;
+
+  while (i + 4 <= size && data[i] == 0xff && data[i + 1] != 0xda) {
+    gsize len = ((gsize)data[i + 2] << 8) | data[i + 3], j = i + 4;
+
+    if (data[i + 1] == 0xdb) {
+      while (j < i + 2 + len) {
+        gboolean wide = data[j] >> 4;
+
+        data[j] = (data[j] & 0xf0) | 3;
+        j += 1 + (wide ? 128 : 64);
+      }
+    }
+    i += 2 + len;
+  }
+}
+
+/* A file whose frame uses a quantization table it does not define does not
+ * decode, whatever image the same thread decoded before (a reused decoder
+ * kept the earlier image's tables and decoded it with those). */
+GST_START_TEST (test_missing_quantization_table_is_a_bad_sample)
+{
+  gchar *root = fixture_make_temp_dir ();
+  gchar *good = g_build_filename (root, "c", "00.jpg", NULL);
+  gchar *bad = g_build_filename (root, "c", "01.jpg", NULL);
+  gsize size;
+  guint8 *data = fixture_jpeg_encode (48, 40, 2, &flavours[0].how, &size);
+  GstTrainJpegHeader header;
+  gchar *error = NULL;
+  guint8 *out = g_malloc (48 * 40 * 3);
+  RunResult *r;
+  guint i;
+
+  fixture_write_file (good, data, size);
+  break_quant_tables (data, size);
+  fixture_write_file (bad, data, size);
+  /* The bytes alone: the header reads, the decode fails, whole or part. */
+  fail_unless (
+      gst_train_jpeg_read_header (data, size, 0, TRUE, &header, &error));
+  fail_if (
+      gst_train_jpeg_decode (data, size, &header, FALSE, out, 48 * 3, &error));
+  fail_unless (strstr (error, "Quantization table") != NULL, "%s", error);
+  g_clear_pointer (&error, g_free);
+  fail_if (gst_train_jpeg_decode_region (
+      data, size, &header, 8, 8, 16, 16, out, 48, &error));
+  fail_unless (strstr (error, "Quantization table") != NULL, "%s", error);
+  g_clear_pointer (&error, g_free);
+
+  /* In the element, right after a good image on the same thread, twice. */
+  for (i = 0; i < 2; i++) {
+    r = run_dec (
+        root, "num-epochs=2", i == 0 ? "n-threads=1" : "n-threads=3", NULL);
+    fail_unless (r->error == NULL, "%s", r->error);
+    fail_unless_equals_int (r->samples->len, 2);
+    fail_unless_equals_uint64 (run_result_sample (r, 0)->index, 0);
+    fail_unless_equals_uint64 (run_result_sample (r, 1)->index, 0);
+    fail_unless (run_result_has_warning (r, "01.jpg", "Quantization table"));
+    run_result_free (r);
+  }
+  g_free (out);
+  g_free (data);
+  g_free (good);
+  g_free (bad);
+  fixture_remove_tree (root);
+  g_free (root);
 }
 
 GST_END_TEST;
@@ -774,6 +844,7 @@ imagedec_suite (void)
   tcase_add_test (tc, test_pixels_match_libjpeg_turbo_threaded);
   tcase_add_test (tc, test_region_decode_matches_full_decode);
   tcase_add_test (tc, test_region_decode_of_bad_data_fails_cleanly);
+  tcase_add_test (tc, test_missing_quantization_table_is_a_bad_sample);
   tcase_add_test (tc, test_order_and_caps_with_mixed_sizes);
   tcase_add_test (tc, test_row_padding_is_zero_in_reused_memory);
   tcase_add_test (tc, test_min_short_side_picks_scale);
