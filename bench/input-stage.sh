@@ -529,7 +529,8 @@ from other work; \`perf record -F 4000\` of row (s)'s pipeline over 400 epochs o
   the same in the pipeline as in the bare loop (d3) within 2% (429 and 438 us per image under
   perf). imagedec already uses the TurboJPEG API, decodes straight into the output buffer
   (no copy, no colour conversion of ours), reuses a cache-warm output block from its
-  recycler and a TurboJPEG handle per thread; the second header parse (TurboJPEG reads the
+  recycler (it reused a TurboJPEG handle per thread then; since the ninth session each image
+  gets a decoder of its own, see docs/reliability.md, at no measurable cost); the second header parse (TurboJPEG reads the
   header again in \`tjDecompress2\`) costs 1.9 us per image, 0.5%.
 - Of libjpeg-turbo's time, entropy decoding and the inverse DCT take 85%
   (\`tjDecompressToYUV2\`: 351 of 412 us per image over the sample), chroma upsampling and
