@@ -3,6 +3,31 @@
 
 #include <string.h>
 
+/* Registers the meta API @name with @tags once, in *@type. */
+static GType
+register_api_once (GType *type, const gchar *name, const gchar **tags)
+{
+  if (g_once_init_enter (type)) {
+    GType api = gst_meta_api_type_register (name, tags);
+    g_once_init_leave (type, api);
+  }
+  return *type;
+}
+
+/* Registers a meta implementation of @api once, in *@info. */
+static const GstMetaInfo *
+register_meta_once (const GstMetaInfo **info, GType api, const gchar *name,
+    gsize size, GstMetaInitFunction init, GstMetaFreeFunction free_func,
+    GstMetaTransformFunction transform)
+{
+  if (g_once_init_enter ((GstMetaInfo **)info)) {
+    const GstMetaInfo *registered =
+        gst_meta_register (api, name, size, init, free_func, transform);
+    g_once_init_leave ((GstMetaInfo **)info, (GstMetaInfo *)registered);
+  }
+  return *info;
+}
+
 GType
 gst_train_sample_meta_api_get_type (void)
 {
@@ -11,11 +36,7 @@ gst_train_sample_meta_api_get_type (void)
    * (crop, scale, colour conversion, copy) changes. */
   static const gchar *tags[] = { NULL };
 
-  if (g_once_init_enter (&type)) {
-    GType api = gst_meta_api_type_register ("GstTrainSampleMetaAPI", tags);
-    g_once_init_leave (&type, api);
-  }
-  return type;
+  return register_api_once (&type, "GstTrainSampleMetaAPI", tags);
 }
 
 static gboolean
@@ -63,14 +84,10 @@ gst_train_sample_meta_get_info (void)
 {
   static const GstMetaInfo *info = NULL;
 
-  if (g_once_init_enter ((GstMetaInfo **)&info)) {
-    const GstMetaInfo *registered =
-        gst_meta_register (GST_TRAIN_SAMPLE_META_API_TYPE, "GstTrainSampleMeta",
-            sizeof (GstTrainSampleMeta), gst_train_sample_meta_init,
-            gst_train_sample_meta_free, gst_train_sample_meta_transform);
-    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)registered);
-  }
-  return info;
+  return register_meta_once (&info, GST_TRAIN_SAMPLE_META_API_TYPE,
+      "GstTrainSampleMeta", sizeof (GstTrainSampleMeta),
+      gst_train_sample_meta_init, gst_train_sample_meta_free,
+      gst_train_sample_meta_transform);
 }
 
 GstTrainSampleMeta *
@@ -99,11 +116,7 @@ gst_train_batch_meta_api_get_type (void)
   static GType type = 0;
   static const gchar *tags[] = { NULL };
 
-  if (g_once_init_enter (&type)) {
-    GType api = gst_meta_api_type_register ("GstTrainBatchMetaAPI", tags);
-    g_once_init_leave (&type, api);
-  }
-  return type;
+  return register_api_once (&type, "GstTrainBatchMetaAPI", tags);
 }
 
 static gboolean
@@ -136,14 +149,9 @@ gst_train_batch_meta_get_info (void)
 {
   static const GstMetaInfo *info = NULL;
 
-  if (g_once_init_enter ((GstMetaInfo **)&info)) {
-    const GstMetaInfo *registered =
-        gst_meta_register (GST_TRAIN_BATCH_META_API_TYPE, "GstTrainBatchMeta",
-            sizeof (GstTrainBatchMeta), gst_train_batch_meta_init, NULL,
-            gst_train_batch_meta_transform);
-    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)registered);
-  }
-  return info;
+  return register_meta_once (&info, GST_TRAIN_BATCH_META_API_TYPE,
+      "GstTrainBatchMeta", sizeof (GstTrainBatchMeta),
+      gst_train_batch_meta_init, NULL, gst_train_batch_meta_transform);
 }
 
 GstTrainBatchMeta *
@@ -386,11 +394,7 @@ gst_train_region_meta_api_get_type (void)
    * linking gst-video for two strings. */
   static const gchar *tags[] = { "video", "size", NULL };
 
-  if (g_once_init_enter (&type)) {
-    GType t = gst_meta_api_type_register ("GstTrainRegionMetaAPI", tags);
-    g_once_init_leave (&type, t);
-  }
-  return type;
+  return register_api_once (&type, "GstTrainRegionMetaAPI", tags);
 }
 
 static gboolean
@@ -424,13 +428,9 @@ gst_train_region_meta_get_info (void)
 {
   static const GstMetaInfo *info = NULL;
 
-  if (g_once_init_enter ((GstMetaInfo **)&info)) {
-    const GstMetaInfo *i = gst_meta_register (GST_TRAIN_REGION_META_API_TYPE,
-        "GstTrainRegionMeta", sizeof (GstTrainRegionMeta),
-        gst_train_region_meta_init, NULL, gst_train_region_meta_transform);
-    g_once_init_leave ((GstMetaInfo **)&info, (GstMetaInfo *)i);
-  }
-  return info;
+  return register_meta_once (&info, GST_TRAIN_REGION_META_API_TYPE,
+      "GstTrainRegionMeta", sizeof (GstTrainRegionMeta),
+      gst_train_region_meta_init, NULL, gst_train_region_meta_transform);
 }
 
 GstTrainRegionMeta *
