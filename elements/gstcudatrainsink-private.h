@@ -83,6 +83,13 @@ struct _GstCudaTrainSink
   /* what the rank-prefixed messages say (-1: no prefix) and the
    * read-only properties, for other threads (g_atomic_int) */
   gint message_rank;
+  /* Data-parallel: armed when the sink posts an error, it ends the job if
+   * the sink has not stopped @settings.error_timeout seconds later
+   * (gst_cuda_train_sink_arm_watchdog); under @watchdog_lock. */
+  GMutex watchdog_lock;
+  GCond watchdog_cond;
+  GThread *watchdog;
+  gboolean watchdog_cancel;
   /* what the trainer runs on, for train-stats ("cpu: OpenBLAS ...") */
   gchar *compute;
   gint rank_prop;

@@ -29,6 +29,7 @@
 #define DEFAULT_DISTRIBUTED GST_TRAIN_DISTRIBUTED_AUTO
 #define DEFAULT_COMM_BACKEND GT_COMM_AUTO
 #define DEFAULT_BUCKET_SIZE_MB 25
+#define DEFAULT_ERROR_TIMEOUT 30
 
 enum
 {
@@ -62,6 +63,7 @@ enum
   PROP_DISTRIBUTED,
   PROP_COMM_BACKEND,
   PROP_BUCKET_SIZE_MB,
+  PROP_ERROR_TIMEOUT,
   N_PROPERTIES
 };
 
@@ -100,6 +102,7 @@ static const gsize settings_offsets[N_PROPERTIES] = {
   [PROP_DISTRIBUTED] = FIELD (distributed),
   [PROP_COMM_BACKEND] = FIELD (comm_backend),
   [PROP_BUCKET_SIZE_MB] = FIELD (bucket_size_mb),
+  [PROP_ERROR_TIMEOUT] = FIELD (error_timeout),
 };
 
 #undef FIELD
@@ -244,6 +247,14 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       "of this many MiB while the backward pass goes on, as DDP's "
       "bucket_cap_mb",
       1, 4096, DEFAULT_BUCKET_SIZE_MB, flags);
+  properties[PROP_ERROR_TIMEOUT] = g_param_spec_uint ("error-timeout",
+      "Error timeout (s)",
+      "Data-parallel: seconds the application has to stop the pipeline after "
+      "this sink posts an error; past them the sink ends the whole job "
+      "(MPI_Abort, naming the rank), so that no rank waits for ever on one "
+      "whose application missed the error (gst-launch-1.0 misses an error "
+      "posted before its main loop runs); 0 = never",
+      0, 3600, DEFAULT_ERROR_TIMEOUT, flags);
   g_object_class_install_properties (klass, N_PROPERTIES, properties);
   return N_PROPERTIES;
 }

@@ -44,6 +44,7 @@ typedef struct
   GstTrainDistributed distributed;
   GtCommBackend comm_backend;
   guint bucket_size_mb;
+  guint error_timeout;
 } GstCudaTrainSinkSettings;
 
 /* Installs the properties on the element's @klass; returns the first

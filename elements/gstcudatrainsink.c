@@ -306,6 +306,8 @@ gst_cuda_train_sink_init (GstCudaTrainSink *sink)
   gst_cuda_train_sink_settings_init (&sink->props);
   sink->message_rank = -1;
   sink->world_size_prop = 1;
+  g_mutex_init (&sink->watchdog_lock);
+  g_cond_init (&sink->watchdog_cond);
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
 }
@@ -317,6 +319,8 @@ gst_cuda_train_sink_finalize (GObject *object)
 
   gst_cuda_train_sink_settings_clear (&sink->props);
   gst_cuda_train_sink_settings_clear (&sink->settings);
+  g_mutex_clear (&sink->watchdog_lock);
+  g_cond_clear (&sink->watchdog_cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -413,12 +417,77 @@ gst_cuda_train_sink_name_rank (GstMessage *message, gint rank)
   return renamed;
 }
 
+/* The watchdog thread: ends the job unless the sink stops before the
+ * deadline. @comm stays valid until gst_cuda_train_sink_disarm_watchdog()
+ * has joined this thread. */
+static gpointer
+gst_cuda_train_sink_watchdog (gpointer data)
+{
+  GstCudaTrainSink *sink = data;
+  guint timeout = sink->settings.error_timeout;
+  gint64 deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_SECOND;
+  gboolean fire;
+
+  g_mutex_lock (&sink->watchdog_lock);
+  while (!sink->watchdog_cancel
+      && g_cond_wait_until (
+          &sink->watchdog_cond, &sink->watchdog_lock, deadline))
+    ;
+  fire = !sink->watchdog_cancel;
+  g_mutex_unlock (&sink->watchdog_lock);
+  if (fire) {
+    gchar *message = g_strdup_printf (
+        "the pipeline was not stopped within error-timeout=%u s of the "
+        "sink's error (an application that missed it): ending the job, so "
+        "that the other ranks do not wait for ever",
+        timeout);
+
+    gt_comm_abort (sink->comm, 1, message);
+    g_free (message);
+  }
+  return NULL;
+}
+
+/* In a data-parallel job, an error of this sink starts the watchdog
+ * (error-timeout): a rank whose application never stops the pipeline
+ * would otherwise keep every peer waiting in its next collective, or in
+ * MPI_Finalize, for ever. Any thread. */
+static void
+gst_cuda_train_sink_arm_watchdog (GstCudaTrainSink *sink)
+{
+  g_mutex_lock (&sink->watchdog_lock);
+  if (sink->comm != NULL && sink->watchdog == NULL && !sink->watchdog_cancel
+      && sink->settings.error_timeout > 0)
+    sink->watchdog =
+        g_thread_new ("train-watchdog", gst_cuda_train_sink_watchdog, sink);
+  g_mutex_unlock (&sink->watchdog_lock);
+}
+
+/* The pipeline stopped the sink: no watchdog fires from now on. */
+static void
+gst_cuda_train_sink_disarm_watchdog (GstCudaTrainSink *sink)
+{
+  GThread *watchdog;
+
+  g_mutex_lock (&sink->watchdog_lock);
+  sink->watchdog_cancel = TRUE;
+  watchdog = sink->watchdog;
+  sink->watchdog = NULL;
+  g_cond_signal (&sink->watchdog_cond);
+  g_mutex_unlock (&sink->watchdog_lock);
+  if (watchdog != NULL)
+    g_thread_join (watchdog);
+}
+
 static gboolean
 gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
   gint rank = g_atomic_int_get (&sink->message_rank);
 
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR
+      && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
+    gst_cuda_train_sink_arm_watchdog (sink);
   if (rank >= 0 && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
     message = gst_cuda_train_sink_name_rank (message, rank);
   return GST_ELEMENT_CLASS (parent_class)->post_message (element, message);
@@ -467,6 +536,9 @@ gst_cuda_train_sink_start (GstBaseSink *base)
 
   /* a start that failed left its copy behind: stop was not called */
   gst_cuda_train_sink_settings_clear (&sink->settings);
+  g_mutex_lock (&sink->watchdog_lock);
+  sink->watchdog_cancel = FALSE;
+  g_mutex_unlock (&sink->watchdog_lock);
   GST_OBJECT_LOCK (sink);
   gst_cuda_train_sink_settings_copy (&sink->settings, &sink->props);
   GST_OBJECT_UNLOCK (sink);
@@ -514,6 +586,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
           (NULL));
       g_error_free (error);
       gst_cuda_train_sink_dist_stop (sink);
+      gst_cuda_train_sink_disarm_watchdog (sink);
       g_clear_pointer (&sink->comm, gt_comm_free);
       return FALSE;
     }
@@ -591,6 +664,8 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   gst_cuda_train_sink_drop_pending (sink);
   /* whatever ended this rank's run, its peers must not wait for it */
   gst_cuda_train_sink_dist_stop (sink);
+  /* after the last collective: a peer that never comes still ends it */
+  gst_cuda_train_sink_disarm_watchdog (sink);
   g_clear_pointer (&sink->trainer, gt_trainer_free);
   g_clear_pointer (&sink->comm, gt_comm_free);
   g_clear_pointer (&sink->compute, g_free);
