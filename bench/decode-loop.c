@@ -12,9 +12,11 @@
  * defaults: area 0.08-1, ratio 3/4-4/3, drawn by augment's own code from
  * one seeded stream), through imagedec's own region decoder
  * (elements/jpeg-decode.c): what imagedec decodes for augment in a training
- * pipeline.
+ * pipeline once it knows the file decodes (from its second epoch on: it
+ * stops after the box's last row). With -a as well, each decode reads the
+ * rest of the file, as imagedec does the first time it sees a file.
  *
- * Usage: decode-loop [-r REPEAT] [-c] PASSES FILE...   prints "IMAGES SECONDS CPU-SECONDS"
+ * Usage: decode-loop [-r REPEAT] [-c [-a]] PASSES FILE...   prints "IMAGES SECONDS CPU-SECONDS"
  * (wall time, then the process's CPU time: the second is less sensitive to
  * other load on the machine). */
 #include <stdio.h>
@@ -29,7 +31,7 @@
 int
 main (int argc, char **argv)
 {
-  int repeat = 1, crop = 0, passes, n_files, i, p, r;
+  int repeat = 1, crop = 0, read_all = 0, passes, n_files, i, p, r;
   const GstTrainCropRange range = { 0.08, 1.0, 3.0 / 4.0, 4.0 / 3.0 };
   GtRandom rng;
   unsigned char **data;
@@ -49,10 +51,16 @@ main (int argc, char **argv)
     argc -= 1;
     argv += 1;
   }
+  if (crop && argc > 1 && strcmp (argv[1], "-a") == 0) {
+    read_all = 1;
+    argc -= 1;
+    argv += 1;
+  }
   passes = argc > 2 ? atoi (argv[1]) : 0;
   n_files = argc - 2;
   if (repeat <= 0 || passes <= 0 || n_files <= 0 || handle == NULL) {
-    fprintf (stderr, "usage: decode-loop [-r REPEAT] [-c] PASSES FILE...\n");
+    fprintf (
+        stderr, "usage: decode-loop [-r REPEAT] [-c [-a]] PASSES FILE...\n");
     return 2;
   }
   data = calloc (n_files, sizeof (*data));
@@ -97,8 +105,8 @@ main (int argc, char **argv)
           gst_train_augment_draw_crop (
               &rng, header.width, header.height, &range, &box);
           if (!gst_train_jpeg_decode_region (data[i], sizes[i], &header,
-                  box.left, box.top, box.width, box.height, out, box.width * 3,
-                  &error)) {
+                  box.left, box.top, box.width, box.height, read_all, out,
+                  box.width * 3, &error)) {
             fprintf (stderr, "%s: %s\n", argv[i + 2], error);
             return 1;
           }

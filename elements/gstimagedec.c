@@ -16,12 +16,16 @@
  * read (the custom query GST_TRAIN_REGION_QUERY, train-common.h). augment
  * answers with its crop box when it is linked directly; imagedec then
  * decodes that rectangle alone (libjpeg-turbo's jpeg_crop_scanline and
- * jpeg_skip_scanlines, stopping after its last row) and pushes it with caps
- * of its size and a #GstTrainRegionMeta saying where it lies. The pixels are
- * those of a whole decode, so augment's output does not change; the work
- * saved is the inverse DCT and colour conversion outside the box and all
- * decoding below it (docs/benchmarks/input-stage.md). Anything else
- * downstream leaves the query unanswered and gets whole images.
+ * jpeg_skip_scanlines) and pushes it with caps of its size and a
+ * #GstTrainRegionMeta saying where it lies. The pixels are those of a whole
+ * decode. The first time a file comes (by its dataset index in this run)
+ * the rest of it is read too, entropy-decoded only, so a file damaged
+ * anywhere fails as its whole decode does; later it stops after the box.
+ * So augment's output and the samples skipped do not change; the work
+ * saved is the inverse DCT, upsampling and colour conversion outside the
+ * box, and from a file's second time all decoding below it
+ * (docs/benchmarks/input-stage.md). Anything else downstream leaves the
+ * query unanswered and gets whole images.
  *
  * Samples decode on the worker threads that the data elements of a process
  * share (one thread budget, by default the cores the process may run on;
@@ -148,10 +152,13 @@ struct _GstImageDec
   guint window;               /* decodes in flight in the pool */
   GstTrainRecycler *recycler; /* where output images get their memory */
 
-  /* Jobs in input order, under @lock. */
+  /* Jobs in input order, and the samples (by dataset index) whose file
+   * decoded whole once in this run, under @lock: a region of one of those
+   * is decoded without reading the file past it. */
   GMutex lock;
   GQueue jobs;
   gboolean flushing;
+  GArray *known_good; /* guint8 bits, bit i = dataset index i */
   GstTrainPool *pool; /* the process's; NULL with n-threads=1 */
 };
 
@@ -240,7 +247,8 @@ gst_image_dec_class_init (GstImageDecClass *klass)
           "Ask the element linked to the source pad (augment) which "
           "rectangle of each image it reads, and decode only that: "
           "libjpeg-turbo skips the inverse DCT and colour conversion of "
-          "the rest and stops after the rectangle's last row. The pixels "
+          "the rest (the first time a file comes it is read to the end, "
+          "so damage anywhere fails as in a whole decode). The pixels "
           "are those of a whole decode; the buffer holds the rectangle, "
           "with caps of its size. Only for RGB output of YCbCr, RGB and "
           "grayscale JPEGs; FALSE decodes every image whole",
@@ -309,6 +317,7 @@ gst_image_dec_init (GstImageDec *dec)
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   g_mutex_init (&dec->lock);
   g_queue_init (&dec->jobs);
+  dec->known_good = g_array_new (FALSE, TRUE, sizeof (guint8));
 }
 
 static void
@@ -317,6 +326,7 @@ gst_image_dec_finalize (GObject *object)
   GstImageDec *dec = GST_IMAGE_DEC (object);
 
   gst_train_bad_samples_clear (&dec->bad);
+  g_array_unref (dec->known_good);
   g_mutex_clear (&dec->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -392,6 +402,33 @@ gst_image_dec_get_property (
 
 /* ---- decoding (any thread) ---- */
 
+/* Whether the file of @input (its sample meta's dataset index) decoded
+ * whole before in this run; @set marks it so. Any thread. */
+static gboolean
+gst_image_dec_known_good (GstImageDec *dec, GstBuffer *input, gboolean set)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (input);
+  gboolean known = FALSE;
+  guint byte;
+
+  if (meta == NULL || meta->index >= G_MAXUINT / 2)
+    return FALSE;
+  byte = (guint)(meta->index / 8);
+  g_mutex_lock (&dec->lock);
+  if (set && byte >= dec->known_good->len)
+    g_array_set_size (
+        dec->known_good, MAX (byte + 1, dec->known_good->len * 2));
+  if (byte < dec->known_good->len) {
+    guint8 *bits = &g_array_index (dec->known_good, guint8, byte);
+
+    known = (*bits >> (meta->index % 8)) & 1;
+    if (set)
+      *bits |= 1 << (meta->index % 8);
+  }
+  g_mutex_unlock (&dec->lock);
+  return known;
+}
+
 /* Decodes @job->input into a new buffer; on failure leaves @job->output
  * NULL and says why in @job->error. */
 static void
@@ -403,7 +440,7 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
   GstVideoInfo info;
   GstBuffer *output;
   GstMapInfo out_map;
-  gboolean ok;
+  gboolean ok, read_all;
 
   if (!gst_buffer_map (job->input, &map, GST_MAP_READ)) {
     job->error = g_strdup ("could not map the input buffer");
@@ -427,10 +464,15 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
   output = gst_train_recycler_new_buffer (
       dec->recycler, GST_VIDEO_INFO_SIZE (&info));
   gst_buffer_map (output, &out_map, GST_MAP_WRITE);
+  /* The first time a file is seen its region decode reads it to the end,
+   * so that a file damaged below the box fails as a whole decode would;
+   * then it stops after the box (docs/benchmarks/input-stage.md). */
+  read_all =
+      job->has_region && !gst_image_dec_known_good (dec, job->input, FALSE);
   if (job->has_region)
     ok = gst_train_jpeg_decode_region (map.data, map.size, &header,
         job->region.left, job->region.top, job->region.width,
-        job->region.height, out_map.data,
+        job->region.height, read_all, out_map.data,
         GST_VIDEO_INFO_PLANE_STRIDE (&info, 0), &job->error);
   else
     ok = gst_train_jpeg_decode (map.data, map.size, &header,
@@ -445,6 +487,8 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
   if (job->has_region)
     gst_buffer_add_train_region_meta (
         output, header.out_width, header.out_height, &job->region);
+  if (read_all || !job->has_region)
+    gst_image_dec_known_good (dec, job->input, TRUE);
   job->output = output;
 
 done:
@@ -804,6 +848,8 @@ gst_image_dec_stop (GstImageDec *dec)
   dec->pending_events = NULL;
   dec->have_caps = FALSE;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
+  /* a new run may read other files under the same indices */
+  g_array_set_size (dec->known_good, 0);
 }
 
 static GstStateChangeReturn

@@ -254,12 +254,12 @@ region_emit_message (j_common_ptr cinfo, int level)
 gboolean
 gst_train_jpeg_decode_region (const guint8 *data, gsize size,
     const GstTrainJpegHeader *header, int left, int top, int width, int height,
-    guint8 *out, int stride, gchar **error)
+    gboolean read_all, guint8 *out, int stride, gchar **error)
 {
   struct jpeg_decompress_struct cinfo;
   RegionError err;
   gsize row_bytes = (gsize)width * 3;
-  JDIMENSION x, w;
+  JDIMENSION x, w, rest;
   guint8 *volatile line = NULL;
   int y;
 
@@ -325,11 +325,33 @@ gst_train_jpeg_decode_region (const guint8 *data, gsize size,
       memcpy (out + (gsize)y * stride, rows[i] + (gsize)(left - (int)x) * 3,
           row_bytes);
   }
-  g_free (line);
-  line = NULL;
-  /* The rows below the region are never decoded. */
-  jpeg_abort_decompress (&cinfo);
+  /* With @read_all the rows below are read too, entropy-decoded only: a
+   * file damaged or cut anywhere then fails here as its whole decode does.
+   * (Skipping to the very end would read nothing: libjpeg-turbo then just
+   * marks the image done. The last row is read as a row.) */
+  rest = cinfo.output_height - cinfo.output_scanline;
+  if (!read_all) {
+    jpeg_abort_decompress (&cinfo);
+    goto done;
+  }
+  if (rest > 1 && jpeg_skip_scanlines (&cinfo, rest - 1) != rest - 1) {
+    g_snprintf (
+        err.message, sizeof (err.message), "no row %u", cinfo.output_scanline);
+    longjmp (err.jump, 1);
+  }
+  if (rest > 0) {
+    JSAMPROW row = line;
+
+    if (jpeg_read_scanlines (&cinfo, &row, 1) != 1) {
+      g_snprintf (err.message, sizeof (err.message), "no row %u",
+          cinfo.output_scanline);
+      longjmp (err.jump, 1);
+    }
+  }
+  jpeg_finish_decompress (&cinfo);
+done:
   jpeg_destroy_decompress (&cinfo);
+  g_free (line);
   if ((gsize)stride > row_bytes)
     zero_row_padding (out + row_bytes, stride, stride - row_bytes, height);
   return TRUE;

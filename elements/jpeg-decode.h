@@ -56,14 +56,15 @@ gboolean gst_train_jpeg_region_supported (
  * as @header scales it, into @out (@height rows of @stride bytes, RGB, the
  * bytes after each row zeroed): the same pixels as gst_train_jpeg_decode()
  * gives there, for less work. libjpeg-turbo skips the inverse DCT, the
- * upsampling and the colour conversion of the rows above the rectangle and
- * of the columns beside it, and stops reading after its last row (the
- * entropy-coded data before the rectangle is still read). FALSE, with the
- * reason in *@error, on corrupt or truncated data, as
- * gst_train_jpeg_decode(). */
+ * upsampling and the colour conversion of every pixel outside the
+ * rectangle. With @read_all, the rest of the entropy-coded data is read
+ * too, so that a file damaged or cut anywhere fails (FALSE, with the reason
+ * in *@error) exactly when gst_train_jpeg_decode() fails on it; without, it
+ * stops after the rectangle's last row (the data before it is read), for
+ * files already known to decode. */
 gboolean gst_train_jpeg_decode_region (const guint8 *data, gsize size,
     const GstTrainJpegHeader *header, int left, int top, int width, int height,
-    guint8 *out, int stride, gchar **error);
+    gboolean read_all, guint8 *out, int stride, gchar **error);
 
 G_END_DECLS
 

@@ -1126,13 +1126,13 @@ keep_pixels (GstPad *pad, GstPadProbeInfo *info, gpointer data)
 /* Plays datasetsrc ! imagedec @dec_props ! @between augment ! fakesink over
  * @root to EOS, counting what reaches augment and keeping its output. */
 static void
-run_regions (const gchar *root, const gchar *dec_props, const gchar *between,
-    RegionRun *run)
+run_regions_full (const gchar *root, const gchar *dec_props,
+    const gchar *between, const gchar *aug_props, RegionRun *run)
 {
   gchar *launch = g_strdup_printf (
       "datasetsrc location=\"%s\" shuffle=false num-epochs=2 ! imagedec %s ! "
-      "%s augment name=aug seed=3 width=40 height=32 ! fakesink name=sink",
-      root, dec_props, between);
+      "%s augment name=aug seed=3 width=40 height=32 %s ! fakesink name=sink",
+      root, dec_props, between, aug_props);
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &err);
   GstElement *aug, *sink;
@@ -1157,6 +1157,13 @@ run_regions (const gchar *root, const gchar *dec_props, const gchar *between,
   gst_object_unref (sink);
   gst_object_unref (pipeline);
   g_free (launch);
+}
+
+static void
+run_regions (const gchar *root, const gchar *dec_props, const gchar *between,
+    RegionRun *run)
+{
+  run_regions_full (root, dec_props, between, "", run);
 }
 
 static gboolean
@@ -1207,6 +1214,45 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
   fail_unless_equals_int (other.regions, 0);
   g_byte_array_unref (other.pixels);
   g_byte_array_unref (whole.pixels);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
+/* A file cut short is skipped whether imagedec decodes a region or the
+ * whole image, even where the crop lies above the cut: the first time it
+ * sees a file, imagedec reads it to its end. Small boxes, so that most lie
+ * above the cut. */
+GST_START_TEST (test_region_decode_skips_what_whole_decodes_skip)
+{
+  static const FixtureJpeg baseline = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  gchar *root = fixture_make_temp_dir ();
+  const gchar *small = "scale-min=0.08 scale-max=0.1";
+  RegionRun whole, region;
+  guint i;
+
+  for (i = 0; i < 8; i++) {
+    gchar *name = g_strdup_printf ("%02u.jpg", i);
+    gchar *path = g_build_filename (root, "a", name, NULL);
+    gsize size;
+    guint8 *data = fixture_jpeg_encode (160, 120, i, &baseline, &size);
+
+    /* every other file loses its last fifth */
+    fixture_write_file (path, data, i % 2 ? size * 4 / 5 : size);
+    g_free (data);
+    g_free (name);
+    g_free (path);
+  }
+  run_regions_full (root, "decode-region=false", "", small, &whole);
+  run_regions_full (root, "", "", small, &region);
+  /* the 4 whole files, twice */
+  fail_unless_equals_int (whole.images, 8);
+  fail_unless_equals_int (region.images, 8);
+  fail_unless_equals_int (region.regions, 8);
+  fail_unless (same_bytes (whole.pixels, region.pixels));
+  g_byte_array_unref (whole.pixels);
+  g_byte_array_unref (region.pixels);
   fixture_remove_tree (root);
   g_free (root);
 }
@@ -1264,6 +1310,7 @@ augment_suite (void)
   tcase_add_test (tc, test_stop_and_restart_while_streaming);
   tcase_add_test (tc, test_region_decode_gives_the_same_images);
   tcase_add_test (tc, test_region_without_the_crop_is_an_error);
+  tcase_add_test (tc, test_region_decode_skips_what_whole_decodes_skip);
   return s;
 }
 

@@ -640,7 +640,7 @@ GST_END_TEST;
 /* gst_train_jpeg_decode_region() gives exactly the pixels of a whole
  * decode, for every kind of JPEG it takes, at full size and at DCT scales,
  * for rectangles anywhere (edges, corners, single pixels, the whole image),
- * and refuses nothing that decodes. */
+ * reading the rest of the file or not, and refuses nothing that decodes. */
 GST_START_TEST (test_region_decode_matches_full_decode)
 {
   static const int scale_denoms[] = { 1, 2, 4, 8 };
@@ -698,8 +698,9 @@ GST_START_TEST (test_region_decode_matches_full_decode)
         }
         part_stride = GST_ROUND_UP_4 (width * 3);
         memset (part, 0xa5, (gsize)stride * header.out_height);
-        fail_unless (gst_train_jpeg_decode_region (data, size, &header, left,
-                         top, width, height, part, part_stride, &error),
+        fail_unless (
+            gst_train_jpeg_decode_region (data, size, &header, left, top, width,
+                height, k % 2 == 0, part, part_stride, &error),
             "%s: %s", flavours[i].name, error);
         for (y = 0; y < height; y++) {
           const guint8 *got = part + (gsize)y * part_stride;
@@ -741,16 +742,31 @@ GST_START_TEST (test_region_decode_of_bad_data_fails_cleanly)
   fail_unless (
       gst_train_jpeg_read_header (data, size, 0, TRUE, &header, &error));
   /* Cut in the middle of the entropy-coded data: rows near the top still
-   * decode, the bottom rows are missing. */
+   * decode, the bottom rows are missing. A rectangle below the cut fails,
+   * and so does one above it, as the whole decode does: which samples are
+   * skipped must not depend on where the crop lands. */
+  fail_if (gst_train_jpeg_decode (
+      data, size / 2, &header, FALSE, out, 96 * 3, &error));
+  g_clear_pointer (&error, g_free);
   fail_if (gst_train_jpeg_decode_region (
-      data, size / 2, &header, 10, 60, 50, 20, out, 152, &error));
+      data, size / 2, &header, 10, 60, 50, 20, TRUE, out, 152, &error));
   fail_unless (error != NULL && strstr (error, "corrupt JPEG data") != NULL,
       "%s", error);
   g_clear_pointer (&error, g_free);
+  fail_if (gst_train_jpeg_decode_region (
+      data, size / 2, &header, 0, 0, 16, 8, TRUE, out, 48, &error));
+  fail_unless (error != NULL && strstr (error, "corrupt JPEG data") != NULL,
+      "%s", error);
+  g_clear_pointer (&error, g_free);
+  /* Without read_all it stops after the rectangle, above the cut: for
+   * files already known to decode whole. */
+  fail_unless (gst_train_jpeg_decode_region (data, size / 2, &header, 0, 0, 16,
+                   8, FALSE, out, 48, &error),
+      "%s", error);
   /* Not a JPEG at all. */
   memset (data, 0x42, 64);
   fail_if (gst_train_jpeg_decode_region (
-      data, size, &header, 0, 0, 8, 8, out, 24, &error));
+      data, size, &header, 0, 0, 8, 8, TRUE, out, 24, &error));
   fail_unless (error != NULL && error[0] != '\0');
   g_free (error);
   g_free (out);
@@ -808,7 +824,7 @@ GST_START_TEST (test_missing_quantization_table_is_a_bad_sample)
   fail_unless (strstr (error, "Quantization table") != NULL, "%s", error);
   g_clear_pointer (&error, g_free);
   fail_if (gst_train_jpeg_decode_region (
-      data, size, &header, 8, 8, 16, 16, out, 48, &error));
+      data, size, &header, 8, 8, 16, 16, TRUE, out, 48, &error));
   fail_unless (strstr (error, "Quantization table") != NULL, "%s", error);
   g_clear_pointer (&error, g_free);
 
