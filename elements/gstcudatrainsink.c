@@ -190,6 +190,7 @@ static void gst_cuda_train_sink_set_property (
 static void gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static void gst_cuda_train_sink_finalize (GObject *object);
+static void gst_cuda_train_sink_disarm_watchdog (GstCudaTrainSink *sink);
 static GstStateChangeReturn gst_cuda_train_sink_change_state (
     GstElement *element, GstStateChange transition);
 static gboolean gst_cuda_train_sink_start (GstBaseSink *sink);
@@ -317,6 +318,8 @@ gst_cuda_train_sink_finalize (GObject *object)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
 
+  /* an application that drops the element without stopping it */
+  gst_cuda_train_sink_disarm_watchdog (sink);
   gst_cuda_train_sink_settings_clear (&sink->props);
   gst_cuda_train_sink_settings_clear (&sink->settings);
   g_mutex_clear (&sink->watchdog_lock);
@@ -419,7 +422,10 @@ gst_cuda_train_sink_name_rank (GstMessage *message, gint rank)
 
 /* The watchdog thread: ends the job unless the sink stops before the
  * deadline. @comm stays valid until gst_cuda_train_sink_disarm_watchdog()
- * has joined this thread. */
+ * has joined this thread. It may abort while the streaming or the
+ * stopping thread waits in a collective for a peer that never comes: that
+ * wait is what it ends (MPI_Abort from a second thread, which Open MPI's
+ * runtime handles at any thread level). */
 static gpointer
 gst_cuda_train_sink_watchdog (gpointer data)
 {

@@ -690,8 +690,8 @@ gst_image_dec_ask_region (GstImageDec *dec, GstImageDecJob *job)
   if (gst_pad_peer_query (dec->srcpad, query)
       && gst_train_region_query_get (query, &r) && r.left >= 0 && r.top >= 0
       && r.width > 0 && r.height > 0
-      && r.left + r.width <= job->header.out_width
-      && r.top + r.height <= job->header.out_height
+      && r.width <= job->header.out_width - r.left
+      && r.height <= job->header.out_height - r.top
       && (gint64)r.width * r.height
           < (gint64)job->header.out_width * job->header.out_height) {
     job->has_region = TRUE;

@@ -264,8 +264,8 @@ gst_train_jpeg_decode_region (const guint8 *data, gsize size,
   int y;
 
   g_return_val_if_fail (left >= 0 && top >= 0 && width > 0 && height > 0
-          && left + width <= header->out_width
-          && top + height <= header->out_height,
+          && width <= header->out_width - left
+          && height <= header->out_height - top,
       FALSE);
 
   cinfo.err = jpeg_std_error (&err.pub);
