@@ -774,9 +774,10 @@ gst_augment_draw (GstAugment *augment, GtRandom *rng, gint width, gint height,
 /* Answers a region query (GST_TRAIN_REGION_QUERY) from the element linked
  * to @pad: the box of the sample's crop, the only pixels its resize reads
  * (torchvision crops first, then resizes the crop alone). Only for
- * crop=random-resized and samples with a sample meta, whose draws do not
- * depend on what came before; FALSE otherwise, and for a query that did
- * not come straight from upstream: an element between could repeat
+ * samples with a sample meta, whose draws do not depend on what came
+ * before (others are answered with no region: decode them whole). FALSE,
+ * for the whole stream, with crop=center or resize and for a query that
+ * did not come straight from upstream: an element between could repeat
  * (echo), reorder or change the images. */
 static gboolean
 gst_augment_answer_region (GstAugment *augment, GstPad *pad, GstQuery *query)
@@ -796,10 +797,14 @@ gst_augment_answer_region (GstAugment *augment, GstPad *pad, GstQuery *query)
   direct = peer != NULL && peer == origin;
   if (peer != NULL)
     gst_object_unref (peer);
-  meta = gst_buffer_get_train_sample_meta (sample);
-  if (!direct || meta == NULL || width <= 0 || height <= 0
-      || augment->settings.crop != GST_AUGMENT_CROP_RANDOM_RESIZED)
+  /* FALSE for what holds the whole stream (imagedec then asks no more);
+   * answered without a region for what holds one sample: it is decoded
+   * whole */
+  if (!direct || augment->settings.crop != GST_AUGMENT_CROP_RANDOM_RESIZED)
     return FALSE;
+  meta = gst_buffer_get_train_sample_meta (sample);
+  if (meta == NULL || width <= 0 || height <= 0)
+    return TRUE;
 
   gst_augment_seed_sample (augment, meta, &rng);
   gst_augment_draw (augment, &rng, width, height, &window, &flip);

@@ -122,9 +122,10 @@ typedef struct
   gchar *error;
   gint width;
   gint height;
-  /* Only @region of the image is wanted (downstream said so, see
-   * GST_TRAIN_REGION_QUERY); @header is the image's, read in the streaming
-   * thread. */
+  /* @header is the image's when @have_header (read in the streaming thread
+   * to ask downstream); only @region of it is wanted when @has_region
+   * (downstream said so, see GST_TRAIN_REGION_QUERY). */
+  gboolean have_header;
   gboolean has_region;
   GstTrainRegion region;
   GstTrainJpegHeader header;
@@ -148,7 +149,10 @@ struct _GstImageDec
   gint out_width;
   gint out_height;
   gboolean have_caps;
-  GList *pending_events;      /* sticky events held until the first caps */
+  GList *pending_events; /* sticky events held until the first caps */
+  /* nobody downstream answers region queries: ask no more until the
+   * source pad is relinked (a reconfigure) or the element starts again */
+  gboolean region_refused;
   guint window;               /* decodes in flight in the pool */
   GstTrainRecycler *recycler; /* where output images get their memory */
 
@@ -446,19 +450,15 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
     job->error = g_strdup ("could not map the input buffer");
     return;
   }
-  if (job->has_region) {
+  if (job->have_header)
     header = job->header;
-    job->width = job->region.width;
-    job->height = job->region.height;
-  } else if (gst_train_jpeg_read_header (map.data, map.size,
-                 dec->settings.min_short_side,
-                 dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &header,
-                 &job->error)) {
-    job->width = header.out_width;
-    job->height = header.out_height;
-  } else {
+  else if (!gst_train_jpeg_read_header (map.data, map.size,
+               dec->settings.min_short_side,
+               dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &header,
+               &job->error))
     goto done;
-  }
+  job->width = job->has_region ? job->region.width : header.out_width;
+  job->height = job->has_region ? job->region.height : header.out_height;
 
   gst_video_info_set_format (&info, format, job->width, job->height);
   output = gst_train_recycler_new_buffer (
@@ -487,7 +487,7 @@ gst_image_dec_decode (GstImageDec *dec, GstImageDecJob *job)
   if (job->has_region)
     gst_buffer_add_train_region_meta (
         output, header.out_width, header.out_height, &job->region);
-  if (read_all || !job->has_region)
+  if (read_all)
     gst_image_dec_known_good (dec, job->input, TRUE);
   job->output = output;
 
@@ -682,13 +682,16 @@ gst_image_dec_ask_region (GstImageDec *dec, GstImageDecJob *job)
       dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST, &job->header, &error);
   gst_buffer_unmap (job->input, &map);
   g_free (error);
+  job->have_header = ok;
   if (!ok || !gst_train_jpeg_region_supported (&job->header, FALSE))
     return;
 
   query = gst_train_region_query_new (
       dec->srcpad, job->input, job->header.out_width, job->header.out_height);
-  if (gst_pad_peer_query (dec->srcpad, query)
-      && gst_train_region_query_get (query, &r) && r.left >= 0 && r.top >= 0
+  if (!gst_pad_peer_query (dec->srcpad, query)) {
+    GST_DEBUG_OBJECT (dec, "nobody downstream reads regions: whole images");
+    dec->region_refused = TRUE;
+  } else if (gst_train_region_query_get (query, &r) && r.left >= 0 && r.top >= 0
       && r.width > 0 && r.height > 0
       && r.width <= job->header.out_width - r.left
       && r.height <= job->header.out_height - r.top
@@ -722,7 +725,11 @@ gst_image_dec_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   job->task.func = gst_image_dec_task;
   job->dec = dec;
   job->input = buffer;
-  if (dec->settings.decode_region && dec->format == GST_VIDEO_FORMAT_RGB)
+  /* (a relink may bring a reader of regions) */
+  if (gst_pad_check_reconfigure (dec->srcpad))
+    dec->region_refused = FALSE;
+  if (dec->settings.decode_region && !dec->region_refused
+      && dec->format == GST_VIDEO_FORMAT_RGB)
     gst_image_dec_ask_region (dec, job);
 
   if (dec->pool == NULL) {
@@ -835,6 +842,7 @@ gst_image_dec_start (GstImageDec *dec)
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   dec->have_caps = FALSE;
   dec->flushing = FALSE;
+  dec->region_refused = FALSE;
   return TRUE;
 }
 

@@ -98,7 +98,10 @@ guint64 gst_train_rank_seed (guint64 seed, gint *rank);
  * could move, repeat or reorder pixels) and its crop of that sample is a
  * part of the image. imagedec then decodes that rectangle alone and marks
  * the output with a GstTrainRegionMeta. Elements that do not know the
- * query pass it on or drop it; neither changes what augment does. */
+ * query pass it on or drop it; neither changes what augment does. A query
+ * nobody answers (FALSE) stops imagedec asking until its source pad is
+ * relinked; the reader answers TRUE without a rectangle for an image it
+ * wants whole. */
 #define GST_TRAIN_REGION_QUERY "gst-train-region"
 
 /* A new region query from @origin about @sample (not referenced: the
@@ -113,7 +116,8 @@ gboolean gst_train_region_query_parse (GstQuery *query, GstPad **origin,
 /* Answers the writable region @query. */
 void gst_train_region_query_set (GstQuery *query, const GstTrainRegion *region);
 
-/* The answer of @query; FALSE when nobody answered. */
+/* The rectangle @query was answered with; FALSE when it holds none (nobody
+ * answered, or the reader wants this image whole). */
 gboolean gst_train_region_query_get (GstQuery *query, GstTrainRegion *region);
 
 G_END_DECLS

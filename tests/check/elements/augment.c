@@ -1096,6 +1096,7 @@ typedef struct
 {
   guint images;       /* into augment */
   guint regions;      /* of them, regions of an image */
+  guint queries;      /* region queries that reached augment */
   GByteArray *pixels; /* every output image, in order */
 } RegionRun;
 
@@ -1107,6 +1108,18 @@ count_regions (GstPad *pad, GstPadProbeInfo *info, gpointer data)
   run->images++;
   if (gst_buffer_get_train_region_meta (GST_PAD_PROBE_INFO_BUFFER (info)))
     run->regions++;
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+count_queries (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  RegionRun *run = data;
+  const GstStructure *s =
+      gst_query_get_structure (GST_PAD_PROBE_INFO_QUERY (info));
+
+  if (s != NULL && gst_structure_has_name (s, GST_TRAIN_REGION_QUERY))
+    run->queries++;
   return GST_PAD_PROBE_OK;
 }
 
@@ -1146,6 +1159,9 @@ run_regions_full (const gchar *root, const gchar *dec_props,
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   pad = gst_element_get_static_pad (aug, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_regions, run, NULL);
+  gst_pad_add_probe (pad,
+      GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM | GST_PAD_PROBE_TYPE_PUSH,
+      count_queries, run, NULL);
   gst_object_unref (pad);
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, keep_pixels, run, NULL);
@@ -1196,6 +1212,9 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
      * fallback of RandomResizedCrop and scale 1, rare. */
     fail_unless (region.regions >= 30 && region.regions <= 40, "%s: %u regions",
         dec_props[i], region.regions);
+    /* one query per image it can decode a part of (not the CMYK ones) */
+    fail_unless_equals_int (region.queries, 40);
+    fail_unless_equals_int (whole.queries, 0);
     fail_unless (same_bytes (whole.pixels, region.pixels), "%s: pixels differ",
         dec_props[i]);
     g_byte_array_unref (whole.pixels);
@@ -1207,11 +1226,14 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
   run_regions (root, "", "queue !", &other);
   fail_unless_equals_int (other.images, 48);
   fail_unless_equals_int (other.regions, 0);
+  /* refused once (augment is not linked to imagedec), never asked again */
+  fail_unless (other.queries <= 1, "%u queries", other.queries);
   fail_unless (same_bytes (whole.pixels, other.pixels));
   g_byte_array_unref (other.pixels);
   run_regions (root, "", "echo factor=2 !", &other);
   fail_unless_equals_int (other.images, 96);
   fail_unless_equals_int (other.regions, 0);
+  fail_unless (other.queries <= 1, "%u queries", other.queries);
   g_byte_array_unref (other.pixels);
   g_byte_array_unref (whole.pixels);
   fixture_remove_tree (root);
