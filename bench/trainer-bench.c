@@ -12,7 +12,11 @@
  * ending with a barrier (reading the logits waits for the device): that is
  * the steady-state throughput, in which the CUDA backend overlaps a step's
  * backward pass with the next batch's copy. The batch lives in
- * gt_trainer_host_alloc memory (pinned on the GPU). */
+ * gt_trainer_host_alloc memory (pinned on the GPU). The line also says how
+ * the backend ran (gt_trainer_backend_report): CUDA graphs on or off and
+ * why, the seconds cuDNN's algorithm choice took and how many directions
+ * took a non-deterministic algorithm, and the warm-up's seconds, which hold
+ * that planning. */
 #include "gt-random.h"
 #include "trainer.h"
 
@@ -30,6 +34,19 @@ now (void)
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* @text as a JSON string's contents: quotes and backslashes become
+ * apostrophes and slashes, control characters spaces (a reason, not
+ * data). */
+static void
+print_json_text (const char *text)
+{
+  for (; *text; text++)
+    putchar (*text == '"'                 ? '\''
+            : *text == '\\'               ? '/'
+            : (unsigned char)*text < 0x20 ? ' '
+                                          : *text);
+}
+
 static int
 compare_doubles (const void *a, const void *b)
 {
@@ -45,6 +62,7 @@ main (int argc, char **argv)
   GtTrainer *trainer;
   GtBatch batch = { 0 };
   GtStepResult result;
+  GtBackendReport report;
   GtRandom rng;
   const char *model = "resnet50";
   int size = 224, batch_size = 16, classes = 1000, threads = 0;
@@ -52,7 +70,7 @@ main (int argc, char **argv)
   const char *device = "cpu", *precision = "fp32";
   double *window_rates = NULL, window_median = 0;
   float barrier;
-  double *seconds, median;
+  double *seconds, median, warmup_start, warmup_seconds = 0;
   uint8_t *images;
   int32_t *labels;
   char why[512];
@@ -136,9 +154,12 @@ main (int argc, char **argv)
   batch.channels = 3;
 
   seconds = calloc (steps, sizeof (double));
+  warmup_start = now ();
   for (i = 0; i < warmup + steps; i++) {
     double start = now ();
 
+    if (i == warmup)
+      warmup_seconds = start - warmup_start;
     if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
       fprintf (stderr, "step %d: %s\n", i, gt_trainer_error (trainer));
       return 1;
@@ -187,7 +208,14 @@ main (int argc, char **argv)
   if (windows > 0)
     printf (", \"windows\": %d, \"images_per_second_windows_median\": %.2f",
         windows, window_median);
-  printf ("}\n");
+  gt_trainer_backend_report (trainer, &report);
+  printf (", \"warmup_seconds\": %.2f, \"graphs\": %s, \"graphs_off\": \"",
+      warmup_seconds, report.graphs ? "true" : "false");
+  print_json_text (report.graphs_off);
+  printf ("\", \"conv_shapes\": %d, \"cudnn_planning_seconds\": %.3f, "
+          "\"nondeterministic\": %d, \"accumulate_fallbacks\": %d}\n",
+      report.conv_shapes, report.planning_seconds, report.nondeterministic,
+      report.accumulate_fallbacks);
 
   free (seconds);
   free (window_rates);

@@ -70,6 +70,8 @@ typedef struct
    * nothing and GT_DIST_ACTIVE 0. Returns GT_ERROR_STOPPED when it went
    * as expected. */
   int (*leave) (void *backend, char *why, size_t why_size);
+  /* Fills @report (zeroed by the caller); NULL: nothing to report. */
+  void (*report) (void *backend, GtBackendReport *report);
 } GtBackendOps;
 
 /* ---- Data-parallel steps (dist.c), for the backends ----

@@ -572,6 +572,17 @@ gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count)
   return trainer->ops->read_logits (trainer->backend, out, count);
 }
 
+void
+gt_trainer_backend_report (GtTrainer *trainer, GtBackendReport *report)
+{
+  memset (report, 0, sizeof (*report));
+  if (trainer->ops->report != NULL)
+    trainer->ops->report (trainer->backend, report);
+  else
+    snprintf (report->graphs_off, sizeof (report->graphs_off), "%s backend",
+        trainer->ops->name);
+}
+
 void *
 gt_trainer_host_alloc (GtTrainer *trainer, size_t size)
 {

@@ -310,6 +310,24 @@ size_t gt_trainer_read_logits (GtTrainer *trainer, float *out, size_t count);
 void *gt_trainer_host_alloc (GtTrainer *trainer, size_t size);
 void gt_trainer_host_free (GtTrainer *trainer, void *memory);
 
+/* How the backend runs, for benchmarks and reports: whether its steps are
+ * replayed as CUDA graphs and, when not, why; what choosing the cuDNN
+ * convolution algorithms cost. The CPU backend has no graphs and no cuDNN
+ * (graphs 0, graphs_off "cpu backend", the counts 0). */
+typedef struct
+{
+  int graphs;               /* 1: full steps are replayed as a CUDA graph */
+  char graphs_off[256];     /* when not: why (configuration, profile, a failed
+                         * capture and its reason, host reduction) */
+  int conv_shapes;          /* convolution shapes planned so far */
+  double planning_seconds;  /* spent choosing their algorithms */
+  int nondeterministic;     /* fp32 directions given a non-deterministic
+                             * algorithm (no bit-exact runs then) */
+  int accumulate_fallbacks; /* backward-data shapes summed in a scratch */
+} GtBackendReport;
+
+void gt_trainer_backend_report (GtTrainer *trainer, GtBackendReport *report);
+
 int64_t gt_trainer_global_step (const GtTrainer *trainer);
 /* The learning rate of the step that follows @step steps under @config's
  * schedule. */
@@ -410,6 +428,14 @@ int gt_cuda_device_count (char *why, size_t why_size);
  * @why otherwise. */
 int gt_cuda_device_info (
     int device_id, GtCudaDeviceInfo *info, char *why, size_t why_size);
+
+/* The NCCL that comm-backend nccl would use, opened now if not yet (no GPU
+ * needed): its version code, NCCL_VERSION (major, minor, patch) = major *
+ * 10000 + minor * 100 + patch, with the file in @path; or 0 with the reason
+ * in @why (libnccl.so.2 or GT_NCCL_LIBRARY's file missing, too old, the
+ * CUDA module not loadable, built without NCCL). */
+int gt_cuda_nccl_version (
+    char *path, size_t path_size, char *why, size_t why_size);
 
 /* ---- Data-parallel jobs (dist.c) ---- */
 

@@ -662,6 +662,7 @@ const GtBackendOps gt_cpu_backend = {
   NULL,
   NULL,
   cpu_leave,
+  NULL,
 };
 
 int

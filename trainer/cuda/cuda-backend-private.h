@@ -111,7 +111,8 @@ typedef struct
   int logits_samples;
 
   int use_graph;
-  int require_graph; /* a failed capture is an error, not a fallback */
+  char graph_off[256]; /* why use_graph is 0, for the report */
+  int require_graph;   /* a failed capture is an error, not a fallback */
   int capturing;
   cudaGraphExec_t graph_exec;
   int graph_channels;

@@ -459,6 +459,10 @@ cuda_create (const GtModelSpec *spec, const GtTrainerConfig *config, char *why,
   cuda->elem = gt_cuda_dtype_size (cuda->dtype);
   cuda->profile = config->cuda_profile;
   cuda->use_graph = config->cuda_graphs && !cuda->profile;
+  snprintf (cuda->graph_off, sizeof (cuda->graph_off), "%s",
+      !config->cuda_graphs ? "off in the configuration (cuda_graphs 0)"
+          : cuda->profile  ? "off: the profile times each part with events"
+                           : "");
   cuda->require_graph = config->cuda_require_graph;
   /* (u8 / 255 - mean) / std as one multiply-add, as the CPU computes it */
   for (c = 0; c < 3; c++) {
@@ -534,6 +538,17 @@ cuda_destroy (void *data)
   free (cuda);
 }
 
+static void
+cuda_report (void *data, GtBackendReport *report)
+{
+  CudaBackend *cuda = (CudaBackend *)data;
+
+  report->graphs = cuda->use_graph;
+  snprintf (report->graphs_off, sizeof (report->graphs_off), "%s",
+      cuda->use_graph ? "" : cuda->graph_off);
+  gt_cudnn_fill_report (cuda->cudnn, report);
+}
+
 extern "C" const GtBackendOps gt_cuda_backend = {
   "cuda",
   cuda_create,
@@ -547,4 +562,5 @@ extern "C" const GtBackendOps gt_cuda_backend = {
   cuda_host_alloc,
   cuda_host_free,
   cuda_leave,
+  cuda_report,
 };

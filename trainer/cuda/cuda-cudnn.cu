@@ -676,6 +676,17 @@ gt_cudnn_report (const GtCudnn *cudnn, FILE *out)
         cudnn->nondeterministic, cudnn->accumulate_fallbacks);
 }
 
+void
+gt_cudnn_fill_report (const GtCudnn *cudnn, GtBackendReport *report)
+{
+  if (cudnn == NULL)
+    return;
+  report->conv_shapes = cudnn->num_plans;
+  report->planning_seconds = cudnn->choose_seconds;
+  report->nondeterministic = cudnn->nondeterministic;
+  report->accumulate_fallbacks = cudnn->accumulate_fallbacks;
+}
+
 int
 gt_cudnn_nondeterministic_choices (char *last, size_t last_size)
 {

@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 #include "cuda-kernels.h"
+#include "trainer.h"
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -43,6 +44,10 @@ void gt_cudnn_free (GtCudnn *cudnn);
  * to take a non-deterministic algorithm and the shapes whose backward-data
  * refused to add onto dx. */
 void gt_cudnn_report (const GtCudnn *cudnn, FILE *out);
+/* The same figures into @report's conv_shapes, planning_seconds,
+ * nondeterministic and accumulate_fallbacks (NULL @cudnn: left as they
+ * are). */
+void gt_cudnn_fill_report (const GtCudnn *cudnn, GtBackendReport *report);
 
 /* How many fp32 convolution directions, over every handle of the process
  * so far, took a non-deterministic algorithm because no deterministic one

@@ -416,7 +416,8 @@ run_step (CudaBackend *cuda, int n, int channels)
 }
 
 /* Captures run_step as a graph; 0 when that worked, else the capture is
- * abandoned (and graphs with it) and the caller runs the step eagerly. */
+ * abandoned (and graphs with it), the reason goes to cuda->graph_off and
+ * the caller runs the step eagerly. */
 static int
 capture_step (CudaBackend *cuda, int n, int channels)
 {
@@ -425,8 +426,11 @@ capture_step (CudaBackend *cuda, int n, int channels)
   int status;
   cudaError_t err;
 
-  if (cudaStreamBeginCapture (cuda->compute, cudaStreamCaptureModeThreadLocal)
-      != cudaSuccess) {
+  err =
+      cudaStreamBeginCapture (cuda->compute, cudaStreamCaptureModeThreadLocal);
+  if (err != cudaSuccess) {
+    snprintf (cuda->graph_off, sizeof (cuda->graph_off),
+        "off: cudaStreamBeginCapture failed: %s", cudaGetErrorString (err));
     cudaGetLastError ();
     return -1;
   }
@@ -439,6 +443,13 @@ capture_step (CudaBackend *cuda, int n, int channels)
   if (graph != NULL)
     cudaGraphDestroy (graph);
   if (status != GT_OK || err != cudaSuccess || exec == NULL) {
+    if (status != GT_OK)
+      snprintf (cuda->graph_off, sizeof (cuda->graph_off),
+          "off: the step failed while captured: %.200s", cuda->why);
+    else
+      snprintf (cuda->graph_off, sizeof (cuda->graph_off),
+          "off: capture or instantiation failed: %s",
+          err != cudaSuccess ? cudaGetErrorString (err) : "no graph");
     cudaGetLastError ();
     return -1;
   }
@@ -507,8 +518,9 @@ step_begin (CudaBackend *cuda, const GtBatch *batch, float lr)
             "CUDA: the step could not be captured as a graph "
             "(cuda_require_graph is set)");
       fprintf (stderr,
-          "gst-train: the CUDA step could not be captured as a graph; "
-          "running it without graphs from now on\n");
+          "gst-train: the CUDA step could not be captured as a graph (%s); "
+          "running it without graphs from now on\n",
+          cuda->graph_off);
       cuda->use_graph = 0;
     }
   }
