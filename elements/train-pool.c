@@ -36,17 +36,19 @@ struct _GstTrainPool
   gboolean stats;
   gint64 worker_sleep_us;
   gint64 waiter_sleep_us;
-  guint64 worker_tasks;
+  guint64 worker_tasks; /* counted with or without stats, for tests */
   guint64 waiter_tasks;
   gint64 started_us;
 };
 
-/* The process's pool and its users, the live and peak worker counts. */
+/* The process's pool and its users, the live and peak worker counts, and
+ * the tasks that the workers of the pools already gone ran. */
 static GMutex the_lock;
 static GstTrainPool *the_pool;
 static guint the_refs;
 static guint live_workers;
 static guint peak_workers;
+static guint64 past_worker_tasks;
 
 static guint
 gst_train_pool_read_budget (void)
@@ -162,6 +164,8 @@ gst_train_pool_free (GstTrainPool *pool)
   g_mutex_unlock (&pool->lock);
   for (i = 0; i < pool->n_workers; i++)
     g_thread_join (pool->workers[i]);
+  /* (under the_lock, held by the caller) */
+  past_worker_tasks += pool->worker_tasks;
   if (pool->stats)
     g_printerr ("train-pool: budget %u, %u workers, %.3f s: workers slept "
                 "%.3f s, waiting threads slept %.3f s; tasks run by workers "
@@ -313,6 +317,22 @@ gst_train_pool_get_peak_workers (void)
 
   g_mutex_lock (&the_lock);
   n = peak_workers;
+  g_mutex_unlock (&the_lock);
+  return n;
+}
+
+guint64
+gst_train_pool_get_worker_tasks (void)
+{
+  guint64 n;
+
+  g_mutex_lock (&the_lock);
+  n = past_worker_tasks;
+  if (the_pool != NULL) {
+    g_mutex_lock (&the_pool->lock);
+    n += the_pool->worker_tasks;
+    g_mutex_unlock (&the_pool->lock);
+  }
   g_mutex_unlock (&the_lock);
   return n;
 }

@@ -72,6 +72,12 @@ gboolean gst_train_pool_cancel (GstTrainPool *pool, GstTrainTask *task);
 guint gst_train_pool_get_n_workers (void);
 guint gst_train_pool_get_peak_workers (void);
 
+/* For tests: tasks that worker threads (not the threads that waited) have
+ * run in this process, every pool so far: a pool whose workers take no
+ * work runs it all in the streaming threads, with the right thread count
+ * and the right bytes. */
+guint64 gst_train_pool_get_worker_tasks (void);
+
 G_END_DECLS
 
 #endif

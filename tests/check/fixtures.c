@@ -2,6 +2,7 @@
 #include "fixtures.h"
 #include "train-meta.h"
 
+#include <dlfcn.h>
 #include <gst/check/gstcheck.h>
 #include <gio/gio.h>
 #include <stdio.h>
@@ -329,6 +330,44 @@ fixture_play_until_flowing (GstElement *pipeline)
       GST_ELEMENT_BUS (pipeline), GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
   fail_unless (msg == NULL, "%s message while streaming",
       msg ? GST_MESSAGE_TYPE_NAME (msg) : "no");
+}
+
+/* @symbol of the loaded "train" plugin. */
+static gpointer
+train_plugin_symbol (const gchar *symbol)
+{
+  GstPlugin *plugin = gst_plugin_load_by_name ("train");
+  gpointer address;
+  void *handle;
+
+  fail_unless (plugin != NULL, "the train plugin does not load");
+  /* the handle of the copy GStreamer loaded, not a new one */
+  handle = dlopen (gst_plugin_get_filename (plugin), RTLD_NOW | RTLD_NOLOAD);
+  fail_unless (
+      handle != NULL, "%s: %s", gst_plugin_get_filename (plugin), dlerror ());
+  address = dlsym (handle, symbol);
+  fail_unless (
+      address != NULL, "%s: no %s", gst_plugin_get_filename (plugin), symbol);
+  dlclose (handle);
+  gst_object_unref (plugin);
+  return address;
+}
+
+guint64
+fixture_pool_worker_tasks (void)
+{
+  guint64 (*get) (void) =
+      train_plugin_symbol ("gst_train_pool_get_worker_tasks");
+
+  return get ();
+}
+
+guint
+fixture_pool_n_workers (void)
+{
+  guint (*get) (void) = train_plugin_symbol ("gst_train_pool_get_n_workers");
+
+  return get ();
 }
 
 gint64

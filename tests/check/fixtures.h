@@ -109,6 +109,14 @@ void fixture_cond_wait (
 void fixture_stop_mid_stream (
     const gchar *launch, GstState stop_state, guint rounds);
 
+/* The data elements' shared pool (train-pool.h) as the "train" plugin that
+ * this process loaded sees it, loading the plugin if need be: the plugin
+ * links the element library whole, so the copy of train-pool.c linked into
+ * a test keeps counts of its own, untouched by pipelines. Tasks that pool
+ * workers ran, every pool so far; and the workers running now. */
+guint64 fixture_pool_worker_tasks (void);
+guint fixture_pool_n_workers (void);
+
 /* Runs @launch (whose last element must be "fakesink name=sink") to EOS or
  * error, recording every buffer that reaches the sink. */
 RunResult *fixture_run (const gchar *launch);

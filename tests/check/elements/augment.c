@@ -918,6 +918,9 @@ GST_START_TEST (test_same_seed_same_output_whatever_threads)
   /* flip=0 leaves the boxes of the seed as they were. */
   RunResult *no_flip =
       run_augment (root, "seed=7 n-threads=2 width=96 height=80 flip=0");
+  RunResult *pooled;
+  guint64 worker_tasks;
+  gchar *launch;
   guint i, flipped = 0;
 
   fail_unless (one->error == NULL, "%s", one->error);
@@ -957,6 +960,26 @@ GST_START_TEST (test_same_seed_same_output_whatever_threads)
   }
   /* Half of 30 flipped, give or take: P(< 5 or > 25) is below 1e-3. */
   fail_unless (flipped >= 5 && flipped <= 25, "%u flipped", flipped);
+
+  /* A budget of 3 (two workers) and only augment in the pool (datasetsrc
+   * and imagedec work in the streaming thread): the workers crop some of
+   * the 60 images, which the bytes above do not show. */
+  g_setenv ("GST_TRAIN_THREADS", "3", TRUE);
+  worker_tasks = fixture_pool_worker_tasks ();
+  launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" shuffle=false num-epochs=2 n-threads=0 "
+      "! imagedec n-threads=1 ! augment seed=7 n-threads=4 width=96 "
+      "height=80 ! fakesink name=sink",
+      root);
+  pooled = fixture_run (launch);
+  worker_tasks = fixture_pool_worker_tasks () - worker_tasks;
+  g_unsetenv ("GST_TRAIN_THREADS");
+  fail_unless (pooled->error == NULL, "%s", pooled->error);
+  fail_unless_equals_int (pooled->samples->len, 60);
+  fail_unless (worker_tasks > 0, "the pool's workers cropped no image");
+  run_result_free (pooled);
+  g_free (launch);
+
   run_result_free (one);
   run_result_free (four);
   run_result_free (other);

@@ -3,7 +3,8 @@
  * However many datasetsrc, imagedec and augment elements a process runs,
  * their work runs on one pool of budget - 1 worker threads (the streaming
  * threads do the rest), the budget being the cores the process may run on
- * or GST_TRAIN_THREADS; and the bytes that come out do not depend on it. */
+ * or GST_TRAIN_THREADS; every worker takes tasks; and the bytes that come
+ * out do not depend on it. */
 #include "fixtures.h"
 #include "train-pool.h"
 
@@ -115,6 +116,7 @@ run_watched (const gchar *root, guint budget, guint *extra_total,
   GstElement *pipeline;
   ThreadWatch watch = { 0 };
   guint before, workers, eos_total;
+  guint64 tasks_before = fixture_pool_worker_tasks (), tasks;
   gchar *error;
 
   g_setenv ("GST_TRAIN_THREADS", value, TRUE);
@@ -134,9 +136,20 @@ run_watched (const gchar *root, guint budget, guint *extra_total,
   g_unsetenv ("GST_TRAIN_THREADS");
 
   fail_unless (watch.buffers > 0);
+  /* The workers did some of the work: a pool whose workers start but
+   * never take a task has the right thread count too. (Which thread runs
+   * which task is up to the scheduler, but a worker that slept through the
+   * few hundred reads, decodes and crops of this run would be a bug;
+   * test_every_worker_takes_tasks shows each worker taking one.) */
+  tasks = fixture_pool_worker_tasks () - tasks_before;
+  if (budget == 1) {
+    fail_unless_equals_int (tasks, 0);
+  } else {
+    fail_unless (tasks > 0, "budget %u: the workers ran no task", budget);
+  }
   /* Stopped: the last element let go of the pool, which joined its
    * threads. */
-  fail_unless_equals_int (gst_train_pool_get_n_workers (), 0);
+  fail_unless_equals_int (fixture_pool_n_workers (), 0);
   count_threads (&before, &workers);
   fail_unless_equals_int (workers, 0);
 
@@ -257,6 +270,101 @@ GST_START_TEST (test_tasks_run_once_waited_or_cancelled)
 
 GST_END_TEST;
 
+/* Tasks that hold whoever runs them until @n of them run at once, or
+ * until released. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint n;
+  guint arrived;
+  gboolean released;
+} Barrier;
+
+typedef struct
+{
+  GstTrainTask task;
+  Barrier *barrier;
+  GThread *thread;
+} BarrierTask;
+
+static void
+meet_at_barrier (GstTrainTask *task)
+{
+  BarrierTask *t = (BarrierTask *)task;
+  Barrier *b = t->barrier;
+
+  g_mutex_lock (&b->lock);
+  t->thread = g_thread_self ();
+  b->arrived++;
+  g_cond_broadcast (&b->cond);
+  while (b->arrived < b->n && !b->released)
+    g_cond_wait (&b->cond, &b->lock);
+  g_mutex_unlock (&b->lock);
+}
+
+/* Every worker takes tasks: budget - 1 tasks that each hold their thread
+ * until all of them run at once can only all run if each worker took one.
+ * This thread does not wait through the pool (which would run them
+ * itself) until they met, or until a minute passed, when it releases
+ * them and fails. */
+GST_START_TEST (test_every_worker_takes_tasks)
+{
+  guint budgets[] = { 2, 3, 5 };
+  guint b, i, j;
+
+  for (b = 0; b < G_N_ELEMENTS (budgets); b++) {
+    guint n = budgets[b] - 1;
+    gchar *value = g_strdup_printf ("%u", budgets[b]);
+    BarrierTask tasks[4];
+    Barrier barrier = { .n = n };
+    gint64 deadline = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+    guint64 tasks_before = gst_train_pool_get_worker_tasks ();
+    guint arrived;
+    GstTrainPool *pool;
+
+    g_setenv ("GST_TRAIN_THREADS", value, TRUE);
+    g_mutex_init (&barrier.lock);
+    g_cond_init (&barrier.cond);
+    pool = gst_train_pool_get ();
+    for (i = 0; i < n; i++) {
+      tasks[i].task.func = meet_at_barrier;
+      tasks[i].barrier = &barrier;
+      tasks[i].thread = NULL;
+      gst_train_pool_push (pool, &tasks[i].task);
+    }
+    g_mutex_lock (&barrier.lock);
+    while (barrier.arrived < n
+        && g_cond_wait_until (&barrier.cond, &barrier.lock, deadline))
+      ;
+    arrived = barrier.arrived;
+    barrier.released = TRUE;
+    g_cond_broadcast (&barrier.cond);
+    g_mutex_unlock (&barrier.lock);
+    /* now each runs (here, if no worker took it) and returns */
+    for (i = 0; i < n; i++)
+      gst_train_pool_wait (pool, &tasks[i].task);
+    gst_train_pool_unref (pool);
+    g_unsetenv ("GST_TRAIN_THREADS");
+    g_mutex_clear (&barrier.lock);
+    g_cond_clear (&barrier.cond);
+    g_free (value);
+
+    fail_unless (arrived == n,
+        "budget %u: %u of the %u workers took a task within a minute",
+        budgets[b], arrived, n);
+    for (i = 0; i < n; i++) {
+      fail_unless (tasks[i].thread != g_thread_self ());
+      for (j = 0; j < i; j++)
+        fail_unless (tasks[i].thread != tasks[j].thread);
+    }
+    fail_unless_equals_int (
+        gst_train_pool_get_worker_tasks () - tasks_before, n);
+  }
+}
+
+GST_END_TEST;
+
 /* TRUE when both runs hold the same bytes in the same order. */
 static gboolean
 same_outputs (RunResult *a, RunResult *b)
@@ -338,7 +446,7 @@ GST_START_TEST (test_stop_mid_stream_with_tasks_in_flight)
   fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
   fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
   g_unsetenv ("GST_TRAIN_THREADS");
-  fail_unless_equals_int (gst_train_pool_get_n_workers (), 0);
+  fail_unless_equals_int (fixture_pool_n_workers (), 0);
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
@@ -355,6 +463,7 @@ threads_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_budget_from_environment);
   tcase_add_test (tc, test_tasks_run_once_waited_or_cancelled);
+  tcase_add_test (tc, test_every_worker_takes_tasks);
   tcase_add_test (tc, test_workers_within_budget_whatever_elements);
   tcase_add_test (tc, test_same_batches_whatever_budget);
   tcase_add_test (tc, test_stop_mid_stream_with_tasks_in_flight);
