@@ -11,6 +11,7 @@
 
 #include "augment-ops.h"
 #include "fixtures.h"
+#include "jpeg-decode.h"
 #include "train-common.h"
 #include "train-meta.h"
 
@@ -1117,20 +1118,57 @@ write_kinds_tree (guint n)
 
 typedef struct
 {
-  guint images;       /* into augment */
-  guint regions;      /* of them, regions of an image */
-  guint queries;      /* region queries that reached augment */
-  GByteArray *pixels; /* every output image, in order */
+  guint images;          /* into augment */
+  guint epoch_images[3]; /* of them, of epochs 0, 1 and 2 */
+  guint regions;         /* of them, regions of an image */
+  guint queries;         /* region queries that reached augment */
+  GArray *answers;       /* RegionAnswer, when asked for */
+  GByteArray *pixels;    /* every output image, in order */
 } RegionRun;
+
+/* A rectangle augment answered a region query with. */
+typedef struct
+{
+  guint64 index;
+  gint epoch;
+  GstTrainRegion region;
+} RegionAnswer;
 
 static GstPadProbeReturn
 count_regions (GstPad *pad, GstPadProbeInfo *info, gpointer data)
 {
   RegionRun *run = data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
 
   run->images++;
-  if (gst_buffer_get_train_region_meta (GST_PAD_PROBE_INFO_BUFFER (info)))
+  if (meta != NULL && meta->epoch >= 0
+      && meta->epoch < (gint)G_N_ELEMENTS (run->epoch_images))
+    run->epoch_images[meta->epoch]++;
+  if (gst_buffer_get_train_region_meta (buffer))
     run->regions++;
+  return GST_PAD_PROBE_OK;
+}
+
+/* After augment answered: the rectangle, if any, and whose. */
+static GstPadProbeReturn
+keep_answers (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  RegionRun *run = data;
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY (info);
+  GstBuffer *sample;
+  GstTrainSampleMeta *meta;
+  RegionAnswer answer;
+  GstPad *origin;
+  gint width, height;
+
+  if (gst_train_region_query_parse (query, &origin, &sample, &width, &height)
+      && gst_train_region_query_get (query, &answer.region)
+      && (meta = gst_buffer_get_train_sample_meta (sample)) != NULL) {
+    answer.index = meta->index;
+    answer.epoch = meta->epoch;
+    g_array_append_val (run->answers, answer);
+  }
   return GST_PAD_PROBE_OK;
 }
 
@@ -1160,15 +1198,17 @@ keep_pixels (GstPad *pad, GstPadProbeInfo *info, gpointer data)
 }
 
 /* Plays datasetsrc ! imagedec @dec_props ! @between augment ! fakesink over
- * @root to EOS, counting what reaches augment and keeping its output. */
+ * @root for @epochs to EOS, counting what reaches augment and keeping its
+ * output, and with @answers the rectangles it answered. */
 static void
 run_regions_full (const gchar *root, const gchar *dec_props,
-    const gchar *between, const gchar *aug_props, RegionRun *run)
+    const gchar *between, const gchar *aug_props, guint epochs,
+    gboolean answers, RegionRun *run)
 {
   gchar *launch = g_strdup_printf (
-      "datasetsrc location=\"%s\" shuffle=false num-epochs=2 ! imagedec %s ! "
+      "datasetsrc location=\"%s\" shuffle=false num-epochs=%u ! imagedec %s ! "
       "%s augment name=aug seed=3 width=40 height=32 %s ! fakesink name=sink",
-      root, dec_props, between, aug_props);
+      root, epochs, dec_props, between, aug_props);
   GError *err = NULL;
   GstElement *pipeline = gst_parse_launch (launch, &err);
   GstElement *aug, *sink;
@@ -1178,6 +1218,8 @@ run_regions_full (const gchar *root, const gchar *dec_props,
   fail_unless (pipeline != NULL, "%s: %s", launch, err ? err->message : "");
   memset (run, 0, sizeof (*run));
   run->pixels = g_byte_array_new ();
+  if (answers)
+    run->answers = g_array_new (FALSE, FALSE, sizeof (RegionAnswer));
   aug = gst_bin_get_by_name (GST_BIN (pipeline), "aug");
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   pad = gst_element_get_static_pad (aug, "sink");
@@ -1185,6 +1227,10 @@ run_regions_full (const gchar *root, const gchar *dec_props,
   gst_pad_add_probe (pad,
       GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM | GST_PAD_PROBE_TYPE_PUSH,
       count_queries, run, NULL);
+  if (answers)
+    gst_pad_add_probe (pad,
+        GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM | GST_PAD_PROBE_TYPE_PULL,
+        keep_answers, run, NULL);
   gst_object_unref (pad);
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, keep_pixels, run, NULL);
@@ -1202,7 +1248,7 @@ static void
 run_regions (const gchar *root, const gchar *dec_props, const gchar *between,
     RegionRun *run)
 {
-  run_regions_full (root, dec_props, between, "", run);
+  run_regions_full (root, dec_props, between, "", 2, FALSE, run);
 }
 
 static gboolean
@@ -1265,17 +1311,49 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
 
 GST_END_TEST;
 
+/* Whether @data decodes: the rectangle @r (NULL: the whole image), and
+ * with @read_all the rest of the file too. */
+static gboolean
+decodes (GBytes *data, const GstTrainRegion *r, gboolean read_all)
+{
+  gsize size;
+  const guint8 *bytes = g_bytes_get_data (data, &size);
+  GstTrainJpegHeader header;
+  gchar *error = NULL;
+  guint8 *out;
+  gboolean ok;
+
+  fail_unless (
+      gst_train_jpeg_read_header (bytes, size, 0, TRUE, &header, &error), "%s",
+      error);
+  out = g_malloc (3 * header.out_width * header.out_height);
+  if (r == NULL)
+    ok = gst_train_jpeg_decode (
+        bytes, size, &header, FALSE, out, 3 * header.out_width, &error);
+  else
+    ok = gst_train_jpeg_decode_region (bytes, size, &header, r->left, r->top,
+        r->width, r->height, read_all, out, 3 * r->width, &error);
+  g_free (error);
+  g_free (out);
+  return ok;
+}
+
 /* A file cut short is skipped whether imagedec decodes a region or the
- * whole image, even where the crop lies above the cut: the first time it
- * sees a file, imagedec reads it to its end. Small boxes, so that most lie
- * above the cut. */
+ * whole image, in every epoch, even where the crop lies above the cut: the
+ * first time it sees a file, imagedec reads it to its end, and only a file
+ * that decoded then is read no further than its box later. Small boxes, and
+ * files that lose only their last tenth, so that most boxes lie above the
+ * cut: a damaged file marked as known to decode would show in epochs 2
+ * and 3. */
 GST_START_TEST (test_region_decode_skips_what_whole_decodes_skip)
 {
   static const FixtureJpeg baseline = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  static const GstTrainRegion top_box = { 16, 0, 48, 32 };
   gchar *root = fixture_make_temp_dir ();
   const gchar *small = "scale-min=0.08 scale-max=0.1";
+  GBytes *damaged[8] = { NULL };
   RegionRun whole, region;
-  guint i;
+  guint i, e, would_decode = 0;
 
   for (i = 0; i < 8; i++) {
     gchar *name = g_strdup_printf ("%02u.jpg", i);
@@ -1283,21 +1361,54 @@ GST_START_TEST (test_region_decode_skips_what_whole_decodes_skip)
     gsize size;
     guint8 *data = fixture_jpeg_encode (160, 120, i, &baseline, &size);
 
-    /* every other file loses its last fifth */
-    fixture_write_file (path, data, i % 2 ? size * 4 / 5 : size);
+    /* every other file loses its last tenth */
+    if (i % 2) {
+      size = size * 9 / 10;
+      damaged[i] = g_bytes_new (data, size);
+      /* what imagedec meets: the file fails whole and read to its end,
+       * and a box at its top decodes when the rest is not read */
+      fail_if (decodes (damaged[i], NULL, FALSE), "file %u decodes", i);
+      fail_if (decodes (damaged[i], &top_box, TRUE), "file %u decodes", i);
+      fail_unless (decodes (damaged[i], &top_box, FALSE),
+          "the top of file %u does not decode", i);
+    }
+    fixture_write_file (path, data, size);
     g_free (data);
     g_free (name);
     g_free (path);
   }
-  run_regions_full (root, "decode-region=false", "", small, &whole);
-  run_regions_full (root, "", "", small, &region);
-  /* the 4 whole files, twice */
-  fail_unless_equals_int (whole.images, 8);
-  fail_unless_equals_int (region.images, 8);
-  fail_unless_equals_int (region.regions, 8);
+  run_regions_full (root, "decode-region=false", "", small, 3, FALSE, &whole);
+  run_regions_full (root, "", "", small, 3, TRUE, &region);
+
+  /* The run could show a damaged file taken for a good one: some boxes
+   * asked of the damaged files after the first epoch decode without
+   * reading to the end. */
+  for (i = 0; i < region.answers->len; i++) {
+    RegionAnswer *a = &g_array_index (region.answers, RegionAnswer, i);
+
+    if (a->epoch > 0 && damaged[a->index] != NULL
+        && decodes (damaged[a->index], &a->region, FALSE))
+      would_decode++;
+  }
+  fail_unless (would_decode > 0,
+      "no box asked of a damaged file after the first epoch lies above the "
+      "cut: the test shows nothing");
+
+  /* the 4 whole files in each epoch, whole or in regions, the same pixels */
+  for (e = 0; e < 3; e++) {
+    fail_unless_equals_int (whole.epoch_images[e], 4);
+    fail_unless (region.epoch_images[e] == whole.epoch_images[e],
+        "epoch %u: %u images from region decodes, %u from whole decodes", e + 1,
+        region.epoch_images[e], whole.epoch_images[e]);
+  }
+  fail_unless_equals_int (region.images, 12);
+  fail_unless_equals_int (region.regions, 12);
   fail_unless (same_bytes (whole.pixels, region.pixels));
   g_byte_array_unref (whole.pixels);
   g_byte_array_unref (region.pixels);
+  g_array_unref (region.answers);
+  for (i = 0; i < 8; i++)
+    g_clear_pointer (&damaged[i], g_bytes_unref);
   fixture_remove_tree (root);
   g_free (root);
 }
