@@ -94,6 +94,14 @@ gt_cuda_device_info (
   return module ? module->device_info (device_id, info, why, why_size) : -1;
 }
 
+int
+gt_cuda_nccl_version (char *path, size_t path_size, char *why, size_t why_size)
+{
+  const GtCudaModule *module = cuda_module (why, why_size);
+
+  return module ? module->nccl_version (path, path_size, why, why_size) : 0;
+}
+
 static pthread_once_t count_once = PTHREAD_ONCE_INIT;
 static int usable_devices;
 

@@ -12,7 +12,7 @@
 #include "backend.h"
 
 /* Raise when GtCudaModule or what it points to changes meaning. */
-#define GT_CUDA_MODULE_ABI 5
+#define GT_CUDA_MODULE_ABI 6
 #define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
 
 typedef struct
@@ -36,6 +36,9 @@ typedef struct
    * run to run); the last one described in @last. For the tests: the
    * library does not ask. */
   int (*nondeterministic_choices) (char *last, size_t last_size);
+  /* gt_cuda_nccl_version: opens NCCL (cuda/cuda-nccl.h), no GPU needed */
+  int (*nccl_version) (
+      char *path, size_t path_size, char *why, size_t why_size);
 } GtCudaModule;
 
 /* The CUDA backend's operations, opening the module on first use; NULL

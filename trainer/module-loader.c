@@ -27,6 +27,19 @@ try_open (
 }
 
 void *
+gt_module_open_file (const char *env_var, const char *path, const char *what,
+    char *why, size_t why_size)
+{
+  int tried;
+  void *handle = try_open (path, what, &tried, why, why_size);
+
+  if (handle == NULL && !tried)
+    snprintf (
+        why, why_size, "%s is missing (no %s, from %s)", what, path, env_var);
+  return handle;
+}
+
+void *
 gt_module_open (const char *env_var, const char *file_name, const char *what,
     char *why, size_t why_size)
 {
@@ -37,13 +50,8 @@ gt_module_open (const char *env_var, const char *file_name, const char *what,
   void *handle;
   int tried;
 
-  if (path != NULL && *path != '\0') {
-    handle = try_open (path, what, &tried, why, why_size);
-    if (handle == NULL && !tried)
-      snprintf (
-          why, why_size, "%s is missing (no %s, from %s)", what, path, env_var);
-    return handle;
-  }
+  if (path != NULL && *path != '\0')
+    return gt_module_open_file (env_var, path, what, why, why_size);
   if (dladdr ((void *)&gt_module_open, &info) == 0 || info.dli_fname == NULL) {
     snprintf (why, why_size,
         "cannot tell where the training library is, to find %s: set %s", what,

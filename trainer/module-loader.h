@@ -19,4 +19,10 @@
 void *gt_module_open (const char *env_var, const char *file_name,
     const char *what, char *why, size_t why_size);
 
+/* dlopen()s @path, which @env_var named (for a library opened by file, as
+ * the CUDA module opens NCCL): the handle, or NULL with the reason in @why,
+ * that @what is missing or cannot be loaded (the linker's message). */
+void *gt_module_open_file (const char *env_var, const char *path,
+    const char *what, char *why, size_t why_size);
+
 #endif /* GT_MODULE_LOADER_H */

@@ -1,7 +1,8 @@
 /* cuda-device.c: the entry point of the CUDA backend module
  * (libgsttrain-cuda.so, see cuda-module.h): whether a CUDA device is usable
- * and which, and the backend's operations. */
+ * and which, which NCCL there is, and the backend's operations. */
 #include "cuda-module.h"
+#include "cuda-nccl.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -105,4 +106,5 @@ __attribute__ ((visibility ("default"))) const GtCudaModule gt_cuda_module = {
   .host_alloc = host_alloc,
   .host_free = host_free,
   .nondeterministic_choices = gt_cudnn_nondeterministic_choices,
+  .nccl_version = gt_nccl_version,
 };

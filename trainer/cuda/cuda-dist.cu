@@ -6,7 +6,7 @@
  *
  * Two ways to reduce, chosen by the configuration's comm_backend:
  *
- * - NCCL (auto, when the module was built with it): one communicator per
+ * - NCCL (auto, when every rank can open it): one communicator per
  *   trainer, its id made on rank 0 and sent over MPI. The flat gradients
  *   are cut into buckets (dist-buckets.h) from the end, and each bucket is
  *   reduced on a communication stream as soon as the backward pass has
@@ -36,6 +36,16 @@
  *   between the backward pass and the update, so there is no graph in
  *   this mode. It lets two ranks share one GPU, which NCCL refuses.
  *
+ * NCCL is not linked: cuda-nccl.c opens it when a trainer first joins a job
+ * with comm-backend nccl or auto (never with mpi, never training alone), so
+ * that a missing or too old libnccl costs the NCCL path, not the module.
+ * Each rank opens it, then the ranks agree over MPI whether all of them
+ * can, so that all reduce the same way. Where one cannot, comm-backend
+ * nccl fails to set up, each rank saying why (the one without NCCL names
+ * the library and the linker's message); auto reduces through host memory
+ * over MPI, with one warning on rank 0, as a PyTorch job without NCCL falls
+ * back to Gloo: slower, but the job runs.
+ *
  * In bf16, cuDNN leaves the convolutions' filter gradients in the bf16
  * gradient buffer, which the optimiser reads when training alone. Data-
  * parallel, they are widened into the fp32 gradients first (per bucket,
@@ -51,9 +61,7 @@ extern "C" {
 #include <string.h>
 #include <time.h>
 
-#ifdef GT_HAVE_NCCL
-#include <nccl.h>
-#endif
+#include "cuda-nccl.h" /* nccl.h with GT_HAVE_NCCL */
 
 #define THREADS 256
 /* PyTorch DDP's default bucket */
@@ -99,6 +107,7 @@ struct CudaDist
   unsigned long long *wait_ns;
   int broken; /* NCCL failed: abort the communicator, do not wait on it */
 #ifdef GT_HAVE_NCCL
+  const GtNccl *nccl_lib; /* NCCL's functions, with the communicator */
   ncclComm_t nccl;
 #endif
 };
@@ -190,21 +199,23 @@ wait_ends_kernel (unsigned long long *clock, unsigned long long *wait_ns)
 /* ---- errors and waits ---- */
 
 static int
-nccl_fail (CudaBackend *cuda, ncclResult_t result, const char *call)
+nccl_fail (CudaBackend *cuda, ncclResult_t result, const char *function)
 {
-  int length = (int)strcspn (call, "(");
+  const GtNccl *lib = cuda->dist->nccl_lib;
 
   if (!cuda->capturing)
     cuda->dist->broken = 1;
-  return backend_fail (cuda, GT_ERROR_DEVICE, "NCCL: %.*s failed: %s (%s)",
-      length, call, ncclGetErrorString (result), ncclGetLastError (NULL));
+  return backend_fail (cuda, GT_ERROR_DEVICE, "NCCL: %s failed: %s (%s)",
+      function, lib->ncclGetErrorString (result), lib->ncclGetLastError (NULL));
 }
 
-#define NCCL_TRY(call)                                                         \
+/* Calls NCCL's @function (an nccl.h name) with @args, through the opened
+ * library. */
+#define NCCL_TRY(function, args)                                               \
   do {                                                                         \
-    ncclResult_t result_ = (call);                                             \
+    ncclResult_t result_ = cuda->dist->nccl_lib->function args;                \
     if (result_ != ncclSuccess)                                                \
-      return nccl_fail (cuda, result_, #call);                                 \
+      return nccl_fail (cuda, result_, #function);                             \
   } while (0)
 
 /* Records @event on @stream; in a capture, as a node the host can wait on. */
@@ -237,15 +248,16 @@ wait_event (CudaBackend *cuda, cudaEvent_t event, const char *what)
     if (err != cudaErrorNotReady)
       return cuda_fail (cuda, err, "cudaEventQuery (waiting for the step)");
     if (dist->nccl != NULL) {
+      const GtNccl *lib = dist->nccl_lib;
       ncclResult_t state = ncclSuccess;
 
-      if (ncclCommGetAsyncError (dist->nccl, &state) != ncclSuccess
+      if (lib->ncclCommGetAsyncError (dist->nccl, &state) != ncclSuccess
           || (state != ncclSuccess && state != ncclInProgress)) {
         int status = backend_fail (cuda, GT_ERROR_DEVICE,
-            "NCCL failed while %s: %s (%s)", what, ncclGetErrorString (state),
-            ncclGetLastError (NULL));
+            "NCCL failed while %s: %s (%s)", what,
+            lib->ncclGetErrorString (state), lib->ncclGetLastError (NULL));
 
-        ncclCommAbort (dist->nccl);
+        lib->ncclCommAbort (dist->nccl);
         dist->nccl = NULL;
         dist->broken = 1;
         return status;
@@ -258,33 +270,32 @@ wait_event (CudaBackend *cuda, cudaEvent_t event, const char *what)
 
 /* ---- setting up ---- */
 
+/* The mode of comm_backend, NCCL when @nccl_everywhere (agree_on_nccl);
+ * with auto and no NCCL on some rank, *@fallback says why (@nccl_why: this
+ * rank's reason, empty when this rank has NCCL). */
 static int
-choose_mode (CudaBackend *cuda, DistMode *mode)
+choose_mode (CudaBackend *cuda, int nccl_everywhere, const char *nccl_why,
+    DistMode *mode, const char **fallback)
 {
+  const char *reason = nccl_why[0] ? nccl_why : "another rank cannot open NCCL";
+
+  *fallback = NULL;
   switch (cuda->config.comm_backend) {
     case GT_COMM_MPI:
       *mode = DIST_MPI;
       return GT_OK;
     case GT_COMM_NCCL:
-#ifdef GT_HAVE_NCCL
+      if (!nccl_everywhere)
+        return backend_fail (cuda, GT_ERROR_INVALID,
+            "comm-backend nccl: %s%s; comm-backend mpi reduces through host "
+            "memory instead",
+            reason, nccl_why[0] ? "" : " (its own message says why)");
       *mode = DIST_NCCL;
       return GT_OK;
-#else
-      return backend_fail (cuda, GT_ERROR_INVALID,
-          "comm-backend nccl: this CUDA backend was built without NCCL "
-          "(nccl.h and libnccl were not found under the CUDA root); "
-          "comm-backend mpi reduces through host memory instead");
-#endif
     case GT_COMM_AUTO:
-#ifdef GT_HAVE_NCCL
-      *mode = DIST_NCCL;
-#else
-      if (gt_comm_rank (cuda->config.comm) == 0)
-        fprintf (stderr,
-            "gst-train: this CUDA backend was built without NCCL: "
-            "reducing the gradients through host memory over MPI\n");
-      *mode = DIST_MPI;
-#endif
+      *mode = nccl_everywhere ? DIST_NCCL : DIST_MPI;
+      if (!nccl_everywhere)
+        *fallback = reason;
       return GT_OK;
   }
   return backend_fail (cuda, GT_ERROR_INVALID, "unknown comm-backend %d",
@@ -380,9 +391,10 @@ pinned_alloc (CudaBackend *cuda, void **out, size_t bytes, unsigned flags)
   return GT_OK;
 }
 
-/* What this rank sets up alone, before any collective. */
+/* What this rank sets up alone, between the collectives of dist_setup;
+ * @nccl_everywhere and @nccl_why as agree_on_nccl gives them. */
 static int
-prepare (CudaBackend *cuda)
+prepare (CudaBackend *cuda, int nccl_everywhere, const char *nccl_why)
 {
   const GtModelSpec *spec = cuda->spec;
   const GtTrainerConfig *config = &cuda->config;
@@ -390,6 +402,7 @@ prepare (CudaBackend *cuda)
   int least, greatest;
   size_t bucket_bytes =
       config->bucket_bytes ? config->bucket_bytes : DEFAULT_BUCKET_BYTES;
+  const char *fallback, *named;
   void *mapped;
 
   dist = cuda->dist = (CudaDist *)calloc (1, sizeof (CudaDist));
@@ -398,17 +411,26 @@ prepare (CudaBackend *cuda)
   dist->comm = config->comm;
   dist->rank = gt_comm_rank (config->comm);
   dist->size = gt_comm_size (config->comm);
-  STATUS_TRY (choose_mode (cuda, &dist->mode));
+  STATUS_TRY (
+      choose_mode (cuda, nccl_everywhere, nccl_why, &dist->mode, &fallback));
+  named = fallback != NULL ? "auto" : "mpi";
+  if (dist->mode == DIST_MPI && cuda->use_graph && cuda->require_graph)
+    return backend_fail (cuda, GT_ERROR_INVALID,
+        "cuda_require_graph: comm-backend %s reduces on the host between "
+        "the backward pass and the update, which a graph cannot hold%s%s",
+        named, fallback ? "; NCCL cannot be used: " : "",
+        fallback ? fallback : "");
+  /* one line for both: the fallback and the graphs it turns off */
+  if (dist->mode == DIST_MPI && (cuda->use_graph || fallback != NULL)
+      && dist->rank == 0)
+    fprintf (stderr,
+        "gst-train: comm-backend %s reduces through host memory%s%s%s\n", named,
+        cuda->use_graph ? ": CUDA graphs are off for this trainer" : "",
+        fallback ? "; NCCL cannot be used: " : "", fallback ? fallback : "");
   if (dist->mode == DIST_MPI && cuda->use_graph) {
-    if (cuda->require_graph)
-      return backend_fail (cuda, GT_ERROR_INVALID,
-          "cuda_require_graph: comm-backend mpi reduces on the host between "
-          "the backward pass and the update, which a graph cannot hold");
-    if (dist->rank == 0)
-      fprintf (stderr,
-          "gst-train: comm-backend mpi reduces through host "
-          "memory: CUDA graphs are off for this trainer\n");
     cuda->use_graph = 0;
+    snprintf (cuda->graph_off, sizeof (cuda->graph_off),
+        "off: comm-backend %s reduces through host memory mid-step", named);
   }
 
   CUDA_TRY (cudaSetDevice (cuda->device));
@@ -458,25 +480,62 @@ prepare (CudaBackend *cuda)
   return GT_OK;
 }
 
-/* 1 when every rank's @status is GT_OK: a collective that each rank
- * reaches whatever happened to it, so that none is left waiting in the
- * next one. */
-static int
-all_ranks_ready (CudaBackend *cuda, int status, const char *what)
+/* The least of @value over the ranks, or -1 when the collective fails (the
+ * reason recorded). Every rank calls it at the same point, whatever
+ * happened to it, so that none is left waiting in the next collective. */
+static int64_t
+least_over_ranks (CudaBackend *cuda, int64_t value, const char *what)
 {
-  int64_t ready = status == GT_OK;
   char reason[256];
 
-  if (gt_comm_allreduce (cuda->config.comm, &ready, 1, GT_COMM_INT64,
+  if (gt_comm_allreduce (cuda->config.comm, &value, 1, GT_COMM_INT64,
           GT_COMM_MIN, reason, sizeof (reason))
       < 0) {
     backend_fail (cuda, GT_ERROR_DEVICE, "%s: %s", what, reason);
-    return 0;
+    return -1;
   }
-  if (status == GT_OK && !ready)
+  return value;
+}
+
+/* 1 when every rank's @status is GT_OK (a collective). */
+static int
+all_ranks_ready (CudaBackend *cuda, int status, const char *what)
+{
+  int64_t ready = least_over_ranks (cuda, status == GT_OK, what);
+
+  if (status == GT_OK && ready == 0)
     backend_fail (cuda, GT_ERROR_DEVICE,
         "%s: another rank failed (its own message says why)", what);
-  return (int)ready;
+  return ready == 1;
+}
+
+/* Whether every rank can reduce with NCCL (*@everywhere), each rank opening
+ * it when the configuration may want it: a collective, as all_ranks_ready,
+ * which fails when @status or another rank's did. @why: this rank's reason
+ * when it cannot, else empty. */
+static int
+agree_on_nccl (
+    CudaBackend *cuda, int status, int *everywhere, char *why, size_t why_size)
+{
+  char path[1024];
+  int here = 0;
+  int64_t least;
+
+  why[0] = '\0';
+  if (status == GT_OK && cuda->config.comm_backend != GT_COMM_MPI)
+    here = gt_nccl_version (path, sizeof (path), why, why_size) > 0;
+  least = least_over_ranks (
+      cuda, status == GT_OK ? 1 + here : 0, "setting up the CUDA backend");
+  if (status != GT_OK)
+    return status;
+  if (least < 0)
+    return GT_ERROR_DEVICE;
+  if (least == 0)
+    return backend_fail (cuda, GT_ERROR_DEVICE,
+        "setting up the CUDA backend: another rank failed (its own message "
+        "says why)");
+  *everywhere = least == 2;
+  return GT_OK;
 }
 
 #ifdef GT_HAVE_NCCL
@@ -493,10 +552,15 @@ open_nccl (CudaBackend *cuda)
   } offer;
   char reason[256];
   ncclResult_t result;
+  const GtNccl *lib;
 
+  /* opened by agree_on_nccl already: this only fetches the functions */
+  lib = dist->nccl_lib = gt_nccl_open (cuda->why, sizeof (cuda->why));
+  if (lib == NULL)
+    return GT_ERROR_DEVICE;
   memset (&offer, 0, sizeof (offer));
   if (dist->rank == 0)
-    offer.ok = ncclGetUniqueId (&offer.id) == ncclSuccess;
+    offer.ok = lib->ncclGetUniqueId (&offer.id) == ncclSuccess;
   if (gt_comm_broadcast (
           dist->comm, &offer, sizeof (offer), 0, reason, sizeof (reason))
       < 0)
@@ -504,15 +568,16 @@ open_nccl (CudaBackend *cuda)
         cuda, GT_ERROR_DEVICE, "sending rank 0's NCCL id: %s", reason);
   if (!offer.ok)
     return backend_fail (cuda, GT_ERROR_DEVICE,
-        "rank 0 could not make an NCCL id: %s", ncclGetLastError (NULL));
+        "rank 0 could not make an NCCL id: %s", lib->ncclGetLastError (NULL));
   CUDA_TRY (cudaSetDevice (cuda->device));
-  result = ncclCommInitRank (&dist->nccl, dist->size, offer.id, dist->rank);
+  result =
+      lib->ncclCommInitRank (&dist->nccl, dist->size, offer.id, dist->rank);
   if (result != ncclSuccess) {
     dist->nccl = NULL;
     return backend_fail (cuda, GT_ERROR_DEVICE,
         "NCCL: ncclCommInitRank (rank %d of %d on GPU %d) failed: %s (%s)%s",
-        dist->rank, dist->size, cuda->device, ncclGetErrorString (result),
-        ncclGetLastError (NULL),
+        dist->rank, dist->size, cuda->device, lib->ncclGetErrorString (result),
+        lib->ncclGetLastError (NULL),
         dist->size > 1 ? "; NCCL takes one GPU per rank: ranks that share a "
                          "GPU need comm-backend mpi"
                        : "");
@@ -524,11 +589,16 @@ open_nccl (CudaBackend *cuda)
 int
 dist_setup (CudaBackend *cuda, int status)
 {
+  char nccl_why[1536];
+  int nccl_everywhere = 0;
+
+  /* every rank comes to each collective here, set up or not: one that
+   * returned early would leave the others waiting in the next one, in
+   * ncclCommInitRank or in trainer.c's first broadcast */
+  status = agree_on_nccl (
+      cuda, status, &nccl_everywhere, nccl_why, sizeof (nccl_why));
   if (status == GT_OK)
-    status = prepare (cuda);
-  /* every rank comes here, set up or not: one that returned early would
-   * leave the others waiting in ncclCommInitRank or in trainer.c's first
-   * broadcast */
+    status = prepare (cuda, nccl_everywhere, nccl_why);
   if (!all_ranks_ready (cuda, status, "setting up the CUDA backend"))
     return status != GT_OK ? status : GT_ERROR_DEVICE;
 #ifdef GT_HAVE_NCCL
@@ -552,13 +622,13 @@ dist_free (CudaBackend *cuda)
    * first; else let the stream drain, then free it */
 #ifdef GT_HAVE_NCCL
   if (dist->nccl != NULL && dist->broken)
-    ncclCommAbort (dist->nccl);
+    dist->nccl_lib->ncclCommAbort (dist->nccl);
 #endif
   if (dist->stream)
     cudaStreamSynchronize (dist->stream);
 #ifdef GT_HAVE_NCCL
   if (dist->nccl != NULL && !dist->broken)
-    ncclCommDestroy (dist->nccl);
+    dist->nccl_lib->ncclCommDestroy (dist->nccl);
 #endif
   if (dist->fork)
     cudaEventDestroy (dist->fork);
@@ -634,14 +704,16 @@ reduce_bucket (CudaBackend *cuda, int index, int widen)
 
     CUDA_TRY (gt_cuda_convert (
         grads, copy, GT_CUDA_BF16, bucket->count, dist->stream));
-    NCCL_TRY (ncclAllReduce (copy, copy, bucket->count, ncclBfloat16, ncclAvg,
-        dist->nccl, dist->stream));
+    NCCL_TRY (ncclAllReduce,
+        (copy, copy, bucket->count, ncclBfloat16, ncclAvg, dist->nccl,
+            dist->stream));
     from_bf16_kernel<<<blocks_for (bucket->count), THREADS, 0, dist->stream>>> (
         copy, grads, bucket->count);
     CUDA_TRY (cudaGetLastError ());
   } else {
-    NCCL_TRY (ncclAllReduce (grads, grads, bucket->count, ncclFloat, ncclAvg,
-        dist->nccl, dist->stream));
+    NCCL_TRY (ncclAllReduce,
+        (grads, grads, bucket->count, ncclFloat, ncclAvg, dist->nccl,
+            dist->stream));
   }
   return GT_OK;
 }
@@ -653,8 +725,9 @@ reduce_trailer (CudaBackend *cuda)
 {
   CudaDist *dist = cuda->dist;
 
-  NCCL_TRY (ncclAllReduce (dist->trailer, dist->trailer, GT_DIST_TRAILER,
-      ncclFloat, ncclSum, dist->nccl, dist->stream));
+  NCCL_TRY (ncclAllReduce,
+      (dist->trailer, dist->trailer, GT_DIST_TRAILER, ncclFloat, ncclSum,
+          dist->nccl, dist->stream));
   CUDA_TRY (cudaMemcpyAsync (dist->trailer_host, dist->trailer,
       GT_DIST_TRAILER * sizeof (float), cudaMemcpyDeviceToHost, dist->stream));
   return GT_OK;
