@@ -36,8 +36,8 @@
 # stages that do not fit its budget are left out of its plan.
 #
 # Only a broken environment stops a call (no usable GPU, a CUDA module that
-# does not load): any other stage that fails or runs out of time is
-# recorded and the next one runs. After every stage the table ($OUT/
+# does not load; exit status 1): any other stage that fails or runs out of
+# time is recorded, the next one runs, and the call ends with status 3. After every stage the table ($OUT/
 # gpu-check.md) and the log archive ($OUT/gpu-check-logs.tar.gz) are
 # current, so a call killed at the device tool's limit still brings back
 # what it did; at the end the tails of the failed logs are printed, the
@@ -157,6 +157,7 @@ MODULE="$BUILD/trainer/libgsttrain-cuda.so"
 TABLE="$OUT/gpu-check.md"
 ARCHIVE="$OUT/gpu-check-logs.tar.gz"
 FAILED=""
+STAGES_FAILED=""
 STAGE_END=0
 export PYTHONUNBUFFERED=1
 # GST_LAUNCH: the command that runs gst-launch-1.0, split into words (the
@@ -238,7 +239,7 @@ broken() { # REASON: the environment cannot do the rest (a rehearsal goes on)
 # ---- the stages: each sets RESULT and returns 0, 77 (skipped) or else ----
 
 stage_environment() {
-  local device torch nccl
+  local device torch nccl wheel
   nvidia-smi >"$LOGS/nvidia-smi.log" 2>&1 ||
     echo "nvidia-smi: not here or failed" >>"$LOGS/nvidia-smi.log"
   [ -x "$BENCH" ] || broken "no $BENCH: carry a build made with the CUDA backend"
@@ -254,7 +255,19 @@ stage_environment() {
     broken "no usable GPU: $(tail -n 1 "$LOGS/probe.log" | sed 's/^SKIP: //')"
   fi
   device=$(grep -h -m1 '^device 0' "$LOGS/probe.log")
-  [ -x "$BUILD/tests/cuda-nccl-probe" ] && run nccl-probe 10 "$BUILD/tests/cuda-nccl-probe"
+  if [ -x "$BUILD/tests/cuda-nccl-probe" ]; then
+    run nccl-probe 10 "$BUILD/tests/cuda-nccl-probe"
+    # Not on the loader path: PyTorch's wheel may bring one (nvidia-nccl)
+    if grep -q "^nccl: unavailable" "$LOGS/nccl-probe.log" && [ -z "${GT_NCCL_LIBRARY:-}" ]; then
+      wheel=$(env LD_LIBRARY_PATH="$SYSTEM_LD_LIBRARY_PATH" timeout 20 "$PY" -c \
+        'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+      if [ -n "$wheel" ] && [ -e "$wheel" ]; then
+        export GT_NCCL_LIBRARY="$wheel"
+        log "NCCL from PyTorch's wheel: GT_NCCL_LIBRARY=$wheel"
+        run nccl-probe 10 "$BUILD/tests/cuda-nccl-probe"
+      fi
+    fi
+  fi
   torch_run torch 30 "$PY" -c 'import torch
 gpu = torch.cuda.is_available()
 print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN",
@@ -408,6 +421,9 @@ for entry in $STAGES; do
   esac
   echo "| $name | $verdict | $(($(date +%s) - began)) | $(echo "$RESULT" | tr '|\n' '/ ') |" >>"$TABLE"
   log "stage $name: $verdict"
+  [ "$verdict" = ok ] || [ "$verdict" = skipped ] || STAGES_FAILED="$STAGES_FAILED $name"
   archive
 done
-log "done"
+log "done${STAGES_FAILED:+; failed or out of time:$STAGES_FAILED}"
+# 3: some stage failed or ran out of time (1: the environment is broken)
+[ -z "$STAGES_FAILED" ] || exit 3
