@@ -1311,6 +1311,179 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
 
 GST_END_TEST;
 
+/* The relink of test_region_queries_resume_after_relink: imagedec ! queue
+ * ! augment becomes imagedec ! augment once @relink_after images passed,
+ * from a blocking probe on imagedec's source pad, the queue drained first
+ * (an EOS sent into it and dropped at its source pad) so that no image is
+ * lost. The counts of @run as they stood then are kept. */
+typedef struct
+{
+  GstElement *pipeline, *queue, *aug;
+  guint relink_after, passed;
+  RegionRun *run;
+  RegionRun before; /* @run when the queue had drained */
+  GMutex lock;
+  GCond cond;
+  gboolean drained;
+  const gchar *failed; /* what went wrong in the probe, for the test */
+} Relink;
+
+static GstPadProbeReturn
+drop_drain_eos (GstPad *pad, GstPadProbeInfo *info, gpointer data)
+{
+  Relink *relink = data;
+
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) != GST_EVENT_EOS)
+    return GST_PAD_PROBE_OK;
+  g_mutex_lock (&relink->lock);
+  relink->drained = TRUE;
+  g_cond_signal (&relink->cond);
+  g_mutex_unlock (&relink->lock);
+  return GST_PAD_PROBE_DROP;
+}
+
+/* In imagedec's streaming thread (a failed check here would leave the
+ * pipeline hanging: it notes what failed for the test thread instead). */
+static GstPadProbeReturn
+relink_without_queue (GstPad *dec_src, GstPadProbeInfo *info, gpointer data)
+{
+  Relink *relink = data;
+  GstPad *queue_sink, *queue_src, *aug_sink;
+  gint64 deadline = g_get_monotonic_time () + 60 * G_TIME_SPAN_SECOND;
+  gulong eos_probe;
+
+  if (relink->passed < relink->relink_after) {
+    relink->passed++;
+    return GST_PAD_PROBE_PASS;
+  }
+  queue_sink = gst_element_get_static_pad (relink->queue, "sink");
+  queue_src = gst_element_get_static_pad (relink->queue, "src");
+  aug_sink = gst_element_get_static_pad (relink->aug, "sink");
+  eos_probe = gst_pad_add_probe (queue_src, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      drop_drain_eos, relink, NULL);
+  gst_pad_send_event (queue_sink, gst_event_new_eos ());
+  g_mutex_lock (&relink->lock);
+  while (!relink->drained
+      && g_cond_wait_until (&relink->cond, &relink->lock, deadline))
+    ;
+  g_mutex_unlock (&relink->lock);
+  gst_pad_remove_probe (queue_src, eos_probe);
+  if (!relink->drained) {
+    relink->failed = "the queue did not drain within a minute";
+  } else {
+    relink->before = *relink->run;
+    gst_pad_unlink (dec_src, queue_sink);
+    gst_pad_unlink (queue_src, aug_sink);
+    gst_element_set_state (relink->queue, GST_STATE_NULL);
+    gst_bin_remove (GST_BIN (relink->pipeline), relink->queue);
+    if (gst_pad_link (dec_src, aug_sink) != GST_PAD_LINK_OK)
+      relink->failed = "imagedec does not link to augment";
+  }
+  gst_object_unref (queue_sink);
+  gst_object_unref (queue_src);
+  gst_object_unref (aug_sink);
+  return GST_PAD_PROBE_REMOVE;
+}
+
+/* A query refused while a queue stood between imagedec and augment is
+ * asked again once imagedec is relinked to augment directly: regions
+ * resume at the image after the relink, every image after it is asked for
+ * once and decoded in part, and the pixels are those of whole decodes.
+ * 4:3 images and crops of at most half their area: RandomResizedCrop never
+ * falls back to the whole image, so every answer is a rectangle. */
+GST_START_TEST (test_region_queries_resume_after_relink)
+{
+  const guint n = 24, relink_after = 8;
+  const gchar *crops = "scale-min=0.2 scale-max=0.5";
+  gchar *root = fixture_make_temp_dir ();
+  gchar *launch;
+  RegionRun whole, run;
+  Relink relink = { 0 };
+  GstElement *dec;
+  GstPad *dec_src;
+  gchar *error;
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gchar *path = g_strdup_printf ("%s/a/%02u.jpg", root, i);
+
+    fixture_write_jpeg (path, 64, 48, i);
+    g_free (path);
+  }
+  run_regions_full (root, "decode-region=false", "", crops, 1, FALSE, &whole);
+  fail_unless_equals_int (whole.images, n);
+
+  /* n-threads=1: each image is asked for, decoded and pushed before the
+   * next comes in, so the counts below are exact */
+  launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" shuffle=false num-epochs=1 ! imagedec "
+      "name=dec n-threads=1 ! queue name=queue ! augment name=aug seed=3 "
+      "width=40 height=32 %s ! fakesink name=sink",
+      root, crops);
+  relink.pipeline = gst_parse_launch (launch, NULL);
+  fail_unless (relink.pipeline != NULL, "%s", launch);
+  relink.queue = gst_bin_get_by_name (GST_BIN (relink.pipeline), "queue");
+  relink.aug = gst_bin_get_by_name (GST_BIN (relink.pipeline), "aug");
+  relink.relink_after = relink_after;
+  relink.run = &run;
+  g_mutex_init (&relink.lock);
+  g_cond_init (&relink.cond);
+  memset (&run, 0, sizeof (run));
+  run.pixels = g_byte_array_new ();
+  {
+    GstElement *sink = gst_bin_get_by_name (GST_BIN (relink.pipeline), "sink");
+    GstPad *pad = gst_element_get_static_pad (relink.aug, "sink");
+
+    gst_pad_add_probe (
+        pad, GST_PAD_PROBE_TYPE_BUFFER, count_regions, &run, NULL);
+    gst_pad_add_probe (pad,
+        GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM | GST_PAD_PROBE_TYPE_PUSH,
+        count_queries, &run, NULL);
+    gst_object_unref (pad);
+    pad = gst_element_get_static_pad (sink, "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, keep_pixels, &run, NULL);
+    gst_object_unref (pad);
+    gst_object_unref (sink);
+  }
+  dec = gst_bin_get_by_name (GST_BIN (relink.pipeline), "dec");
+  dec_src = gst_element_get_static_pad (dec, "src");
+  gst_pad_add_probe (dec_src,
+      GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_BUFFER,
+      relink_without_queue, &relink, NULL);
+  error = fixture_play_to_eos (relink.pipeline, 0, NULL, NULL);
+  gst_element_set_state (relink.pipeline, GST_STATE_NULL);
+  fail_unless (error == NULL, "%s", error);
+  fail_unless (relink.failed == NULL, "%s", relink.failed);
+
+  /* through the queue: whole images, the query refused once at most */
+  fail_unless_equals_int (relink.before.images, relink_after);
+  fail_unless_equals_int (relink.before.regions, 0);
+  fail_unless (relink.before.queries <= 1, "%u queries", relink.before.queries);
+  /* relinked: the image in the probe went on whole (decoded before the
+   * relink); each one after it was asked for and decoded in part */
+  fail_unless_equals_int (run.images, n);
+  fail_unless (run.queries - relink.before.queries == n - relink_after - 1
+          && run.regions == n - relink_after - 1,
+      "after the relink: %u queries and %u regions for %u images",
+      run.queries - relink.before.queries, run.regions, n - relink_after - 1);
+  fail_unless (same_bytes (whole.pixels, run.pixels));
+
+  g_byte_array_unref (whole.pixels);
+  g_byte_array_unref (run.pixels);
+  gst_object_unref (dec_src);
+  gst_object_unref (dec);
+  gst_object_unref (relink.queue);
+  gst_object_unref (relink.aug);
+  gst_object_unref (relink.pipeline);
+  g_mutex_clear (&relink.lock);
+  g_cond_clear (&relink.cond);
+  g_free (launch);
+  fixture_remove_tree (root);
+  g_free (root);
+}
+
+GST_END_TEST;
+
 /* Whether @data decodes: the rectangle @r (NULL: the whole image), and
  * with @read_all the rest of the file too. */
 static gboolean
@@ -1465,6 +1638,7 @@ augment_suite (void)
   tcase_add_test (tc, test_bad_settings_fail_at_start);
   tcase_add_test (tc, test_stop_and_restart_while_streaming);
   tcase_add_test (tc, test_region_decode_gives_the_same_images);
+  tcase_add_test (tc, test_region_queries_resume_after_relink);
   tcase_add_test (tc, test_region_without_the_crop_is_an_error);
   tcase_add_test (tc, test_region_decode_skips_what_whole_decodes_skip);
   return s;
