@@ -10,7 +10,9 @@
  * posts on the bus, and, after N steps (default 20) or at Ctrl-C, stops it
  * cleanly: the sink's "stop" action and end-of-stream; the sink finishes the
  * step in flight and writes its final checkpoint before EOS reaches the
- * bus. Exit status 0 when
+ * bus. Stopped for its steps, it ends one step after the statistics that
+ * reached N (with statistics every 5 steps, --steps 10 ends at step 11),
+ * however busy the machine (on_sync_message). Exit status 0 when
  * the run ended at EOS, 1 on an error (its text on stderr).
  *
  * Build it against the installed plugins' pkg-config file (the sample
@@ -27,6 +29,7 @@ typedef struct
   GMainLoop *loop;
   guint64 stop_after;
   gboolean stopping;
+  gint stop_sent; /* atomic: the sink was told to stop */
   int status;
 } App;
 
@@ -129,23 +132,31 @@ pipeline_from_factories (const gchar *dataset, const gchar *checkpoint)
   return pipeline;
 }
 
+/* The sink's "stop" action ends training at the next step boundary: it
+ * finishes the step in flight, writes its checkpoint and posts EOS,
+ * without training on what the queue and echo still hold. Any thread. */
 static void
-stop (App *app, const gchar *why)
+stop_sink (App *app)
 {
   GstElement *sink;
 
-  if (app->stopping)
+  if (g_atomic_int_exchange (&app->stop_sent, TRUE))
     return;
-  app->stopping = TRUE;
-  g_print ("train-app: %s: sending end-of-stream\n", why);
-  /* The sink's "stop" action ends training at the next step boundary: it
-   * finishes the step in flight, writes its checkpoint and posts EOS,
-   * without training on what the queue and echo still hold. */
   sink = gst_bin_get_by_name (GST_BIN (app->pipeline), "sink");
   if (sink != NULL) {
     g_signal_emit_by_name (sink, "stop");
     gst_object_unref (sink);
   }
+}
+
+static void
+stop (App *app, const gchar *why)
+{
+  if (app->stopping)
+    return;
+  app->stopping = TRUE;
+  g_print ("train-app: %s: sending end-of-stream\n", why);
+  stop_sink (app);
   /* EOS from the sources too, for sinks that have no such action: every
    * element then finishes what it holds before EOS reaches the bus. */
   gst_element_send_event (app->pipeline, gst_event_new_eos ());
@@ -156,6 +167,35 @@ on_sigint (gpointer data)
 {
   stop (data, "interrupted");
   return G_SOURCE_CONTINUE;
+}
+
+/* The step of a train-stats @message, FALSE for any other message. */
+static gboolean
+stats_step (GstMessage *message, guint64 *step)
+{
+  const GstStructure *s = gst_message_get_structure (message);
+
+  return GST_MESSAGE_TYPE (message) == GST_MESSAGE_ELEMENT
+      && gst_structure_has_name (s, "train-stats")
+      && gst_structure_get_uint64 (s, "step", step);
+}
+
+/* In the thread that posts each message, before the main loop sees it:
+ * the statistics that reach the steps asked for (step S) tell the sink to
+ * stop as it posts them. The sink posts them when the batch of step S + 1
+ * has come in, which it then trains, and stops there: at step S + 1
+ * whatever the main loop is doing. Told from the main loop, the sink
+ * could have gone a step or more further by then, as far as the main loop
+ * is late. */
+static GstBusSyncReply
+on_sync_message (GstBus *bus, GstMessage *message, gpointer data)
+{
+  App *app = data;
+  guint64 step;
+
+  if (stats_step (message, &step) && step >= app->stop_after)
+    stop_sink (app);
+  return GST_BUS_PASS;
 }
 
 static gboolean
@@ -248,6 +288,7 @@ main (int argc, char **argv)
     return 1;
   app.loop = g_main_loop_new (NULL, FALSE);
   bus = gst_element_get_bus (app.pipeline);
+  gst_bus_set_sync_handler (bus, on_sync_message, &app, NULL);
   gst_bus_add_watch (bus, on_message, &app);
   sigint = g_unix_signal_add (SIGINT, on_sigint, &app);
 
@@ -268,6 +309,7 @@ main (int argc, char **argv)
 
   gst_element_set_state (app.pipeline, GST_STATE_NULL);
   g_source_remove (sigint);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
   gst_bus_remove_watch (bus);
   gst_object_unref (bus);
   gst_object_unref (app.pipeline);

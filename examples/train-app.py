@@ -7,7 +7,9 @@ Builds the training pipeline from a launch description, runs it, prints one
 line per `train-stats` message of cudatrainsink, and after N steps (default
 20) or at Ctrl-C stops it cleanly (the sink's "stop" action, and
 end-of-stream): the sink finishes the step in flight and writes its final
-checkpoint before EOS reaches the bus.
+checkpoint before EOS reaches the bus. Stopped for its steps, it ends one
+step after the statistics that reached N (every 5 steps: --steps 10 ends at
+step 11), however busy the machine (on_sync_message).
 Exit status 0 at EOS, 1 on an error. Needs Debian's python3-gi and
 gir1.2-gstreamer-1.0 (run it with /usr/bin/python3), and GST_PLUGIN_PATH
 pointing at gst-train's plugins.
@@ -15,6 +17,7 @@ pointing at gst-train's plugins.
 import argparse
 import signal
 import sys
+import threading
 
 import gi
 
@@ -47,17 +50,36 @@ def main():
 
     loop = GLib.MainLoop()
     state = {"status": 0, "stopping": False}
+    stop_sent = threading.Event()
+
+    def stop_sink():
+        # The sink's "stop" action ends training at the next step: it
+        # writes its checkpoint and posts EOS without training on what the
+        # queue and echo still hold. Any thread.
+        if not stop_sent.is_set():
+            stop_sent.set()
+            pipeline.get_by_name("sink").emit("stop")
 
     def stop(why):
         if not state["stopping"]:
             state["stopping"] = True
             print(f"train-app: {why}: sending end-of-stream", flush=True)
-            # The sink's "stop" action ends training at the next step: it
-            # writes its checkpoint and posts EOS without training on what
-            # the queue and echo still hold. EOS from the sources too, for
-            # sinks without it.
-            pipeline.get_by_name("sink").emit("stop")
+            stop_sink()
+            # EOS from the sources too, for sinks without the stop action.
             pipeline.send_event(Gst.Event.new_eos())
+
+    def on_sync_message(bus, message):
+        # In the thread that posts each message, before the main loop sees
+        # it: the statistics that reach the steps asked for (step S) tell
+        # the sink to stop as it posts them. It posts them when the batch
+        # of step S + 1 has come in, which it then trains, and stops there,
+        # whatever the main loop is doing; told from the main loop, it
+        # could have gone a step or more further, as far as the loop is late.
+        s = message.get_structure()
+        if (message.type == Gst.MessageType.ELEMENT and s.get_name() == "train-stats"
+                and s.get_value("step") >= args.steps):
+            stop_sink()
+        return Gst.BusSyncReply.PASS
 
     def on_message(bus, message):
         if message.type == Gst.MessageType.ELEMENT:
@@ -81,6 +103,7 @@ def main():
         return True
 
     bus = pipeline.get_bus()
+    bus.set_sync_handler(on_sync_message)
     bus.add_watch(GLib.PRIORITY_DEFAULT, on_message)
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGINT,
                          lambda: stop("interrupted") or True)
@@ -93,6 +116,7 @@ def main():
     else:
         loop.run()
     pipeline.set_state(Gst.State.NULL)
+    bus.set_sync_handler(None)
     return state["status"]
 
 
