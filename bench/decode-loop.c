@@ -11,7 +11,7 @@
  * With -c each decode is of a RandomResizedCrop box alone (torchvision's
  * defaults: area 0.08-1, ratio 3/4-4/3, drawn by augment's own code from
  * one seeded stream), through imagedec's own region decoder
- * (elements/jpeg-decode.c): what imagedec decodes for augment in a training
+ * (elements/data/jpeg-decode.c): what imagedec decodes for augment in a training
  * pipeline once it knows the file decodes (from its second epoch on: it
  * stops after the box's last row). With -a as well, each decode reads the
  * rest of the file, as imagedec does the first time it sees a file.

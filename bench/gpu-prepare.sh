@@ -32,7 +32,7 @@ for file in bench/trainer-bench tests/cuda-device-probe tests/cuda-nccl-probe \
     tests/cuda-parity tests/parity tests/cuda-dist \
     trainer/libgsttrain-trainer.so trainer/libgsttrain-cuda.so \
     trainer/libgsttrain-mpi.so gst-plugins/libgsttrain.so \
-    gst-plugins/libgsttrainsink.so elements/libgsttrainmeta-1.0.so.0; do
+    gst-plugins/libgsttrainsink.so elements/meta/libgsttrainmeta-1.0.so.0; do
   if [ ! -e "$full/$file" ]; then
     case $file in
       trainer/libgsttrain-mpi.so | tests/cuda-nccl-probe) continue ;; # optional

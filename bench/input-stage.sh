@@ -96,8 +96,8 @@ log "building the plugin"
 # The bare decode loop of row (d2), with the same compiler flags as release.
 # Its -c mode (row d5) runs imagedec's region decoder and augment's box draw.
 cc -O2 -o "$OUT/decode-loop" "$ROOT/bench/decode-loop.c" \
-  "$ROOT/elements/jpeg-decode.c" "$ROOT/elements/augment-ops.c" \
-  -I"$ROOT/elements" -I"$ROOT/common" \
+  "$ROOT/elements/data/jpeg-decode.c" "$ROOT/elements/data/augment-ops.c" \
+  -I"$ROOT/elements/data" -I"$ROOT/common" \
   $(pkg-config --cflags --libs glib-2.0 libturbojpeg libjpeg) -lm || die "could not build bench/decode-loop.c"
 ninja -C "$BUILD" gst-plugins/libgsttrain.so >"$OUT/logs/ninja.txt" 2>&1 ||
   ninja -C "$BUILD" >>"$OUT/logs/ninja.txt" 2>&1 ||

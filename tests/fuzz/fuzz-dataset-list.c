@@ -1,4 +1,4 @@
-/* fuzz-dataset-list.c: datasetsrc's dataset index (elements/dataset-index.c)
+/* fuzz-dataset-list.c: datasetsrc's dataset index (elements/data/dataset-index.c)
  * on arbitrary bytes, in one of two shapes chosen by the first byte:
  *
  * - 'T': the rest describes an ImageFolder tree, made in a scratch folder

@@ -1,4 +1,4 @@
-/* fuzz-jpeg.c: imagedec's decoding core (elements/jpeg-decode.c) on
+/* fuzz-jpeg.c: imagedec's decoding core (elements/data/jpeg-decode.c) on
  * arbitrary bytes, handled as the element handles a sample: read the
  * header, pick the scale, decode into rows of the element's stride. Each
  * input decodes alone, as in the element (no decoder state carries over).
