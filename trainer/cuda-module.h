@@ -12,7 +12,7 @@
 #include "backend.h"
 
 /* Raise when GtCudaModule or what it points to changes meaning. */
-#define GT_CUDA_MODULE_ABI 6
+#define GT_CUDA_MODULE_ABI 7
 #define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
 
 typedef struct

@@ -8,6 +8,7 @@
  * path, an exit() from an error handler) aborts the job instead: its peers
  * would otherwise wait in their next reduction for ever. The module is
  * never closed (the exit handler lives here). */
+#include "gt-log.h"
 #include "mpi-module.h"
 
 #include <mpi.h>
@@ -40,9 +41,8 @@ finish_at_exit (void)
     int rank = -1;
 
     MPI_Comm_rank (MPI_COMM_WORLD, &rank);
-    fprintf (stderr,
-        "gst-train: rank %d: exiting while still in a training job: "
-        "aborting the job\n",
+    gt_log (NULL, GT_LOG_ERROR,
+        "rank %d: exiting while still in a training job: aborting the job",
         rank);
     MPI_Abort (MPI_COMM_WORLD, 1);
   }
@@ -206,8 +206,7 @@ mpi_broadcast (GtComm *comm, void *data, size_t bytes, int root, char *why,
 static void
 mpi_abort (GtComm *comm, int code, const char *message)
 {
-  fprintf (stderr, "gst-train: rank %d: %s\n", mpi_rank (comm), message);
-  fflush (stderr);
+  gt_log (NULL, GT_LOG_ERROR, "rank %d: %s", mpi_rank (comm), message);
   MPI_Abort (comm ? comm->world : MPI_COMM_WORLD, code);
 }
 

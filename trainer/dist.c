@@ -1,6 +1,7 @@
 /* dist.c: data-parallel jobs: gt_comm_* through the MPI module
  * (mpi-module.h, trainer/dist-mpi.c, opened by the first gt_comm_new), and
  * the reduction of a step's gradients and trailer (backend.h). */
+#include "gt-log.h"
 #include "mpi-module.h"
 #include "module-loader.h"
 #include "trainer-private.h"
@@ -124,7 +125,7 @@ void
 gt_comm_abort (GtComm *comm, int code, const char *message)
 {
   if (comm == NULL || mpi == NULL) {
-    fprintf (stderr, "gst-train: %s\n", message);
+    gt_log (NULL, GT_LOG_ERROR, "%s", message);
     exit (code);
   }
   mpi->abort (comm, code, message);

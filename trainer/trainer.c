@@ -64,7 +64,7 @@ gt_trainer_config_init (GtTrainerConfig *config)
     .cpu_isa = GT_CPU_ISA_AUTO,
     .cuda_graphs = 1,
     /* everything else 0: seed 0, no warmup, total_steps unknown, no
-     * nesterov, no CUDA profile */
+     * nesterov, no CUDA profile, messages to stderr (no log_func) */
   };
 
   *config = defaults;

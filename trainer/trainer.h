@@ -94,6 +94,17 @@ typedef enum
 
 typedef struct GtComm GtComm;
 
+typedef enum
+{
+  GT_LOG_ERROR,
+  GT_LOG_WARNING,
+  GT_LOG_INFO,
+  GT_LOG_DEBUG
+} GtLogLevel;
+/* Receives the training library's messages (one line, no newline). */
+typedef void (*GtLogFunc) (
+    GtLogLevel level, const char *message, void *user_data);
+
 typedef struct
 {
   GtModel model;
@@ -168,6 +179,15 @@ typedef struct
    * backward pass goes on, and whether they travel as bf16 (0: fp32). */
   size_t bucket_bytes;
   int comm_bf16;
+
+  /* Where the trainer's messages go (fallbacks it took, choices that cost
+   * determinism), called from the thread that made the call which
+   * reports; @log_data is handed back. NULL (the default): warnings and
+   * errors are printed to stderr as "gst-train: MESSAGE", the rest
+   * dropped. The profile's JSON lines (cuda_profile) are data, not
+   * messages: they always go to stderr. */
+  GtLogFunc log_func;
+  void *log_data;
 } GtTrainerConfig;
 
 /* A batch: num_samples images of height x width x channels (1 or 3) uint8,

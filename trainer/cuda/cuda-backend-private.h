@@ -11,6 +11,7 @@
 extern "C" {
 #include "backend.h"
 #include "gt-error.h"
+#include "gt-log.h"
 }
 #include "cuda-cudnn.h"
 #include "cuda-kernels.h"

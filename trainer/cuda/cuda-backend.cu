@@ -402,8 +402,8 @@ setup (CudaBackend *cuda)
   workspace = free_bytes / 4;
   if (workspace > CUDNN_WORKSPACE_MAX)
     workspace = CUDNN_WORKSPACE_MAX;
-  cuda->cudnn = gt_cudnn_new (cuda->compute, cuda->dtype, workspace, &status,
-      cuda->why, sizeof (cuda->why));
+  cuda->cudnn = gt_cudnn_new (cuda->compute, cuda->dtype, workspace,
+      &cuda->config, &status, cuda->why, sizeof (cuda->why));
   if (cuda->cudnn == NULL)
     return status;
 

@@ -4,6 +4,7 @@
  * choice out. */
 #include "cuda-algo-choice.h"
 #include "cuda-cudnn.h"
+#include "gt-log.h"
 #include "trainer.h"
 
 #include <cudnn.h>
@@ -31,6 +32,7 @@ typedef struct
 
 struct GtCudnn
 {
+  const GtTrainerConfig *config; /* its log_func hears the warnings */
   cudnnHandle_t handle;
   cudaStream_t stream;
   GtCudaDtype dtype;
@@ -245,11 +247,11 @@ note_nondeterministic (
 
   describe_shape (shape, text, sizeof (text));
   if (cudnn->nondeterministic++ == 0)
-    fprintf (stderr,
-        "gst-train: warning: cuDNN has no deterministic fp32 %s algorithm "
-        "for a %s (without TF32, within a %zu MiB workspace); using the "
-        "fastest non-deterministic one (algorithm %d): fp32 training is no "
-        "longer bit-reproducible\n",
+    gt_log (cudnn->config, GT_LOG_WARNING,
+        "warning: cuDNN has no deterministic fp32 %s algorithm for a %s "
+        "(without TF32, within a %zu MiB workspace); using the fastest "
+        "non-deterministic one (algorithm %d): fp32 training is no longer "
+        "bit-reproducible",
         direction, text, cudnn->workspace_bytes >> 20, algo);
   pthread_mutex_lock (&nondeterministic_lock);
   nondeterministic_total++;
@@ -624,7 +626,7 @@ get_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad, void *x,
 
 GtCudnn *
 gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype, size_t workspace_bytes,
-    int *status, char *why, size_t why_size)
+    const GtTrainerConfig *config, int *status, char *why, size_t why_size)
 {
   GtCudnn *cudnn = (GtCudnn *)calloc (1, sizeof (GtCudnn));
   cudnnStatus_t cs;
@@ -635,6 +637,7 @@ gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype, size_t workspace_bytes,
     *status = GT_ERROR_NO_MEMORY;
     return NULL;
   }
+  cudnn->config = config;
   cudnn->dtype = dtype;
   cudnn->stream = stream;
   if ((cs = cudnnCreate (&cudnn->handle)) != CUDNN_STATUS_SUCCESS

@@ -33,10 +33,12 @@ typedef struct
 typedef struct GtCudnn GtCudnn;
 
 /* A cuDNN handle on @stream for @dtype with a workspace of
- * @workspace_bytes; NULL with the reason in @why. *@status says which
- * GtStatus the failure is. */
+ * @workspace_bytes, which warns through @config's log_func (gt-log.h;
+ * @config must outlive it); NULL with the reason in @why. *@status says
+ * which GtStatus the failure is. */
 GtCudnn *gt_cudnn_new (cudaStream_t stream, GtCudaDtype dtype,
-    size_t workspace_bytes, int *status, char *why, size_t why_size);
+    size_t workspace_bytes, const GtTrainerConfig *config, int *status,
+    char *why, size_t why_size);
 void gt_cudnn_free (GtCudnn *cudnn);
 /* One JSON line on @out: cuDNN's version, the convolution shapes planned,
  * the seconds spent choosing their algorithms (the profile prints it, so

@@ -423,8 +423,8 @@ prepare (CudaBackend *cuda, int nccl_everywhere, const char *nccl_why)
   /* one line for both: the fallback and the graphs it turns off */
   if (dist->mode == DIST_MPI && (cuda->use_graph || fallback != NULL)
       && dist->rank == 0)
-    fprintf (stderr,
-        "gst-train: comm-backend %s reduces through host memory%s%s%s\n", named,
+    gt_log (config, GT_LOG_WARNING,
+        "comm-backend %s reduces through host memory%s%s%s", named,
         cuda->use_graph ? ": CUDA graphs are off for this trainer" : "",
         fallback ? "; NCCL cannot be used: " : "", fallback ? fallback : "");
   if (dist->mode == DIST_MPI && cuda->use_graph) {

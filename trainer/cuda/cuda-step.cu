@@ -517,9 +517,9 @@ step_begin (CudaBackend *cuda, const GtBatch *batch, float lr)
         return backend_fail (cuda, GT_ERROR_DEVICE,
             "CUDA: the step could not be captured as a graph "
             "(cuda_require_graph is set)");
-      fprintf (stderr,
-          "gst-train: the CUDA step could not be captured as a graph (%s); "
-          "running it without graphs from now on\n",
+      gt_log (&cuda->config, GT_LOG_WARNING,
+          "the CUDA step could not be captured as a graph (%s); running it "
+          "without graphs from now on",
           cuda->graph_off);
       cuda->use_graph = 0;
     }
