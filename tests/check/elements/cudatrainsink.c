@@ -1433,7 +1433,7 @@ cudatrainsink_suite (void)
 
   tcase_add_checked_fixture (tc, NULL, remove_dataset);
 
-  /* enforced only when check forks (CK_FORK=yes); under meson's
+  /* enforced when check forks (CK_FORK=yes, as meson runs it); under
    * CK_FORK=no, BUS_WAIT bounds every wait */
   tcase_set_timeout (tc, 600);
   suite_add_tcase (s, tc);
