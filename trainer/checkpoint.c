@@ -1,11 +1,13 @@
-/* checkpoint.c: saving and loading a trainer as safetensors.
+/* checkpoint.c: a model's host state as safetensors and back
+ * (checkpoint.h).
  *
  * The model's tensors go under torchvision's state_dict names and layouts,
  * so that torchvision loads them with strict=True once the optimiser's
  * "optimizer.momentum.*" tensors are left out; the step, the RNG and the
  * caller's metadata ride in the header's metadata. */
+#include "checkpoint.h"
+#include "gt-error.h"
 #include "safetensors.h"
-#include "trainer-private.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,28 +24,23 @@ entry_is_float (const GtTensorEntry *entry)
 }
 
 int
-gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only)
+gt_checkpoint_write (const char *path, const GtModelSpec *spec,
+    const GtHostState *state, const GtCheckpointHeader *header, char *why,
+    size_t why_size)
 {
-  const GtModelSpec *spec = &trainer->spec;
   GtStWriter *writer = NULL;
   float *torch_params = NULL, *torch_momentum = NULL;
-  GtHostState state;
-  char text[128], why[512];
+  char text[128];
   int status, i;
 
-  if (trainer->step_pending)
-    return gt_trainer_fail (
-        trainer, GT_ERROR_INVALID, "a step is running: end it before saving");
-  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
-    return status;
   writer = gt_st_writer_new ();
   torch_params = malloc (spec->num_params * sizeof (float));
-  if (!weights_only)
+  if (header != NULL)
     torch_momentum = malloc (spec->num_params * sizeof (float));
   if (writer == NULL || torch_params == NULL
-      || (!weights_only && torch_momentum == NULL)) {
-    status = gt_trainer_fail (
-        trainer, GT_ERROR_NO_MEMORY, "out of memory saving %s", path);
+      || (header != NULL && torch_momentum == NULL)) {
+    status = gt_error_set (
+        why, why_size, GT_ERROR_NO_MEMORY, "out of memory saving %s", path);
     goto done;
   }
 
@@ -52,73 +49,63 @@ gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only)
     const void *data;
 
     if (entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED)
-      data = state.num_batches_tracked;
+      data = state->num_batches_tracked;
     else if (!gt_entry_is_parameter (entry))
-      data = state.stats + entry->offset;
+      data = state->stats + entry->offset;
     else {
       gt_entry_to_torch (
-          entry, state.params + entry->offset, torch_params + entry->offset);
+          entry, state->params + entry->offset, torch_params + entry->offset);
       data = torch_params + entry->offset;
     }
     if (gt_st_writer_add (writer, entry->name,
             entry_is_float (entry) ? GT_ST_F32 : GT_ST_I64, entry->ndim,
             entry->shape, data)
         < 0) {
-      status = gt_trainer_fail (trainer, GT_ERROR_INVALID,
+      status = gt_error_set (why, why_size, GT_ERROR_INVALID,
           "could not add %s to %s", entry->name, path);
       goto done;
     }
   }
-  for (i = 0; !weights_only && i < spec->num_entries; i++) {
+  for (i = 0; header != NULL && i < spec->num_entries; i++) {
     const GtTensorEntry *entry = &spec->entries[i];
     char name[128];
 
     if (!gt_entry_is_parameter (entry))
       continue;
     gt_entry_to_torch (
-        entry, state.momentum + entry->offset, torch_momentum + entry->offset);
+        entry, state->momentum + entry->offset, torch_momentum + entry->offset);
     snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
     if (gt_st_writer_add (writer, name, GT_ST_F32, entry->ndim, entry->shape,
             torch_momentum + entry->offset)
         < 0) {
-      status = gt_trainer_fail (
-          trainer, GT_ERROR_INVALID, "could not add %s to %s", name, path);
+      status = gt_error_set (why, why_size, GT_ERROR_INVALID,
+          "could not add %s to %s", name, path);
       goto done;
     }
   }
 
   gt_st_writer_set_metadata (writer, "format", "pt");
   gt_st_writer_set_metadata (
-      writer, "gst_train.model", gt_model_name (trainer->config.model));
+      writer, "gst_train.model", gt_model_name (spec->model));
   snprintf (text, sizeof (text), "%d", spec->num_classes);
   gt_st_writer_set_metadata (writer, "gst_train.num_classes", text);
-  if (!weights_only) {
+  if (header != NULL) {
     gt_st_writer_set_metadata (writer, "gst_train.kind", "checkpoint");
-    snprintf (text, sizeof (text), "%" PRId64, trainer->step);
+    snprintf (text, sizeof (text), "%" PRId64, header->step);
     gt_st_writer_set_metadata (writer, "gst_train.step", text);
     snprintf (text, sizeof (text),
         "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
-        trainer->rng.s[0], trainer->rng.s[1], trainer->rng.s[2],
-        trainer->rng.s[3]);
+        header->rng.s[0], header->rng.s[1], header->rng.s[2], header->rng.s[3]);
     gt_st_writer_set_metadata (writer, "gst_train.rng", text);
-    /* the job's shape, for a resume on another number of ranks */
-    snprintf (text, sizeof (text), "%d", gt_trainer_world_size (trainer));
-    gt_trainer_set_metadata (trainer, "world_size", text);
-    snprintf (text, sizeof (text), "%lld",
-        (long long)trainer->config.batch_size
-            * gt_trainer_world_size (trainer));
-    gt_trainer_set_metadata (trainer, "global_batch", text);
-    snprintf (text, sizeof (text), "%" PRId64, trainer->samples_seen);
-    gt_trainer_set_metadata (trainer, "samples_seen", text);
-    for (i = 0; i < trainer->num_metadata; i++)
+    for (i = 0; i < header->num_metadata; i++)
       gt_st_writer_set_metadata (
-          writer, trainer->metadata[i].key, trainer->metadata[i].value);
+          writer, header->metadata[i].key, header->metadata[i].value);
   } else {
     gt_st_writer_set_metadata (writer, "gst_train.kind", "weights");
   }
 
-  if (gt_st_writer_write (writer, path, why, sizeof (why)) < 0)
-    status = gt_trainer_fail (trainer, GT_ERROR_IO, "%s", why);
+  if (gt_st_writer_write (writer, path, why, why_size) < 0)
+    status = GT_ERROR_IO;
   else
     status = GT_OK;
 
@@ -219,31 +206,66 @@ read_parameter (GtStFile *file, const GtStTensor *tensor,
   gt_entry_from_torch (entry, staging + entry->offset, out + entry->offset);
 }
 
-int
-gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed)
+/* Copies the caller's metadata of @file (all but "format" and
+ * gst_train.*) into @checkpoint; -1 when memory ran out. */
+static int
+copy_metadata (GtStFile *file, GtCheckpoint *checkpoint)
 {
-  const GtModelSpec *spec = &trainer->spec;
+  int count = gt_st_num_metadata (file), i;
+
+  checkpoint->metadata = calloc (count ? count : 1, sizeof (GtMetadataEntry));
+  if (checkpoint->metadata == NULL)
+    return -1;
+  for (i = 0; i < count; i++) {
+    const char *key = gt_st_metadata_key (file, i);
+    GtMetadataEntry *entry = &checkpoint->metadata[checkpoint->num_metadata];
+
+    if (strcmp (key, "format") == 0 || strncmp (key, "gst_train.", 10) == 0)
+      continue;
+    entry->key = strdup (key);
+    entry->value = strdup (gt_st_metadata (file, key));
+    checkpoint->num_metadata++;
+    if (entry->key == NULL || entry->value == NULL)
+      return -1;
+  }
+  return 0;
+}
+
+void
+gt_checkpoint_clear (GtCheckpoint *checkpoint)
+{
+  int i;
+
+  free (checkpoint->params);
+  free (checkpoint->momentum);
+  free (checkpoint->stats);
+  for (i = 0; i < checkpoint->num_metadata; i++) {
+    free (checkpoint->metadata[i].key);
+    free (checkpoint->metadata[i].value);
+  }
+  free (checkpoint->metadata);
+  memset (checkpoint, 0, sizeof (*checkpoint));
+}
+
+int
+gt_checkpoint_read (const char *path, const GtModelSpec *spec,
+    GtCheckpoint *checkpoint, char *why, size_t why_size)
+{
   GtStFile *file;
-  GtHostState state;
-  char why[512], missing[512] = "", unexpected[512] = "", problem[512] = "";
+  char missing[512] = "", unexpected[512] = "", problem[512] = "";
   int num_missing = 0, num_unexpected = 0, num_problems = 0;
-  float *params = NULL, *momentum = NULL, *stats = NULL, *staging = NULL;
-  int64_t num_batches_tracked = 0, step = 0;
-  GtRandom rng = trainer->rng;
+  float *staging = NULL;
   const char *kind, *text;
   int full, status, i;
 
-  if (trainer->step_pending)
-    return gt_trainer_fail (
-        trainer, GT_ERROR_INVALID, "a step is running: end it before loading");
-  file = gt_st_open (path, why, sizeof (why));
+  memset (checkpoint, 0, sizeof (*checkpoint));
+  file = gt_st_open (path, why, why_size);
   if (file == NULL)
-    return gt_trainer_fail (trainer, GT_ERROR_IO, "%s", why);
+    return GT_ERROR_IO;
   kind = gt_st_metadata (file, "gst_train.kind");
   full = kind != NULL && strcmp (kind, "checkpoint") == 0;
+  checkpoint->full = full;
 
-  /* Everything is checked and read into new buffers before the trainer
-   * changes, so that a bad file leaves it as it was. */
   for (i = 0; i < spec->num_entries; i++) {
     const GtTensorEntry *entry = &spec->entries[i];
     const GtStTensor *tensor = gt_st_find (file, entry->name);
@@ -276,9 +298,9 @@ gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed)
       list_append (unexpected, sizeof (unexpected), &num_unexpected, name);
   }
   if (num_missing || num_unexpected || num_problems) {
-    status = gt_trainer_fail (trainer, GT_ERROR_MISMATCH,
+    status = gt_error_set (why, why_size, GT_ERROR_MISMATCH,
         "%s does not fit %s with %d classes:%s%s%s%s%s%s", path,
-        gt_model_name (trainer->config.model), spec->num_classes,
+        gt_model_name (spec->model), spec->num_classes,
         num_missing ? " missing " : "", missing,
         num_unexpected ? "; unexpected " : "", unexpected,
         num_problems ? "; " : "", problem);
@@ -289,22 +311,27 @@ gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed)
 
     text = gt_st_metadata (file, "gst_train.step");
     if (text != NULL)
-      step = strtoll (text, &end, 10);
-    if (text == NULL || end == text || *end != '\0' || step < 0
-        || parse_rng (gt_st_metadata (file, "gst_train.rng"), &rng) < 0) {
-      status = gt_trainer_fail (trainer, GT_ERROR_MISMATCH,
+      checkpoint->step = strtoll (text, &end, 10);
+    if (text == NULL || end == text || *end != '\0' || checkpoint->step < 0
+        || parse_rng (gt_st_metadata (file, "gst_train.rng"), &checkpoint->rng)
+            < 0) {
+      status = gt_error_set (why, why_size, GT_ERROR_MISMATCH,
           "%s is a checkpoint without a valid step or RNG state", path);
       goto done;
     }
+    text = gt_st_metadata (file, "samples_seen");
+    if (text != NULL)
+      checkpoint->samples_seen = strtoll (text, NULL, 10);
   }
 
-  params = malloc (spec->num_params * sizeof (float));
-  momentum = calloc (spec->num_params, sizeof (float));
-  stats = malloc (spec->num_stats * sizeof (float));
+  checkpoint->params = malloc (spec->num_params * sizeof (float));
+  checkpoint->momentum = calloc (spec->num_params, sizeof (float));
+  checkpoint->stats = malloc (spec->num_stats * sizeof (float));
   staging = malloc (spec->num_params * sizeof (float));
-  if (!params || !momentum || !stats || !staging) {
-    status = gt_trainer_fail (
-        trainer, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
+  if (!checkpoint->params || !checkpoint->momentum || !checkpoint->stats
+      || !staging || (full && copy_metadata (file, checkpoint) < 0)) {
+    status = gt_error_set (
+        why, why_size, GT_ERROR_NO_MEMORY, "out of memory loading %s", path);
     goto done;
   }
   for (i = 0; i < spec->num_entries; i++) {
@@ -313,52 +340,27 @@ gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed)
 
     if (entry->kind == GT_ENTRY_NUM_BATCHES_TRACKED) {
       /* all norms count the same steps: the last one read stands */
-      memcpy (
-          &num_batches_tracked, gt_st_data (file, tensor), sizeof (int64_t));
+      memcpy (&checkpoint->num_batches_tracked, gt_st_data (file, tensor),
+          sizeof (int64_t));
       continue;
     }
     if (!gt_entry_is_parameter (entry)) {
-      memcpy (stats + entry->offset, gt_st_data (file, tensor),
+      memcpy (checkpoint->stats + entry->offset, gt_st_data (file, tensor),
           entry->numel * sizeof (float));
       continue;
     }
-    read_parameter (file, tensor, entry, staging, params);
+    read_parameter (file, tensor, entry, staging, checkpoint->params);
     if (full) {
       char name[128];
 
       snprintf (name, sizeof (name), MOMENTUM_PREFIX "%s", entry->name);
-      read_parameter (file, gt_st_find (file, name), entry, staging, momentum);
+      read_parameter (
+          file, gt_st_find (file, name), entry, staging, checkpoint->momentum);
     }
   }
-
-  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
-    goto done;
-  memcpy (state.params, params, spec->num_params * sizeof (float));
-  memcpy (state.momentum, momentum, spec->num_params * sizeof (float));
-  memcpy (state.stats, stats, spec->num_stats * sizeof (float));
-  *state.num_batches_tracked = num_batches_tracked;
-  if ((status = trainer->ops->sync_from_host (trainer->backend)))
-    goto done;
-  trainer->step = full ? step : 0;
-  trainer->rng = rng;
-  trainer->samples_seen = 0;
-  text = full ? gt_st_metadata (file, "samples_seen") : NULL;
-  if (text != NULL)
-    trainer->samples_seen = strtoll (text, NULL, 10);
-  for (i = 0; full && i < gt_st_num_metadata (file); i++) {
-    const char *key = gt_st_metadata_key (file, i);
-
-    if (strcmp (key, "format") != 0 && strncmp (key, "gst_train.", 10) != 0)
-      gt_trainer_set_metadata (trainer, key, gt_st_metadata (file, key));
-  }
-  if (resumed)
-    *resumed = full;
   status = GT_OK;
 
 done:
-  free (params);
-  free (momentum);
-  free (stats);
   free (staging);
   gt_st_close (file);
   return status;

@@ -1,17 +1,12 @@
-/* trainer-private.h: the GtTrainer object, shared by trainer.c and
- * checkpoint.c. */
+/* trainer-private.h: the GtTrainer object (trainer.c), and what the
+ * data-parallel code (dist.c) tells trainer.c. */
 #ifndef GT_TRAINER_PRIVATE_H
 #define GT_TRAINER_PRIVATE_H
 
 #include "backend.h"
+#include "checkpoint.h"
 #include "gt-error.h"
 #include "gt-random.h"
-
-typedef struct
-{
-  char *key;
-  char *value;
-} GtMetadataEntry;
 
 struct GtTrainer
 {
@@ -33,10 +28,6 @@ struct GtTrainer
 #define gt_trainer_fail(trainer, status, ...)                                  \
   gt_error_set (                                                               \
       (trainer)->error, sizeof ((trainer)->error), (status), __VA_ARGS__)
-
-/* checkpoint.c: gt_trainer_load in one process (trainer.c adds the
- * data-parallel part) */
-int gt_trainer_load_file (GtTrainer *trainer, const char *path, int *resumed);
 
 /* dist.c: counts this process's trainers in a job, for the exit handler */
 void gt_dist_trainer_joined (void);

@@ -1,8 +1,11 @@
 /* trainer.c: backend-independent entry points of the training library:
- * configuration, the learning-rate schedule, steps and tensor access. */
+ * configuration, the learning-rate schedule, steps, tensor access, and
+ * saving and loading the trainer (checkpoint.c writes and reads the
+ * files). */
 #include "trainer-private.h"
 #include "cuda-module.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +276,79 @@ gt_trainer_samples_seen (const GtTrainer *trainer)
   return trainer->samples_seen;
 }
 
+/* ---- checkpoints (checkpoint.c reads and writes the files) ---- */
+
+int
+gt_trainer_save (GtTrainer *trainer, const char *path, int weights_only)
+{
+  GtCheckpointHeader header;
+  GtHostState state;
+  char text[64];
+  int status;
+
+  if (trainer->step_pending)
+    return gt_trainer_fail (
+        trainer, GT_ERROR_INVALID, "a step is running: end it before saving");
+  if ((status = trainer->ops->sync_to_host (trainer->backend, &state)))
+    return status;
+  if (!weights_only) {
+    /* the job's shape, for a resume on another number of ranks */
+    snprintf (text, sizeof (text), "%d", gt_trainer_world_size (trainer));
+    gt_trainer_set_metadata (trainer, "world_size", text);
+    snprintf (text, sizeof (text), "%lld",
+        (long long)trainer->config.batch_size
+            * gt_trainer_world_size (trainer));
+    gt_trainer_set_metadata (trainer, "global_batch", text);
+    snprintf (text, sizeof (text), "%" PRId64, trainer->samples_seen);
+    gt_trainer_set_metadata (trainer, "samples_seen", text);
+  }
+  header.step = trainer->step;
+  header.rng = trainer->rng;
+  header.metadata = trainer->metadata;
+  header.num_metadata = trainer->num_metadata;
+  return gt_checkpoint_write (path, &trainer->spec, &state,
+      weights_only ? NULL : &header, trainer->error, sizeof (trainer->error));
+}
+
+/* gt_trainer_load in one process: the trainer takes what the file holds,
+ * or stays as it was when anything in it does not fit. */
+static int
+load_file (GtTrainer *trainer, const char *path, int *resumed)
+{
+  const GtModelSpec *spec = &trainer->spec;
+  GtCheckpoint checkpoint;
+  GtHostState state;
+  int status, i;
+
+  if (trainer->step_pending)
+    return gt_trainer_fail (
+        trainer, GT_ERROR_INVALID, "a step is running: end it before loading");
+  status = gt_checkpoint_read (
+      path, spec, &checkpoint, trainer->error, sizeof (trainer->error));
+  if (status == GT_OK
+      && !(status = trainer->ops->sync_to_host (trainer->backend, &state))) {
+    memcpy (state.params, checkpoint.params, spec->num_params * sizeof (float));
+    memcpy (
+        state.momentum, checkpoint.momentum, spec->num_params * sizeof (float));
+    memcpy (state.stats, checkpoint.stats, spec->num_stats * sizeof (float));
+    *state.num_batches_tracked = checkpoint.num_batches_tracked;
+    status = trainer->ops->sync_from_host (trainer->backend);
+  }
+  if (status == GT_OK) {
+    trainer->step = checkpoint.step;
+    if (checkpoint.full)
+      trainer->rng = checkpoint.rng;
+    trainer->samples_seen = checkpoint.samples_seen;
+    for (i = 0; i < checkpoint.num_metadata; i++)
+      gt_trainer_set_metadata (
+          trainer, checkpoint.metadata[i].key, checkpoint.metadata[i].value);
+    if (resumed)
+      *resumed = checkpoint.full;
+  }
+  gt_checkpoint_clear (&checkpoint);
+  return status;
+}
+
 int
 gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
 {
@@ -282,12 +358,12 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
   int local_resumed = 0;
 
   if (comm == NULL)
-    return gt_trainer_load_file (trainer, path, resumed);
+    return load_file (trainer, path, resumed);
   if (!trainer->in_job)
     return gt_trainer_fail (trainer, GT_ERROR_STOPPED,
         "this rank has left its job: it loads no checkpoint");
   if (gt_comm_rank (comm) == 0) {
-    outcome[0] = gt_trainer_load_file (trainer, path, &local_resumed);
+    outcome[0] = load_file (trainer, path, &local_resumed);
     outcome[1] = local_resumed;
   }
   if (gt_comm_broadcast (comm, outcome, sizeof (outcome), 0, why, sizeof (why))

@@ -1,13 +1,16 @@
 /* cpu-backend.c: the fp32 reference backend. It runs a GtModelSpec layer
- * by layer with the kernels of cpu-layers.c, keeping every activation of
- * the forward pass for the backward pass, and applies SGD to the flat
- * parameter buffer. Read next to the CUDA backend: the same steps, in the
+ * by layer with the kernels of cpu-conv.c, cpu-norm.c and cpu-layers.c,
+ * keeping every activation of the forward pass for the backward pass, and
+ * applies SGD to the flat parameter buffer. Read next to the CUDA backend: the same steps, in the
  * same order, with the same names. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "backend.h"
 #include "cpu-blas.h"
+#include "cpu-conv.h"
 #include "cpu-direct-conv.h"
 #include "cpu-layers.h"
+#include "cpu-norm.h"
+#include "cpu-streaming.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -9,6 +9,7 @@
  * backward pass for the input is the same kernel on the padded output
  * gradient with the kernel flipped and its channels swapped. */
 #include "cpu-direct-conv.h"
+#include "cpu-norm.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef GT_CPU_DIRECT_CONV_H
 #define GT_CPU_DIRECT_CONV_H
 
-#include "cpu-layers.h"
+#include "cpu-scratch.h"
 
 /* 1 when @conv is 3x3, stride 1, padding 1 with 16, 32 or 64 output
  * channels (input channels too, @for_input_grad). */
