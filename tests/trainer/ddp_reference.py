@@ -340,8 +340,20 @@ def cmd_check_gloo(a):
     # Rank r's file must match the emulation on everything it wrote: its own
     # logits, losses and statistics, and the shared gradients, parameters
     # and momentum (rank 0's file also has its statistics as final.<name>).
-    mismatches, compared = [], 0
+    # And it must have written all of that: a rank that wrote nothing would
+    # otherwise differ in nothing.
+    params = [name for name, _ in tr.build_model(
+        a.model, a.classes, bool(a.zero_init_residual)).named_parameters()]
+    mismatches, compared, expected = [], 0, 0
     for r, tensors in enumerate(real):
+        wanted = {n for n in emulated if n.startswith(f"rank{r}.")}
+        wanted |= {prefix + p for p in params
+                   for prefix in ("step0.grad.", "final.", "final.momentum.")}
+        if r == 0:
+            wanted |= {n for n in emulated if n.startswith("final.")}
+        expected += len(wanted)
+        for name in sorted(wanted - set(tensors)):
+            mismatches.append(f"rank {r}: {name}: not written")
         for name, value in tensors.items():
             want = emulated.get(name)
             if want is None:
@@ -350,6 +362,9 @@ def cmd_check_gloo(a):
             compared += 1
             if value.dtype != want.dtype or not torch.equal(value, want):
                 mismatches.append(f"rank {r}: " + describe_difference(name, value, want))
+    if compared != expected:
+        mismatches.append(f"{compared} tensors compared, {expected} expected "
+                          f"({len(params)} parameters, {a.ranks} ranks)")
     for line in mismatches:
         print("FAIL: " + line)
     print(f"{'OK' if not mismatches else 'FAIL'}: {a.ranks}-rank gloo DDP against the "
