@@ -1,8 +1,9 @@
 /* cuda-kernels.h: the CUDA backend's own kernels, everything of a step that
  * is not a convolution (cuda-cudnn.h) or the classifier's products (cuBLAS):
  * input conversion, batch-norm with ReLU and residual add, pooling, the
- * loss, the optimiser. The layers are cpu-layers.c's, with the same names
- * and the same arithmetic where that arithmetic fixes the result.
+ * loss, the optimiser (cuda-kernels.cu; batch-norm in cuda-norm.cu). The
+ * layers are the CPU backend's (cpu-norm.c, cpu-layers.c), with the same
+ * names and the same arithmetic where that arithmetic fixes the result.
  *
  * Activations are NHWC in GtCudaDtype (fp32 for parity, bf16 otherwise);
  * statistics, parameters, gradients of parameters and the loss are fp32.
