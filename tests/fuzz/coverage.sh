@@ -15,8 +15,8 @@ case $target in
   jpeg) sources="elements/data/jpeg-decode.c"; libs="glib-2.0 libturbojpeg" ;;
   dataset-list) sources="elements/data/dataset-index.c"; libs="glib-2.0" ;;
   safetensors) sources="trainer/safetensors.c"; libs="glib-2.0" ;;
-  idx) sources="pipelines/idx-reader.c"; libs="glib-2.0 zlib" ;;
-  strings) sources="elements/data/dataset-index.c pipelines/idx-reader.c"
+  idx) sources="pipelines/dataset-tool/idx-reader.c"; libs="glib-2.0 zlib" ;;
+  strings) sources="elements/data/dataset-index.c pipelines/dataset-tool/idx-reader.c"
     libs="glib-2.0 zlib" ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2046,SC2086
 clang -O1 -g -fprofile-instr-generate -fcoverage-mapping \
   -I"$src/tests/fuzz" -I"$src/elements/data" -I"$src/trainer" \
-  -I"$src/pipelines" -I"$src/common" $(pkg-config --cflags $libs) \
+  -I"$src/pipelines/dataset-tool" -I"$src/common" $(pkg-config --cflags $libs) \
   "$src/tests/fuzz/fuzz-$target.c" "$src/tests/fuzz/replay.c" \
   "$src/tests/fuzz/fuzz-scratch.c" $(for s in $sources; do echo "$src/$s"; done) \
   $(pkg-config --libs $libs) -o "$work/replay"

@@ -1,7 +1,8 @@
-/* fuzz-idx.c: gst-train-dataset's IDX reader (pipelines/idx-reader.c) on
- * arbitrary bytes, written to a scratch file and read as an image file and
- * as a label file. The reader sniffs the gzip magic itself, so gzip and
- * plain inputs take the same door.
+/* fuzz-idx.c: gst-train-dataset's IDX reader
+ * (pipelines/dataset-tool/idx-reader.c) on arbitrary bytes, written to a
+ * scratch file and read as an image file and as a label file. The reader
+ * sniffs the gzip magic itself, so gzip and plain inputs take the same
+ * door.
  *
  * A file it accepts must hold exactly the bytes its header announces, and
  * memory follows the data: an input of a few kilobytes never fails for lack
