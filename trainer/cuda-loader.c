@@ -8,41 +8,46 @@
 #include "cuda-module.h"
 #include "module-loader.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const GtCudaModule *loaded_module;
 static char load_error[2560];
 
+#ifdef GT_HAVE_CUDA_MODULE
+/* The module was built from these headers. */
+static int
+module_fits (const void *table)
+{
+  const GtCudaModule *module = table;
+
+  return module->ops_size == sizeof (GtBackendOps)
+      && module->config_size == sizeof (GtTrainerConfig)
+      && module->spec_size == sizeof (GtModelSpec)
+      && module->device_info_size == sizeof (GtCudaDeviceInfo);
+}
+
+static const GtModuleInfo module_info = {
+  .env_var = "GT_CUDA_MODULE",
+  .file_name = GT_CUDA_MODULE_FILE,
+  .what = "the CUDA backend",
+  .module = "the CUDA backend module",
+  .symbol = GT_CUDA_MODULE_SYMBOL,
+  .abi = GT_CUDA_MODULE_ABI,
+  .fits = module_fits,
+};
+#endif
+
 static void
 load_module (void)
 {
 #ifdef GT_HAVE_CUDA_MODULE
-  const GtCudaModule *module;
-  void *handle = gt_module_open ("GT_CUDA_MODULE", GT_CUDA_MODULE_FILE,
-      "the CUDA backend", load_error, sizeof (load_error));
-
-  if (handle == NULL)
-    return;
-  module = dlsym (handle, GT_CUDA_MODULE_SYMBOL);
-  if (module == NULL || module->abi != GT_CUDA_MODULE_ABI
-      || module->ops_size != sizeof (GtBackendOps)
-      || module->config_size != sizeof (GtTrainerConfig)
-      || module->spec_size != sizeof (GtModelSpec)
-      || module->device_info_size != sizeof (GtCudaDeviceInfo)) {
-    snprintf (load_error, sizeof (load_error),
-        "the CUDA backend module " GT_CUDA_MODULE_FILE
-        " is from another build of gst-train: rebuild or reinstall it");
-    dlclose (handle);
-    return;
-  }
-  loaded_module = module; /* kept open for the life of the process */
+  loaded_module =
+      gt_module_load (&module_info, load_error, sizeof (load_error));
 #else
   snprintf (load_error, sizeof (load_error),
       "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "

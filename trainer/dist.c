@@ -6,7 +6,6 @@
 #include "module-loader.h"
 #include "trainer-private.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include <math.h>
@@ -20,25 +19,22 @@ static pthread_once_t mpi_once = PTHREAD_ONCE_INIT;
 static const GtMpiModule *mpi;
 static char mpi_error[1280];
 
+#ifdef GT_HAVE_MPI_MODULE
+static const GtModuleInfo mpi_module_info = {
+  .env_var = "GT_MPI_MODULE",
+  .file_name = GT_MPI_MODULE_FILE,
+  .what = "the MPI module",
+  .module = "the MPI module",
+  .symbol = GT_MPI_MODULE_SYMBOL,
+  .abi = GT_MPI_MODULE_ABI,
+};
+#endif
+
 static void
 load_mpi_module (void)
 {
 #ifdef GT_HAVE_MPI_MODULE
-  const GtMpiModule *module;
-  void *handle = gt_module_open ("GT_MPI_MODULE", GT_MPI_MODULE_FILE,
-      "the MPI module", mpi_error, sizeof (mpi_error));
-
-  if (handle == NULL)
-    return;
-  module = dlsym (handle, GT_MPI_MODULE_SYMBOL);
-  if (module == NULL || module->abi != GT_MPI_MODULE_ABI) {
-    snprintf (mpi_error, sizeof (mpi_error),
-        "the MPI module " GT_MPI_MODULE_FILE
-        " is from another build of gst-train: rebuild or reinstall it");
-    dlclose (handle);
-    return;
-  }
-  mpi = module; /* kept open for the life of the process */
+  mpi = gt_module_load (&mpi_module_info, mpi_error, sizeof (mpi_error));
 #else
   snprintf (mpi_error, sizeof (mpi_error),
       "this build has no MPI (rebuild with libopenmpi-dev installed, meson "

@@ -39,6 +39,27 @@ gt_module_open_file (const char *env_var, const char *path, const char *what,
   return handle;
 }
 
+const void *
+gt_module_load (const GtModuleInfo *info, char *why, size_t why_size)
+{
+  void *handle = gt_module_open (
+      info->env_var, info->file_name, info->what, why, why_size);
+  const int *table;
+
+  if (handle == NULL)
+    return NULL;
+  table = dlsym (handle, info->symbol);
+  if (table == NULL || *table != info->abi
+      || (info->fits != NULL && !info->fits (table))) {
+    snprintf (why, why_size,
+        "%s %s is from another build of gst-train: rebuild or reinstall it",
+        info->module, info->file_name);
+    dlclose (handle);
+    return NULL;
+  }
+  return table;
+}
+
 void *
 gt_module_open (const char *env_var, const char *file_name, const char *what,
     char *why, size_t why_size)

@@ -19,6 +19,26 @@
 void *gt_module_open (const char *env_var, const char *file_name,
     const char *what, char *why, size_t why_size);
 
+/* A module's table of functions, as gt_module_load finds it. */
+typedef struct
+{
+  const char *env_var;   /* names the file to open instead of looking */
+  const char *file_name; /* looked for beside the library */
+  const char *what;      /* in messages: what cannot be loaded */
+  const char *module;    /* in the message of a module from another build */
+  const char *symbol;    /* the table it exports, whose first member is */
+  int abi;               /* an int that must be this */
+  /* when not NULL: 1 when the table fits this build (its sizes) */
+  int (*fits) (const void *table);
+} GtModuleInfo;
+
+/* Opens the module @info describes (gt_module_open) and returns its table,
+ * kept open for the life of the process; NULL with the reason in @why when
+ * it cannot be opened, or when its table is missing or does not fit ("the
+ * module FILE is from another build of gst-train"). */
+const void *gt_module_load (
+    const GtModuleInfo *info, char *why, size_t why_size);
+
 /* dlopen()s @path, which @env_var named (for a library opened by file, as
  * the CUDA module opens NCCL): the handle, or NULL with the reason in @why,
  * that @what is missing or cannot be loaded (the linker's message). */
