@@ -27,36 +27,25 @@
 # python3-torchvision. As root, mpirun wants OMPI_ALLOW_RUN_AS_ROOT=1 and
 # OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (set here when run as root).
 set -euo pipefail
+# shellcheck source=bench/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh" dist-cpu "$@"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CMDLINE="bench/dist-cpu.sh${*:+ $*}"
-RUNS=5
 STEPS=10
-QUICK=0
 RESNET50=1
-OUTPUT=
-PY=/usr/bin/python3
-
 while [ $# -gt 0 ]; do
   case $1 in
-    --runs) RUNS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
-    --quick) QUICK=1; shift ;;
     --no-resnet50) RESNET50=0; shift ;;
-    --output) OUTPUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "dist-cpu.sh: unknown option $1" >&2; exit 2 ;;
+    *) bench_option "$@"; shift "$BENCH_SHIFT" ;;
   esac
 done
 WARMUP=2
 if [ "$QUICK" = 1 ]; then
   RUNS=1 STEPS=3 WARMUP=1 RESNET50=0
-  : "${OUTPUT:=$ROOT/bench/out/dist-cpu-quick.md}"
 fi
-: "${OUTPUT:=$ROOT/docs/benchmarks/dist-cpu.md}"
+bench_default_output
 CORES=$(nproc)
 HALF=$((CORES / 2 > 0 ? CORES / 2 : 1))
-OUT=$ROOT/bench/out
 mkdir -p "$OUT" "$(dirname "$OUTPUT")"
 RESULTS=$OUT/dist-cpu.jsonl
 : > "$RESULTS"
@@ -64,14 +53,7 @@ if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 
-log() { echo "dist-cpu.sh: $*" >&2; }
-
-if [ ! -d "$ROOT/build-bench" ]; then
-  (cd "$ROOT" && meson setup build-bench --buildtype=release) > "$OUT/meson-setup.txt" 2>&1 ||
-    { tail -30 "$OUT/meson-setup.txt" >&2; exit 1; }
-fi
-ninja -C "$ROOT/build-bench" bench/dist-bench > "$OUT/ninja.txt" 2>&1 ||
-  { tail -30 "$OUT/ninja.txt" >&2; exit 1; }
+bench_build bench/dist-bench
 BENCH=$ROOT/build-bench/bench/dist-bench
 
 configs=("resnet20 32 32 10")

@@ -33,76 +33,51 @@
 # /usr/bin/python3 with PIL (python3-pil), mate-backgrounds.
 
 set -euo pipefail
+# shellcheck source=bench/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh" input-stage "$@"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CMDLINE="bench/input-stage.sh${*:+ $*}"
-
-RUNS=5
 COUNT=2000
 EPOCHS=3
 TJ_SAMPLE=30
-QUICK=0
-OUTPUT=
-PY=/usr/bin/python3
-
-usage() { sed -n '2,25s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runs) RUNS=$2; shift 2 ;;
-    --runs=*) RUNS=${1#*=}; shift ;;
     --count) COUNT=$2; shift 2 ;;
     --count=*) COUNT=${1#*=}; shift ;;
     --epochs) EPOCHS=$2; shift 2 ;;
     --epochs=*) EPOCHS=${1#*=}; shift ;;
     --tj-sample) TJ_SAMPLE=$2; shift 2 ;;
     --tj-sample=*) TJ_SAMPLE=${1#*=}; shift ;;
-    --output) OUTPUT=$2; shift 2 ;;
-    --output=*) OUTPUT=${1#*=}; shift ;;
-    --quick) QUICK=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "input-stage.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+    *) bench_option "$@"; shift "$BENCH_SHIFT" ;;
   esac
 done
 if [ "$QUICK" = 1 ]; then
   COUNT=200; RUNS=1; EPOCHS=1; TJ_SAMPLE=5
-  : "${OUTPUT:=$ROOT/bench/out/input-stage-quick.md}"
 fi
-: "${OUTPUT:=$ROOT/docs/benchmarks/input-stage.md}"
+bench_default_output
 for v in RUNS COUNT EPOCHS TJ_SAMPLE; do
   case ${!v} in ''|*[!0-9]*|0) echo "input-stage.sh: $v must be a positive integer" >&2; exit 2 ;; esac
 done
 [ "$TJ_SAMPLE" -le "$COUNT" ] || TJ_SAMPLE=$COUNT
-
-log() { echo "input-stage.sh: $*" >&2; }
-die() { echo "input-stage.sh: error: $*" >&2; exit 1; }
 
 for tool in meson ninja gst-launch-1.0 gst-inspect-1.0 tjbench taskset lscpu; do
   command -v "$tool" >/dev/null || die "'$tool' not found (see the header of this script)"
 done
 "$PY" -c 'import PIL' 2>/dev/null || die "$PY with PIL is needed (apt-get install python3-pil)"
 
-OUT=$ROOT/bench/out
 BUILD=$ROOT/build-bench
 mkdir -p "$OUT/logs"
 rm -f "$OUT"/logs/*.log
 
 # --- build ------------------------------------------------------------------
-if [ ! -f "$BUILD/build.ninja" ]; then
-  log "configuring $BUILD (release)"
-  (cd "$ROOT" && meson setup build-bench --buildtype=release) >"$OUT/logs/meson-setup.txt" 2>&1 ||
-    { tail -30 "$OUT/logs/meson-setup.txt" >&2; die "meson setup failed"; }
-fi
 log "building the plugin"
+bench_build gst-plugins/libgsttrain.so
+[ -f "$BUILD/gst-plugins/libgsttrain.so" ] || die "no $BUILD/gst-plugins/libgsttrain.so after the build"
 # The bare decode loop of row (d2), with the same compiler flags as release.
 # Its -c mode (row d5) runs imagedec's region decoder and augment's box draw.
 cc -O2 -o "$OUT/decode-loop" "$ROOT/bench/decode-loop.c" \
   "$ROOT/elements/data/jpeg-decode.c" "$ROOT/elements/data/augment-ops.c" \
   -I"$ROOT/elements/data" -I"$ROOT/common" \
   $(pkg-config --cflags --libs glib-2.0 libturbojpeg libjpeg) -lm || die "could not build bench/decode-loop.c"
-ninja -C "$BUILD" gst-plugins/libgsttrain.so >"$OUT/logs/ninja.txt" 2>&1 ||
-  ninja -C "$BUILD" >>"$OUT/logs/ninja.txt" 2>&1 ||
-  { tail -30 "$OUT/logs/ninja.txt" >&2; die "build failed"; }
-[ -f "$BUILD/gst-plugins/libgsttrain.so" ] || die "no $BUILD/gst-plugins/libgsttrain.so after the build"
 
 # --- corpus -------------------------------------------------------------------
 if [ "$COUNT" = 2000 ]; then CORPUS=$ROOT/bench/corpus; else CORPUS=$OUT/corpus-$COUNT; fi

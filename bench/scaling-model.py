@@ -371,6 +371,73 @@ def best_bucket(a, n, grid=None):
 # Options
 
 
+# The assumptions and what the report shows, group by group: (option,
+# default, help[, choices]); an option takes the type of its default.
+OPTIONS = [
+    ("model and step (assumptions to replace with a measured single-H200 "
+     "step)", [
+        ("--batch", 256, "images per GPU"),
+        ("--images-per-s", 2900.0,
+         "assumed single-H200 ResNet-50 bf16 training rate at --batch (not "
+         "measured)"),
+        ("--step-ms", 0.0,
+         "single-GPU step time; 0: --batch / --images-per-s"),
+        ("--backward-share", 2 / 3, "share of the step in the backward pass"),
+        ("--grad-dtype", "fp32", "dtype the gradients are reduced in",
+         ["fp32", "bf16"]),
+        ("--hbm-bw", 4000.0, "achievable HBM GB/s, for the bf16 casts"),
+    ]),
+    ("network", [
+        ("--gpus-per-node", 8, "GPUs per node, one NIC each"),
+        ("--nvlink-busbw", 370.0,
+         "achievable NCCL all-reduce bus bandwidth inside a node, GB/s "
+         "(NVLink 4: 900 GB/s aggregate)"),
+        ("--ib-bw", 40.0,
+         "achievable inter-node GB/s per GPU (one 400 Gb/s NDR NIC per GPU: "
+         "50 GB/s line rate)"),
+        ("--nvlink-latency-us", 5.0, "per ring step inside a node"),
+        ("--ib-latency-us", 10.0, "per ring step between nodes"),
+        ("--bucket-overhead-us", 10.0, "per bucket: NCCL launch, event wait"),
+        ("--algorithm", "hierarchical",
+         "ring: one ring over all GPUs; ring-multirail: NCCL's rings, one per "
+         "NIC; hierarchical: in-node reduce-scatter, inter-node ring, in-node "
+         "all-gather; tree: NCCL's double binary tree (approximate); best: "
+         "the fastest per bucket", ALGORITHMS),
+        ("--comm-slowdown", 0.1,
+         "fraction the backward pass slows while a collective runs beside it "
+         "(NCCL holds SMs)"),
+        ("--control-allreduces", 0,
+         "separate small all-reduces per step (loss, NaN flag); 0: "
+         "piggybacked on the last bucket"),
+    ]),
+    ("stragglers and input", [
+        ("--straggler-cv", 0.005,
+         "coefficient of variation of a rank's step time"),
+        ("--slow-rank", 0.0, "one rank consistently this fraction slower"),
+        ("--hiccup-prob", 0.0,
+         "probability per rank and step of a long stall"),
+        ("--hiccup-ms", 10.0, "length of such a stall"),
+        ("--straggler-method", "exact",
+         "E[max of N normals] by integration, or sqrt(2 ln N)",
+         ["exact", "approx"]),
+        ("--data-wait-ms", 0.0,
+         "input wait per step of the slowest rank (0 when the input keeps up: "
+         "echo's job)"),
+    ]),
+    ("report", [
+        ("--gpus", "1,8,16,32,64,128,256,512", None),
+        ("--bucket-sizes", "1,5,10,25,50,100",
+         "MiB (2^20 bytes), as PyTorch's bucket_cap_mb"),
+        ("--tail-bucket-mb", 0.0,
+         "a bucket of its own for the last MiB of the reversed buffer (stem, "
+         "layer1); 0: none"),
+        ("--bucket-mb", 25.0, "bucket-size-mb for the single-size tables"),
+        ("--target", 0.96, None),
+        ("--at", 256, "GPU count the goal is set at"),
+    ]),
+]
+
+
 def parser():
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -379,75 +446,13 @@ def parser():
     add("--markdown", action="store_true", help="print Markdown tables")
     add("--check", action="store_true",
         help="self-consistency assertions only (CI); exit 0 or 1")
-    g = p.add_argument_group("model and step (assumptions to replace with "
-                             "a measured single-H200 step)")
-    g.add_argument("--batch", type=int, default=256, help="images per GPU")
-    g.add_argument("--images-per-s", type=float, default=2900.0,
-                   help="assumed single-H200 ResNet-50 bf16 training rate "
-                        "at --batch (not measured)")
-    g.add_argument("--step-ms", type=float, default=0.0,
-                   help="single-GPU step time; 0: --batch / --images-per-s")
-    g.add_argument("--backward-share", type=float, default=2 / 3,
-                   help="share of the step in the backward pass")
-    g.add_argument("--grad-dtype", choices=["fp32", "bf16"], default="fp32",
-                   help="dtype the gradients are reduced in")
-    g.add_argument("--hbm-bw", type=float, default=4000.0,
-                   help="achievable HBM GB/s, for the bf16 casts")
-    g = p.add_argument_group("network")
-    g.add_argument("--gpus-per-node", type=int, default=8,
-                   help="GPUs per node, one NIC each")
-    g.add_argument("--nvlink-busbw", type=float, default=370.0,
-                   help="achievable NCCL all-reduce bus bandwidth inside a "
-                        "node, GB/s (NVLink 4: 900 GB/s aggregate)")
-    g.add_argument("--ib-bw", type=float, default=40.0,
-                   help="achievable inter-node GB/s per GPU (one 400 Gb/s "
-                        "NDR NIC per GPU: 50 GB/s line rate)")
-    g.add_argument("--nvlink-latency-us", type=float, default=5.0,
-                   help="per ring step inside a node")
-    g.add_argument("--ib-latency-us", type=float, default=10.0,
-                   help="per ring step between nodes")
-    g.add_argument("--bucket-overhead-us", type=float, default=10.0,
-                   help="per bucket: NCCL launch, event wait")
-    g.add_argument("--algorithm", choices=ALGORITHMS, default="hierarchical",
-                   help="ring: one ring over all GPUs; ring-multirail: "
-                        "NCCL's rings, one per NIC; hierarchical: in-node "
-                        "reduce-scatter, inter-node ring, in-node "
-                        "all-gather; tree: NCCL's double binary tree "
-                        "(approximate); best: the fastest per bucket")
-    g.add_argument("--comm-slowdown", type=float, default=0.10,
-                   help="fraction the backward pass slows while a "
-                        "collective runs beside it (NCCL holds SMs)")
-    g.add_argument("--control-allreduces", type=int, default=0,
-                   help="separate small all-reduces per step (loss, NaN "
-                        "flag); 0: piggybacked on the last bucket")
-    g = p.add_argument_group("stragglers and input")
-    g.add_argument("--straggler-cv", type=float, default=0.005,
-                   help="coefficient of variation of a rank's step time")
-    g.add_argument("--slow-rank", type=float, default=0.0,
-                   help="one rank consistently this fraction slower")
-    g.add_argument("--hiccup-prob", type=float, default=0.0,
-                   help="probability per rank and step of a long stall")
-    g.add_argument("--hiccup-ms", type=float, default=10.0,
-                   help="length of such a stall")
-    g.add_argument("--straggler-method", choices=["exact", "approx"],
-                   default="exact",
-                   help="E[max of N normals] by integration, or "
-                        "sqrt(2 ln N)")
-    g.add_argument("--data-wait-ms", type=float, default=0.0,
-                   help="input wait per step of the slowest rank (0 when "
-                        "the input keeps up: echo's job)")
-    g = p.add_argument_group("report")
-    g.add_argument("--gpus", default="1,8,16,32,64,128,256,512")
-    g.add_argument("--bucket-sizes", default="1,5,10,25,50,100",
-                   help="MiB (2^20 bytes), as PyTorch's bucket_cap_mb")
-    g.add_argument("--tail-bucket-mb", type=float, default=0.0,
-                   help="a bucket of its own for the last MiB of the "
-                        "reversed buffer (stem, layer1); 0: none")
-    g.add_argument("--bucket-mb", type=float, default=25.0,
-                   help="bucket-size-mb for the single-size tables")
-    g.add_argument("--target", type=float, default=0.96)
-    g.add_argument("--at", type=int, default=256,
-                   help="GPU count the goal is set at")
+    for title, options in OPTIONS:
+        g = p.add_argument_group(title)
+        for name, default, text, *choices in options:
+            kind = type(default)
+            g.add_argument(name, default=default, help=text,
+                           type=None if kind is str else kind,
+                           choices=choices[0] if choices else None)
     return p
 
 

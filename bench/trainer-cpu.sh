@@ -16,43 +16,24 @@
 # Needs: meson, ninja, a C compiler, libopenblas-dev, /usr/bin/python3 with
 # python3-torch and python3-torchvision (Debian's).
 set -euo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CMDLINE="bench/trainer-cpu.sh${*:+ $*}"
-RUNS=5
-QUICK=0
-OUTPUT=
-PY=/usr/bin/python3
+# shellcheck source=bench/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh" trainer-cpu "$@"
 
 while [ $# -gt 0 ]; do
-  case $1 in
-    --runs) RUNS=$2; shift 2 ;;
-    --quick) QUICK=1; shift ;;
-    --output) OUTPUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,19s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "trainer-cpu.sh: unknown option $1" >&2; exit 2 ;;
-  esac
+  bench_option "$@"
+  shift "$BENCH_SHIFT"
 done
 STEPS=5 WARMUP=2
 if [ "$QUICK" = 1 ]; then
   RUNS=1 STEPS=2 WARMUP=1
-  : "${OUTPUT:=$ROOT/bench/out/trainer-cpu-quick.md}"
 fi
-: "${OUTPUT:=$ROOT/docs/benchmarks/trainer-cpu.md}"
+bench_default_output
 THREADS=$(nproc)
-OUT=$ROOT/bench/out
 mkdir -p "$OUT" "$(dirname "$OUTPUT")"
 RESULTS=$OUT/trainer-cpu.jsonl
 : > "$RESULTS"
 
-log() { echo "trainer-cpu.sh: $*" >&2; }
-
-if [ ! -d "$ROOT/build-bench" ]; then
-  (cd "$ROOT" && meson setup build-bench --buildtype=release) > "$OUT/meson-setup.txt" 2>&1 ||
-    { tail -30 "$OUT/meson-setup.txt" >&2; exit 1; }
-fi
-ninja -C "$ROOT/build-bench" bench/trainer-bench > "$OUT/ninja.txt" 2>&1 ||
-  { tail -30 "$OUT/ninja.txt" >&2; exit 1; }
+bench_build bench/trainer-bench
 
 configs=("resnet50 224 16 1000" "resnet20 32 128 10")
 for run in $(seq 1 "$RUNS"); do
