@@ -1,9 +1,10 @@
-/* cuda-backend-private.h: the CUDA backend's state, shared by its four
- * files: cuda-backend.cu (device, layers, the optimiser's layout, create
- * and destroy, and the one exported symbol, gt_cuda_backend),
- * cuda-step.cu (forward, backward, a step, its graph, eval),
- * cuda-state.cu (host views of the state, uploads, pinned memory) and
- * cuda-dist.cu (data-parallel steps).
+/* cuda-backend-private.h: the CUDA backend's state, shared by its files:
+ * cuda-backend.cu (device, layers, the optimiser's layout, create and
+ * destroy, and the one exported symbol, gt_cuda_backend), cuda-step.cu
+ * (forward, backward, a step, its graph, eval), cuda-dist.cu
+ * (data-parallel steps), cuda-state.cu (device memory, host views of the
+ * state, uploads, pinned memory, the update) and cuda-errors.cu. Calls go
+ * down that list, never back up.
  * Nothing here leaves the backend: the functions are C++ and hidden. */
 #ifndef GT_CUDA_BACKEND_PRIVATE_H
 #define GT_CUDA_BACKEND_PRIVATE_H
@@ -133,7 +134,7 @@ typedef struct
   CudaDist *dist; /* data-parallel (cuda-dist.cu); NULL training alone */
 } CudaBackend;
 
-/* ---- errors: each records its message in cuda->why ---- */
+/* ---- cuda-errors.cu: each records its message in cuda->why ---- */
 
 GT_CUDA_HIDDEN int cuda_fail (
     CudaBackend *cuda, cudaError_t err, const char *call);
@@ -169,7 +170,7 @@ GT_CUDA_HIDDEN int cuda_report (
       return status_;                                                          \
   } while (0)
 
-/* ---- memory ---- */
+/* ---- cuda-state.cu: memory ---- */
 
 /* cudaMalloc, remembered for cuda_destroy. */
 GT_CUDA_HIDDEN int device_alloc (
@@ -195,9 +196,6 @@ GT_CUDA_HIDDEN int cuda_step_end (
 GT_CUDA_HIDDEN int cuda_eval (void *data, const GtBatch *batch,
     GtEvalTotals *totals, char *why, size_t why_size);
 GT_CUDA_HIDDEN size_t cuda_read_logits (void *data, float *out, size_t count);
-/* The optimiser and the restore of the statistics, on the compute stream,
- * standing down when the step's verdict says so. */
-GT_CUDA_HIDDEN int apply_update (CudaBackend *cuda);
 
 /* ---- cuda-state.cu ---- */
 
@@ -207,6 +205,25 @@ GT_CUDA_HIDDEN int cuda_sync_to_host (void *data, GtHostState *state);
 GT_CUDA_HIDDEN int cuda_sync_from_host (void *data);
 GT_CUDA_HIDDEN void *cuda_host_alloc (void *data, size_t bytes);
 GT_CUDA_HIDDEN void cuda_host_free (void *data, void *memory);
+
+/* Whether a chunk table takes (part of) @entry: 0 or 1 for a NULL @chunk;
+ * else it fills @chunk's decay and flags for it. */
+typedef int (*ChunkFill) (
+    const CudaBackend *cuda, const GtTensorEntry *entry, GtCudaSgdChunk *chunk);
+/* The entries @fill takes cut into runs of GT_CUDA_SGD_CHUNK values, in
+ * entry (so offset) order: a new table in *@table (to free) and its size
+ * in *@count. */
+GT_CUDA_HIDDEN int cut_into_chunks (
+    CudaBackend *cuda, ChunkFill fill, GtCudaSgdChunk **table, int *count);
+/* Copies @chunks (freed here) to a new device table in *@table; @what
+ * names it in messages. */
+GT_CUDA_HIDDEN int upload_chunks (CudaBackend *cuda, GtCudaSgdChunk *chunks,
+    int count, GtCudaSgdChunk **table, const char *what);
+/* The optimiser and the restore of the statistics, on the compute stream,
+ * standing down where @verdict (in device memory: the loss kernel's, or
+ * data-parallel every rank's) says the step does not apply. */
+GT_CUDA_HIDDEN int apply_update (
+    CudaBackend *cuda, const GtCudaLossResult *verdict);
 
 /* ---- cuda-dist.cu: data-parallel steps ---- */
 

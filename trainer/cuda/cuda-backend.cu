@@ -2,7 +2,8 @@
  * same units, blocks and walks, in the same order, with the same names;
  * what differs is where the work runs and how it is ordered. This file
  * sets the backend up (device, layers, the optimiser's layout) and tears
- * it down; cuda-step.cu runs steps, cuda-state.cu moves the state.
+ * it down; cuda-step.cu runs steps, cuda-state.cu holds the state (its
+ * memory, its host views, the update), cuda-errors.cu reports failures.
  *
  * - State: the flat fp32 buffers of model.h (parameters, gradients,
  *   momentum, running statistics) in the CPU backend's exact layout, so
@@ -38,66 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- errors ---- */
-
-int
-cuda_fail (CudaBackend *cuda, cudaError_t err, const char *call)
-{
-  int length = (int)strcspn (call, "(");
-
-  snprintf (cuda->why, sizeof (cuda->why), "CUDA: %.*s failed: %s (%s)", length,
-      call, cudaGetErrorString (err), cudaGetErrorName (err));
-  cudaGetLastError (); /* clear it where it is not sticky */
-  return err == cudaErrorMemoryAllocation ? GT_ERROR_NO_MEMORY
-                                          : GT_ERROR_DEVICE;
-}
-
-int
-cublas_fail (CudaBackend *cuda, cublasStatus_t status, const char *call)
-{
-  int length = (int)strcspn (call, "(");
-
-  snprintf (cuda->why, sizeof (cuda->why), "cuBLAS: %.*s failed: %s", length,
-      call, cublasGetStatusString (status));
-  return status == CUBLAS_STATUS_ALLOC_FAILED ? GT_ERROR_NO_MEMORY
-                                              : GT_ERROR_DEVICE;
-}
-
-int
-cuda_report (CudaBackend *cuda, int status, char *why, size_t why_size)
-{
-  if (status != GT_OK && why != NULL && why_size > 0)
-    snprintf (why, why_size, "%s", cuda->why);
-  return status;
-}
-
-/* ---- memory ---- */
-
-int
-device_alloc (CudaBackend *cuda, void **out, size_t bytes, const char *what)
-{
-  void **allocations;
-  cudaError_t err;
-
-  *out = NULL;
-  allocations = (void **)realloc (
-      cuda->allocations, (cuda->num_allocations + 1) * sizeof (void *));
-  if (allocations == NULL)
-    return backend_fail (cuda, GT_ERROR_NO_MEMORY, "out of host memory");
-  cuda->allocations = allocations;
-  err = cudaMalloc (out, bytes > 0 ? bytes : 1);
-  if (err != cudaSuccess) {
-    *out = NULL;
-    cudaGetLastError ();
-    return backend_fail (cuda,
-        err == cudaErrorMemoryAllocation ? GT_ERROR_NO_MEMORY : GT_ERROR_DEVICE,
-        "CUDA: cudaMalloc of %.1f MiB for %s on GPU %d failed: %s",
-        bytes / 1048576.0, what, cuda->device, cudaGetErrorString (err));
-  }
-  cuda->allocations[cuda->num_allocations++] = *out;
-  return GT_OK;
-}
 
 /* ---- layers ---- */
 
@@ -198,67 +139,43 @@ setup_layers (CudaBackend *cuda)
   return GT_OK;
 }
 
-/* The optimiser's blocks: every parameter tensor cut into runs of
- * GT_CUDA_SGD_CHUNK values. */
+/* The optimiser's chunks: every parameter tensor, decayed as the
+ * configuration says; in bf16 the working copies to refresh and where the
+ * gradient is. */
+static int
+optimizer_chunk (
+    const CudaBackend *cuda, const GtTensorEntry *entry, GtCudaSgdChunk *chunk)
+{
+  const GtTrainerConfig *config = &cuda->config;
+  int bf16 = cuda->dtype != GT_CUDA_F32;
+
+  if (!gt_entry_is_parameter (entry))
+    return 0;
+  if (chunk == NULL)
+    return 1;
+  chunk->decay = gt_entry_decays (entry) || config->decay_norm_and_bias
+      ? config->weight_decay
+      : 0.f;
+  chunk->flags = 0;
+  /* data-parallel, cuda-dist.cu widens the bf16 filter gradients into the
+   * fp32 ones before reducing them */
+  if (bf16 && entry->kind == GT_ENTRY_CONV_WEIGHT)
+    chunk->flags |= GT_CUDA_SGD_WRITE_WORK
+        | (config->comm == NULL ? GT_CUDA_SGD_GRAD_FROM_WORK : 0u);
+  if (bf16 && entry->kind == GT_ENTRY_FC_WEIGHT)
+    chunk->flags |= GT_CUDA_SGD_WRITE_WORK;
+  return 1;
+}
+
 static int
 setup_optimizer (CudaBackend *cuda)
 {
-  const GtModelSpec *spec = cuda->spec;
-  const GtTrainerConfig *config = &cuda->config;
-  int bf16 = cuda->dtype != GT_CUDA_F32;
   GtCudaSgdChunk *chunks;
-  int count = 0, pass, i;
 
-  for (pass = 0; pass < 2; pass++) {
-    chunks =
-        pass ? (GtCudaSgdChunk *)calloc (count, sizeof (GtCudaSgdChunk)) : NULL;
-    if (pass && chunks == NULL)
-      return backend_fail (cuda, GT_ERROR_NO_MEMORY, "out of host memory");
-    count = 0;
-    for (i = 0; i < spec->num_entries; i++) {
-      const GtTensorEntry *entry = &spec->entries[i];
-      size_t done;
-
-      if (!gt_entry_is_parameter (entry))
-        continue;
-      for (done = 0; done < entry->numel; done += GT_CUDA_SGD_CHUNK, count++) {
-        GtCudaSgdChunk *chunk = pass ? &chunks[count] : NULL;
-        size_t left = entry->numel - done;
-
-        if (chunk == NULL)
-          continue;
-        chunk->offset = (uint32_t)(entry->offset + done);
-        chunk->count =
-            (uint32_t)(left < GT_CUDA_SGD_CHUNK ? left : GT_CUDA_SGD_CHUNK);
-        chunk->decay = gt_entry_decays (entry) || config->decay_norm_and_bias
-            ? config->weight_decay
-            : 0.f;
-        chunk->flags = 0;
-        /* data-parallel, cuda-dist.cu widens the bf16 filter gradients
-         * into the fp32 ones before reducing them */
-        if (bf16 && entry->kind == GT_ENTRY_CONV_WEIGHT)
-          chunk->flags |= GT_CUDA_SGD_WRITE_WORK
-              | (config->comm == NULL ? GT_CUDA_SGD_GRAD_FROM_WORK : 0u);
-        if (bf16 && entry->kind == GT_ENTRY_FC_WEIGHT)
-          chunk->flags |= GT_CUDA_SGD_WRITE_WORK;
-      }
-    }
-  }
-  cuda->num_chunks = count;
-  if (device_alloc (cuda, (void **)&cuda->chunks,
-          count * sizeof (GtCudaSgdChunk), "the optimiser's table")
-          != GT_OK
-      || cudaMemcpy (cuda->chunks, chunks, count * sizeof (GtCudaSgdChunk),
-             cudaMemcpyHostToDevice)
-          != cudaSuccess) {
-    free (chunks);
-    if (cuda->chunks != NULL)
-      return backend_fail (cuda, GT_ERROR_DEVICE,
-          "CUDA: could not upload the optimiser's table");
-    return GT_ERROR_NO_MEMORY;
-  }
-  free (chunks);
-  return GT_OK;
+  STATUS_TRY (
+      cut_into_chunks (cuda, optimizer_chunk, &chunks, &cuda->num_chunks));
+  return upload_chunks (
+      cuda, chunks, cuda->num_chunks, &cuda->chunks, "the optimiser's table");
 }
 
 static int

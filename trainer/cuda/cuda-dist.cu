@@ -302,41 +302,25 @@ choose_mode (CudaBackend *cuda, int nccl_everywhere, const char *nccl_why,
       (int)cuda->config.comm_backend);
 }
 
+/* The bf16 filter gradients are widened into the fp32 ones before they
+ * are reduced: the convolutions' weights. */
+static int
+widen_chunk (
+    const CudaBackend *cuda, const GtTensorEntry *entry, GtCudaSgdChunk *chunk)
+{
+  return entry->kind == GT_ENTRY_CONV_WEIGHT;
+}
+
 /* The bf16 filter gradients to widen, and which of them each bucket
  * holds. */
 static int
 plan_widening (CudaBackend *cuda)
 {
   CudaDist *dist = cuda->dist;
-  const GtModelSpec *spec = cuda->spec;
   GtCudaSgdChunk *chunks;
-  int count = 0, pass, i, b;
+  int count, i, b;
 
-  for (pass = 0; pass < 2; pass++) {
-    chunks = pass
-        ? (GtCudaSgdChunk *)calloc (count ? count : 1, sizeof (GtCudaSgdChunk))
-        : NULL;
-    if (pass && chunks == NULL)
-      return backend_fail (cuda, GT_ERROR_NO_MEMORY, "out of host memory");
-    count = 0;
-    /* entries are in offset order, so the chunks are too */
-    for (i = 0; i < spec->num_entries; i++) {
-      const GtTensorEntry *entry = &spec->entries[i];
-      size_t done;
-
-      if (entry->kind != GT_ENTRY_CONV_WEIGHT)
-        continue;
-      for (done = 0; done < entry->numel; done += GT_CUDA_SGD_CHUNK, count++) {
-        size_t left = entry->numel - done;
-
-        if (!pass)
-          continue;
-        chunks[count].offset = (uint32_t)(entry->offset + done);
-        chunks[count].count =
-            (uint32_t)(left < GT_CUDA_SGD_CHUNK ? left : GT_CUDA_SGD_CHUNK);
-      }
-    }
-  }
+  STATUS_TRY (cut_into_chunks (cuda, widen_chunk, &chunks, &count));
   dist->num_widen_chunks = count;
   if (dist->mode == DIST_NCCL) {
     int buckets = dist->plan.num_buckets;
@@ -358,21 +342,8 @@ plan_widening (CudaBackend *cuda)
         }
     }
   }
-  if (device_alloc (cuda, (void **)&dist->widen_chunks,
-          count * sizeof (GtCudaSgdChunk), "the gradients to widen")
-          != GT_OK
-      || cudaMemcpy (dist->widen_chunks, chunks,
-             count * sizeof (GtCudaSgdChunk), cudaMemcpyHostToDevice)
-          != cudaSuccess) {
-    free (chunks);
-    cudaGetLastError ();
-    if (dist->widen_chunks != NULL)
-      return backend_fail (cuda, GT_ERROR_DEVICE,
-          "CUDA: could not upload the table of gradients to widen");
-    return GT_ERROR_NO_MEMORY;
-  }
-  free (chunks);
-  return GT_OK;
+  return upload_chunks (cuda, chunks, count, &dist->widen_chunks,
+      "the table of gradients to widen");
 }
 
 static int
@@ -915,7 +886,7 @@ dist_step_end (CudaBackend *cuda, GtStepResult *result)
         cuda->compute));
   CUDA_TRY (cudaMemcpyAsync (dist->verdict, dist->verdict_host,
       sizeof (GtCudaLossResult), cudaMemcpyHostToDevice, cuda->compute));
-  STATUS_TRY (apply_update (cuda));
+  STATUS_TRY (apply_update (cuda, dist->verdict));
   return status;
 }
 

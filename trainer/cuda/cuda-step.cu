@@ -380,22 +380,6 @@ run_forward (CudaBackend *cuda, int n, int channels, int training)
   return record (cuda, cuda->loss_ready);
 }
 
-int
-apply_update (CudaBackend *cuda)
-{
-  /* data-parallel, every rank's verdict; alone, this loss's */
-  const GtCudaLossResult *verdict =
-      cuda->dist ? dist_verdict (cuda) : cuda->result_device;
-
-  CUDA_TRY (gt_cuda_sgd (cuda->chunks, cuda->num_chunks, cuda->params,
-      cuda->grads, cuda->grads_work, cuda->momentum, cuda->params_work,
-      cuda->dtype, cuda->config.momentum, cuda->config.nesterov,
-      cuda->step_params_device, verdict, cuda->compute));
-  CUDA_TRY (gt_cuda_restore_if_nonfinite (cuda->stats, cuda->saved_stats,
-      cuda->spec->num_stats, verdict, cuda->compute));
-  return GT_OK;
-}
-
 /* Everything of a training step on the device: what a graph captures.
  * Data-parallel, the reductions fork from the compute stream and join it
  * again before the update (NCCL), or the update waits for step_end's
@@ -410,8 +394,11 @@ run_step (CudaBackend *cuda, int n, int channels)
   if (cuda->dist != NULL)
     STATUS_TRY (dist_end_backward (cuda));
   STATUS_TRY (mark (cuda, PART_OPTIMIZER));
-  if (cuda->dist == NULL || dist_updates_in_step (cuda))
-    STATUS_TRY (apply_update (cuda));
+  /* data-parallel, every rank's verdict; alone, this loss's */
+  if (cuda->dist == NULL)
+    STATUS_TRY (apply_update (cuda, cuda->result_device));
+  else if (dist_updates_in_step (cuda))
+    STATUS_TRY (apply_update (cuda, dist_verdict (cuda)));
   return mark (cuda, PART_END);
 }
 
