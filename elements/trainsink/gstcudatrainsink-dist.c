@@ -21,10 +21,15 @@
  * (gt_trainer_leave) takes part in the step its peers are in, which ends
  * on all of them with GT_ERROR_STOPPED at the same step; then every rank
  * gathers once more, and rank 0 writes the final statistics and checkpoint.
+ *
+ * A rank that posts an error and is never stopped (an application that
+ * missed the error) would keep its peers waiting in their next collective
+ * for ever: the watchdog at the end of this file ends the job then.
  */
 #include "gstcudatrainsink-private.h"
 #include "gt-launcher.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define GST_CAT_DEFAULT gst_cuda_train_sink_debug
@@ -299,7 +304,9 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   return TRUE;
 }
 
-gboolean
+/* Adds up @totals over the ranks (collective); FALSE with an error
+ * posted. */
+static gboolean
 gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
 {
   gdouble sums[4];
@@ -355,6 +362,37 @@ gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink)
   return ok;
 }
 
+/* The rank named in the trainer's GT_ERROR_STOPPED message ("rank R left
+ * the job"), or -1. */
+static gint
+gst_cuda_train_sink_rank_that_left (GstCudaTrainSink *sink)
+{
+  const gchar *text = strstr (gt_trainer_error (sink->trainer), "rank ");
+  gint rank;
+
+  if (text == NULL || sscanf (text, "rank %d left", &rank) != 1)
+    return -1;
+  return rank;
+}
+
+/* Every rank stops at this step, as at EOS, never with an error. */
+void
+gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink)
+{
+  guint64 step = (guint64)gt_trainer_global_step (sink->trainer);
+  gint rank = gst_cuda_train_sink_rank_that_left (sink);
+  gchar *who =
+      rank >= 0 ? g_strdup_printf ("rank %d", rank) : g_strdup ("a rank");
+
+  sink->peer_left = TRUE;
+  /* a warning: the batches this rank still had are not trained on */
+  GST_ELEMENT_WARNING (sink, RESOURCE, FAILED,
+      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it.", who, step),
+      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it (%s)", who,
+          step, gt_trainer_error (sink->trainer)));
+  g_free (who);
+}
+
 /* ---- the shard ---- */
 
 gboolean
@@ -373,4 +411,94 @@ gst_cuda_train_sink_check_shard (
       ("leave datasetsrc's shard-index and num-shards unset in a "
        "data-parallel job: it then reads the shard of its rank"));
   return FALSE;
+}
+
+/* ---- the error watchdog ---- */
+
+void
+gst_cuda_train_sink_watchdog_init (GstCudaTrainSink *sink)
+{
+  g_mutex_init (&sink->watchdog_lock);
+  g_cond_init (&sink->watchdog_cond);
+}
+
+void
+gst_cuda_train_sink_watchdog_clear (GstCudaTrainSink *sink)
+{
+  /* an application that drops the element without stopping it */
+  gst_cuda_train_sink_watchdog_disarm (sink);
+  g_mutex_clear (&sink->watchdog_lock);
+  g_cond_clear (&sink->watchdog_cond);
+}
+
+void
+gst_cuda_train_sink_watchdog_allow (GstCudaTrainSink *sink)
+{
+  g_mutex_lock (&sink->watchdog_lock);
+  sink->watchdog_cancel = FALSE;
+  g_mutex_unlock (&sink->watchdog_lock);
+}
+
+/* The watchdog thread: ends the job unless the sink stops before the
+ * deadline. @comm stays valid until gst_cuda_train_sink_watchdog_disarm()
+ * has joined this thread. It may abort while the streaming or the
+ * stopping thread waits in a collective for a peer that never comes: that
+ * wait is what it ends (MPI_Abort from a second thread, which Open MPI's
+ * runtime handles at any thread level). */
+static gpointer
+gst_cuda_train_sink_watchdog (gpointer data)
+{
+  GstCudaTrainSink *sink = data;
+  guint timeout = sink->settings.error_timeout;
+  gint64 deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_SECOND;
+  gboolean fire;
+
+  g_mutex_lock (&sink->watchdog_lock);
+  while (!sink->watchdog_cancel
+      && g_cond_wait_until (
+          &sink->watchdog_cond, &sink->watchdog_lock, deadline))
+    ;
+  fire = !sink->watchdog_cancel;
+  g_mutex_unlock (&sink->watchdog_lock);
+  if (fire) {
+    gchar *message = g_strdup_printf (
+        "the pipeline was not stopped within error-timeout=%u s of the "
+        "sink's error (an application that missed it): ending the job, so "
+        "that the other ranks do not wait for ever",
+        timeout);
+
+    gt_comm_abort (sink->comm, 1, message);
+    g_free (message);
+  }
+  return NULL;
+}
+
+/* In a data-parallel job, an error of this sink starts the watchdog
+ * (error-timeout): a rank whose application never stops the pipeline
+ * would otherwise keep every peer waiting in its next collective, or in
+ * MPI_Finalize, for ever. */
+void
+gst_cuda_train_sink_watchdog_arm (GstCudaTrainSink *sink)
+{
+  g_mutex_lock (&sink->watchdog_lock);
+  if (sink->comm != NULL && sink->watchdog == NULL && !sink->watchdog_cancel
+      && sink->settings.error_timeout > 0)
+    sink->watchdog =
+        g_thread_new ("train-watchdog", gst_cuda_train_sink_watchdog, sink);
+  g_mutex_unlock (&sink->watchdog_lock);
+}
+
+void
+gst_cuda_train_sink_watchdog_disarm (GstCudaTrainSink *sink)
+{
+  GThread *watchdog;
+
+  g_mutex_lock (&sink->watchdog_lock);
+  sink->watchdog_cancel = TRUE;
+  watchdog = sink->watchdog;
+  sink->watchdog = NULL;
+  g_cond_signal (&sink->watchdog_cond);
+  g_mutex_unlock (&sink->watchdog_lock);
+  if (watchdog != NULL)
+    g_thread_join (watchdog);
 }

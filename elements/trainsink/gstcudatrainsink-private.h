@@ -1,10 +1,21 @@
-/* gstcudatrainsink-private.h: the state of cudatrainsink, shared by the
- * element (gstcudatrainsink.c, the GStreamer side: properties, caps,
- * events, one step per batch, max-steps and EOS, messages), its trainer
- * (gstcudatrainsink-trainer.c: the trainer created, resumed, checkpointed
- * and snapshotted) and its part in a data-parallel job
- * (gstcudatrainsink-dist.c: joining, the ranks' agreement to start, the
- * statistics gathered over the ranks, leaving). */
+/* gstcudatrainsink-private.h: the state of cudatrainsink, shared by its
+ * files, each of which calls only those below it:
+ *
+ *   gstcudatrainsink.c          the element, the GStreamer side: properties,
+ *                               caps, the pool it offers, events, state
+ *   gstcudatrainsink-steps.c    the run: each batch a step, the step in
+ *                               flight finished, the end decided (max-steps,
+ *                               stop, a peer that left, EOS), in one function
+ *   gstcudatrainsink-trainer.c  the trainer created, resumed, checkpointed
+ *                               and snapshotted
+ *   gstcudatrainsink-dist.c     its part in a data-parallel job: joining,
+ *                               agreeing to start, gathering, leaving, the
+ *                               error watchdog
+ *   gstcudatrainsink-report.c   the messages it posts and the metrics file
+ *
+ * The element calls steps, trainer (the resume query), dist and report;
+ * steps calls trainer, dist and report; trainer calls dist and report;
+ * dist and report call none of them. */
 #ifndef __GST_CUDA_TRAIN_SINK_PRIVATE_H__
 #define __GST_CUDA_TRAIN_SINK_PRIVATE_H__
 
@@ -14,11 +25,12 @@
 #include "train-report.h"
 #include "trainer.h"
 
-#include <stdio.h>
-
 G_BEGIN_DECLS
 
 GST_DEBUG_CATEGORY_EXTERN (gst_cuda_train_sink_debug);
+
+/* The metrics file: JSON lines appended (gstcudatrainsink-report.c). */
+typedef struct _GstTrainMetrics GstTrainMetrics;
 
 /* A batch buffer (a ref) with its two memories mapped, and the GtBatch
  * that points into them; all zero when nothing is mapped. */
@@ -59,7 +71,7 @@ struct _GstCudaTrainSink
   /* set by the "stop" action signal, from any thread; read by the
    * streaming thread (g_atomic_int) */
   gint stop_requested;
-  FILE *metrics;
+  GstTrainMetrics *metrics; /* metrics-location, open from start to stop */
   TrainStats stats;
   /* @stats of every rank as the last gather made them (summed, or the
    * slowest rank's), and the samples in an epoch of all the ranks' shards:
@@ -85,7 +97,7 @@ struct _GstCudaTrainSink
   gint message_rank;
   /* Data-parallel: armed when the sink posts an error, it ends the job if
    * the sink has not stopped @settings.error_timeout seconds later
-   * (gst_cuda_train_sink_arm_watchdog); under @watchdog_lock. */
+   * (gst_cuda_train_sink_watchdog_arm); under @watchdog_lock. */
   GMutex watchdog_lock;
   GCond watchdog_cond;
   GThread *watchdog;
@@ -97,6 +109,32 @@ struct _GstCudaTrainSink
   gint global_batch_prop;
 };
 
+/* ---- gstcudatrainsink-steps.c ---- */
+
+/* What the element hands the run. */
+typedef enum
+{
+  GST_TRAIN_INPUT_BATCH, /* a buffer to render */
+  GST_TRAIN_INPUT_EOS,   /* an EOS event */
+  GST_TRAIN_INPUT_FLUSH, /* a FLUSH_STOP event: the stream restarts */
+  GST_TRAIN_INPUT_HALT,  /* the sink stops (PAUSED to READY), maybe without
+                          * EOS */
+} GstTrainInput;
+
+/* At start: the state of a run that has not begun. */
+void gst_cuda_train_sink_steps_reset (GstCudaTrainSink *sink);
+/* Everything that happens to the run: the trainer made at the first
+ * batch, a step begun on each batch (@buffer), the step in flight
+ * finished, and the end decided and carried out. Returns what render
+ * returns for a batch; for EOS, GST_FLOW_OK when the event goes on
+ * downstream, GST_FLOW_EOS when the sink posted EOS already and
+ * GST_FLOW_ERROR after an error message. Streaming thread, or the
+ * stopping thread for HALT. */
+GstFlowReturn gst_cuda_train_sink_advance (
+    GstCudaTrainSink *sink, GstTrainInput input, GstBuffer *buffer);
+
+/* ---- gstcudatrainsink-trainer.c ---- */
+
 /* How the first batch went (gst_cuda_train_sink_setup). */
 typedef enum
 {
@@ -104,8 +142,6 @@ typedef enum
   GST_TRAIN_SETUP_FAILED, /* an error was posted */
   GST_TRAIN_SETUP_NO_JOB, /* another rank cannot train: no rank does */
 } GstTrainSetupResult;
-
-/* ---- gstcudatrainsink-trainer.c ---- */
 
 /* Creates the trainer at the first batch, when caps and dataset facts are
  * known, and loads resume-from; in a data-parallel job after every rank
@@ -124,8 +160,13 @@ gboolean gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink);
  * this job's (the shards changed). Any thread. */
 gboolean gst_cuda_train_sink_answer_resume (
     GstCudaTrainSink *sink, GstQuery *query);
+
 /* Samples in an epoch, as the source announced them; 0 when unknown. */
-guint64 gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink);
+static inline guint64
+gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink)
+{
+  return sink->have_dataset ? sink->dataset.epoch_samples : 0;
+}
 
 /* ---- gstcudatrainsink-dist.c ---- */
 
@@ -166,26 +207,50 @@ gboolean gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
  * collective, at points that every rank reaches at the same step. Alone:
  * copies @stats. FALSE with an error posted when the job failed. */
 gboolean gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink);
-/* Adds up @eval over the ranks (collective); FALSE with an error posted. */
-gboolean gst_cuda_train_sink_gather_eval (
-    GstCudaTrainSink *sink, GtEvalTotals *totals);
 /* At the end of a run (max-steps, stop, EOS, a peer that left, or an
  * error): leaves the job, so that peers still training stop at this step,
  * and takes part in the last gather (eval: of the eval totals, into
  * @eval). Once per run; alone it only gathers. FALSE with an error
  * posted. */
 gboolean gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink);
+/* A step ended with GT_ERROR_STOPPED: a peer left the job. Notes it
+ * (@peer_left) and posts the warning that names the rank. */
+void gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink);
 
 /* Checks that the shard the source announced in @info is this rank's
  * (in a data-parallel job); FALSE with an error posted when it is not. */
 gboolean gst_cuda_train_sink_check_shard (
     GstCudaTrainSink *sink, const GstTrainDatasetInfo *info);
 
-/* ---- gstcudatrainsink.c ---- */
+/* The error watchdog (error-timeout). _init and _clear go with the
+ * element's life; _allow at start lets an error arm it again; _arm, at an
+ * error of the sink (any thread), starts it in a data-parallel job;
+ * _disarm, when the pipeline stops the sink, ends it unfired. */
+void gst_cuda_train_sink_watchdog_init (GstCudaTrainSink *sink);
+void gst_cuda_train_sink_watchdog_clear (GstCudaTrainSink *sink);
+void gst_cuda_train_sink_watchdog_allow (GstCudaTrainSink *sink);
+void gst_cuda_train_sink_watchdog_arm (GstCudaTrainSink *sink);
+void gst_cuda_train_sink_watchdog_disarm (GstCudaTrainSink *sink);
 
-/* Appends @s to metrics-location, when set, as a JSON line. */
-void gst_cuda_train_sink_write_json (
-    GstCudaTrainSink *sink, const GstStructure *s);
+/* ---- gstcudatrainsink-report.c ---- */
+
+/* Opens @path to append JSON lines to; NULL with @error set when it cannot
+ * be opened. */
+GstTrainMetrics *gst_train_metrics_open (const gchar *path, GError **error);
+/* Appends @s as a JSON line, {"type": NAME, fields}, and flushes it, so
+ * that a reader sees whole lines while the run goes on; nothing when
+ * @metrics is NULL (no metrics-location, or not rank 0). */
+void gst_train_metrics_write (GstTrainMetrics *metrics, const GstStructure *s);
+/* Closes the file. */
+void gst_train_metrics_close (GstTrainMetrics *metrics);
+
+/* Posts the train-stats message of the interval that ends now, from the
+ * counts of every rank as the caller just gathered them, and writes it to
+ * the metrics; starts the next interval. */
+void gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink);
+/* Posts the eval-result message of an eval run and writes it to the
+ * metrics. */
+void gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink);
 
 G_END_DECLS
 

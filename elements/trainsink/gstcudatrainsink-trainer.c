@@ -365,12 +365,6 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
                                                    : GST_TRAIN_SETUP_FAILED;
 }
 
-guint64
-gst_cuda_train_sink_epoch_samples (GstCudaTrainSink *sink)
-{
-  return sink->have_dataset ? sink->dataset.epoch_samples : 0;
-}
-
 gboolean
 gst_cuda_train_sink_save (GstCudaTrainSink *sink)
 {
@@ -428,7 +422,7 @@ gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
           "time", G_TYPE_DOUBLE,
           train_stats_elapsed (stats, g_get_monotonic_time ()), NULL);
 
-      gst_cuda_train_sink_write_json (sink, note);
+      gst_train_metrics_write (sink->metrics, note);
       gst_structure_free (note);
     } else {
       GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,

@@ -190,7 +190,6 @@ static void gst_cuda_train_sink_set_property (
 static void gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static void gst_cuda_train_sink_finalize (GObject *object);
-static void gst_cuda_train_sink_disarm_watchdog (GstCudaTrainSink *sink);
 static GstStateChangeReturn gst_cuda_train_sink_change_state (
     GstElement *element, GstStateChange transition);
 static gboolean gst_cuda_train_sink_start (GstBaseSink *sink);
@@ -307,8 +306,7 @@ gst_cuda_train_sink_init (GstCudaTrainSink *sink)
   gst_cuda_train_sink_settings_init (&sink->props);
   sink->message_rank = -1;
   sink->world_size_prop = 1;
-  g_mutex_init (&sink->watchdog_lock);
-  g_cond_init (&sink->watchdog_cond);
+  gst_cuda_train_sink_watchdog_init (sink);
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
 }
@@ -318,12 +316,9 @@ gst_cuda_train_sink_finalize (GObject *object)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
 
-  /* an application that drops the element without stopping it */
-  gst_cuda_train_sink_disarm_watchdog (sink);
+  gst_cuda_train_sink_watchdog_clear (sink);
   gst_cuda_train_sink_settings_clear (&sink->props);
   gst_cuda_train_sink_settings_clear (&sink->settings);
-  g_mutex_clear (&sink->watchdog_lock);
-  g_cond_clear (&sink->watchdog_cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -420,71 +415,6 @@ gst_cuda_train_sink_name_rank (GstMessage *message, gint rank)
   return renamed;
 }
 
-/* The watchdog thread: ends the job unless the sink stops before the
- * deadline. @comm stays valid until gst_cuda_train_sink_disarm_watchdog()
- * has joined this thread. It may abort while the streaming or the
- * stopping thread waits in a collective for a peer that never comes: that
- * wait is what it ends (MPI_Abort from a second thread, which Open MPI's
- * runtime handles at any thread level). */
-static gpointer
-gst_cuda_train_sink_watchdog (gpointer data)
-{
-  GstCudaTrainSink *sink = data;
-  guint timeout = sink->settings.error_timeout;
-  gint64 deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_SECOND;
-  gboolean fire;
-
-  g_mutex_lock (&sink->watchdog_lock);
-  while (!sink->watchdog_cancel
-      && g_cond_wait_until (
-          &sink->watchdog_cond, &sink->watchdog_lock, deadline))
-    ;
-  fire = !sink->watchdog_cancel;
-  g_mutex_unlock (&sink->watchdog_lock);
-  if (fire) {
-    gchar *message = g_strdup_printf (
-        "the pipeline was not stopped within error-timeout=%u s of the "
-        "sink's error (an application that missed it): ending the job, so "
-        "that the other ranks do not wait for ever",
-        timeout);
-
-    gt_comm_abort (sink->comm, 1, message);
-    g_free (message);
-  }
-  return NULL;
-}
-
-/* In a data-parallel job, an error of this sink starts the watchdog
- * (error-timeout): a rank whose application never stops the pipeline
- * would otherwise keep every peer waiting in its next collective, or in
- * MPI_Finalize, for ever. Any thread. */
-static void
-gst_cuda_train_sink_arm_watchdog (GstCudaTrainSink *sink)
-{
-  g_mutex_lock (&sink->watchdog_lock);
-  if (sink->comm != NULL && sink->watchdog == NULL && !sink->watchdog_cancel
-      && sink->settings.error_timeout > 0)
-    sink->watchdog =
-        g_thread_new ("train-watchdog", gst_cuda_train_sink_watchdog, sink);
-  g_mutex_unlock (&sink->watchdog_lock);
-}
-
-/* The pipeline stopped the sink: no watchdog fires from now on. */
-static void
-gst_cuda_train_sink_disarm_watchdog (GstCudaTrainSink *sink)
-{
-  GThread *watchdog;
-
-  g_mutex_lock (&sink->watchdog_lock);
-  sink->watchdog_cancel = TRUE;
-  watchdog = sink->watchdog;
-  sink->watchdog = NULL;
-  g_cond_signal (&sink->watchdog_cond);
-  g_mutex_unlock (&sink->watchdog_lock);
-  if (watchdog != NULL)
-    g_thread_join (watchdog);
-}
-
 static gboolean
 gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
 {
@@ -493,7 +423,7 @@ gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
 
   if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR
       && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
-    gst_cuda_train_sink_arm_watchdog (sink);
+    gst_cuda_train_sink_watchdog_arm (sink);
   if (rank >= 0 && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
     message = gst_cuda_train_sink_name_rank (message, rank);
   return GST_ELEMENT_CLASS (parent_class)->post_message (element, message);
@@ -502,7 +432,7 @@ gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
 /* ---- state ---- */
 
 /* The "stop" action signal: the streaming thread ends the run at its next
- * batch (gst_cuda_train_sink_check_end). */
+ * batch or EOS (gst_cuda_train_sink_advance). */
 static void
 gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink)
 {
@@ -542,9 +472,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
 
   /* a start that failed left its copy behind: stop was not called */
   gst_cuda_train_sink_settings_clear (&sink->settings);
-  g_mutex_lock (&sink->watchdog_lock);
-  sink->watchdog_cancel = FALSE;
-  g_mutex_unlock (&sink->watchdog_lock);
+  gst_cuda_train_sink_watchdog_allow (sink);
   GST_OBJECT_LOCK (sink);
   gst_cuda_train_sink_settings_copy (&sink->settings, &sink->props);
   GST_OBJECT_UNLOCK (sink);
@@ -572,19 +500,10 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   if (!gst_cuda_train_sink_dist_start (sink))
     return FALSE;
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
-  sink->failed = sink->ended = FALSE;
-  sink->skip_batches = 0;
-  g_atomic_int_set (&sink->upstream_resumes, FALSE);
-  sink->last_saved_step = 0;
-  sink->next_snapshot = s->snapshot_interval;
-  sink->reached_max = FALSE;
-  train_stats_init (&sink->stats, g_get_monotonic_time ());
-  sink->global = sink->stats;
-  sink->global_epoch_samples = 0;
-  memset (&sink->eval, 0, sizeof (sink->eval));
+  gst_cuda_train_sink_steps_reset (sink);
   /* data-parallel: rank 0 writes the job's metrics */
   if (s->metrics_location && sink->rank == 0) {
-    sink->metrics = train_json_lines_open (s->metrics_location, &error);
+    sink->metrics = gst_train_metrics_open (s->metrics_location, &error);
     if (sink->metrics == NULL) {
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
           ("Could not open metrics file \"%s\": %s.", s->metrics_location,
@@ -592,7 +511,7 @@ gst_cuda_train_sink_start (GstBaseSink *base)
           (NULL));
       g_error_free (error);
       gst_cuda_train_sink_dist_stop (sink);
-      gst_cuda_train_sink_disarm_watchdog (sink);
+      gst_cuda_train_sink_watchdog_disarm (sink);
       g_clear_pointer (&sink->comm, gt_comm_free);
       return FALSE;
     }
@@ -600,84 +519,23 @@ gst_cuda_train_sink_start (GstBaseSink *base)
   return TRUE;
 }
 
-/* Unmaps both memories of @mapped and drops its ref; nothing when nothing
- * is mapped. Every mapped batch is let go of here. */
-static void
-gst_train_mapped_batch_unmap (GstTrainMappedBatch *mapped)
-{
-  /* gst_memory_map() leaves the info zeroed when it fails */
-  if (mapped->images.memory)
-    gst_memory_unmap (mapped->images.memory, &mapped->images);
-  if (mapped->labels.memory)
-    gst_memory_unmap (mapped->labels.memory, &mapped->labels);
-  gst_clear_buffer (&mapped->buffer);
-  memset (mapped, 0, sizeof (*mapped));
-}
-
-/* Abandons the step in flight, unread, and lets go of its batch. */
-static void
-gst_cuda_train_sink_drop_pending (GstCudaTrainSink *sink)
-{
-  if (sink->pending.buffer && sink->trainer)
-    gt_trainer_step_end (sink->trainer, NULL);
-  gst_train_mapped_batch_unmap (&sink->pending);
-}
-
-static GstFlowReturn gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink);
-
-/* The pipeline left PAUSED for READY in the middle of training, with no
- * EOS (gst-launch-1.0 without -e, Ctrl-C): the streaming thread has
- * stopped, the step in flight, its batch still mapped, can be finished
- * here, and the steps not yet checkpointed are written. */
-static void
-gst_cuda_train_sink_save_on_stop (GstCudaTrainSink *sink)
-{
-  const gchar *path = sink->settings.checkpoint_location;
-  guint64 step;
-
-  if (path == NULL || sink->trainer == NULL
-      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
-      || sink->ended)
-    return;
-  if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
-    return; /* the error is posted */
-  /* data-parallel: the peers stop at this step too; the counts of every
-   * rank go into rank 0's checkpoint */
-  if (!gst_cuda_train_sink_leave_job (sink))
-    return;
-  step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (step == sink->last_saved_step || sink->rank != 0)
-    return;
-  GST_WARNING_OBJECT (sink,
-      "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
-      path);
-  if (gst_cuda_train_sink_save (sink))
-    GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
-        ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
-         ": checkpoint written to %s (use gst-launch-1.0 -e to stop at a "
-         "step boundary).",
-            step, path),
-        (NULL));
-}
-
 static gboolean
 gst_cuda_train_sink_stop (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
-  gst_cuda_train_sink_save_on_stop (sink);
+  /* the step in flight, and the steps not yet checkpointed when the
+   * pipeline stops without EOS */
+  gst_cuda_train_sink_advance (sink, GST_TRAIN_INPUT_HALT, NULL);
   g_atomic_int_set (&sink->stop_requested, 0);
-  gst_cuda_train_sink_drop_pending (sink);
   /* whatever ended this rank's run, its peers must not wait for it */
   gst_cuda_train_sink_dist_stop (sink);
   /* after the last collective: a peer that never comes still ends it */
-  gst_cuda_train_sink_disarm_watchdog (sink);
+  gst_cuda_train_sink_watchdog_disarm (sink);
   g_clear_pointer (&sink->trainer, gt_trainer_free);
   g_clear_pointer (&sink->comm, gt_comm_free);
   g_clear_pointer (&sink->compute, g_free);
-  if (sink->metrics)
-    fclose (sink->metrics);
-  sink->metrics = NULL;
+  g_clear_pointer (&sink->metrics, gst_train_metrics_close);
   gst_cuda_train_sink_settings_clear (&sink->settings);
   if (sink->have_dataset)
     gst_train_dataset_info_clear (&sink->dataset);
@@ -786,404 +644,12 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
   return TRUE;
 }
 
-/* Posts the error of the trainer's last failure. */
-static GstFlowReturn
-gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
-{
-  sink->failed = TRUE;
-  GST_ELEMENT_ERROR (
-      sink, STREAM, FAILED, ("%s.", gt_trainer_error (sink->trainer)), (NULL));
-  return GST_FLOW_ERROR;
-}
-
-/* ---- what the sink writes and posts ---- */
-
-/* Appends @s to metrics-location as a JSON line: {"type": NAME, fields}. */
-void
-gst_cuda_train_sink_write_json (GstCudaTrainSink *sink, const GstStructure *s)
-{
-  GString *line;
-  TrainJsonObject object;
-
-  if (sink->metrics == NULL)
-    return;
-  line = g_string_new (NULL);
-  train_json_object_begin (&object, line);
-  train_json_object_add_string (&object, "type", gst_structure_get_name (s));
-  gst_structure_foreach (s, train_json_object_add_field, &object);
-  train_json_object_end (&object);
-  train_json_lines_write (sink->metrics, line);
-  g_string_free (line, TRUE);
-}
-
-/* Writes @s as a JSON line and posts it as an element message. */
-static void
-gst_cuda_train_sink_report (GstCudaTrainSink *sink, GstStructure *s)
-{
-  gst_cuda_train_sink_write_json (sink, s);
-  gst_element_post_message (
-      GST_ELEMENT (sink), gst_message_new_element (GST_OBJECT (sink), s));
-}
-
-/* The train-stats message of the interval that ends now, from the counts
- * of every rank as the caller just gathered them. */
-static void
-gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
-{
-  gint64 now = g_get_monotonic_time ();
-  TrainStatsReport r;
-
-  train_stats_take_report (&sink->global, sink->global_epoch_samples, now, &r);
-  train_stats_begin_interval (&sink->stats, now);
-  gst_cuda_train_sink_report (sink,
-      gst_structure_new ("train-stats", "step", G_TYPE_UINT64,
-          (guint64)gt_trainer_global_step (sink->trainer), "epoch",
-          G_TYPE_DOUBLE, r.epoch, "loss", G_TYPE_DOUBLE, r.loss, "lr",
-          G_TYPE_DOUBLE, r.lr, "images", G_TYPE_UINT64, r.images,
-          "fresh-images", G_TYPE_UINT64, r.fresh_images, "images-per-second",
-          G_TYPE_DOUBLE, r.images_per_second, "fresh-images-per-second",
-          G_TYPE_DOUBLE, r.fresh_images_per_second, "echo-factor",
-          G_TYPE_DOUBLE, r.echo_factor, "step-time", G_TYPE_DOUBLE, r.step_time,
-          "busy-time", G_TYPE_DOUBLE, r.busy_time, "data-wait-fraction",
-          G_TYPE_DOUBLE, r.data_wait_fraction, "sink-memory-fraction",
-          G_TYPE_DOUBLE, r.sink_memory_fraction, "pinned-fraction",
-          G_TYPE_DOUBLE, r.pinned_fraction, "comm-time", G_TYPE_DOUBLE,
-          r.comm_time, "rank", G_TYPE_INT, sink->rank, "world-size", G_TYPE_INT,
-          sink->world_size, "compute", G_TYPE_STRING,
-          sink->compute ? sink->compute : "", "time", G_TYPE_DOUBLE, r.time,
-          NULL));
-}
-
-/* The eval-result message of an eval run, at EOS. */
-static void
-gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
-{
-  const GtEvalTotals *eval = &sink->eval;
-  gdouble n = MAX (1, eval->num_samples);
-
-  gst_cuda_train_sink_report (sink,
-      gst_structure_new ("eval-result", "loss", G_TYPE_DOUBLE,
-          eval->loss_sum / n, "top1", G_TYPE_DOUBLE, eval->correct_top1 / n,
-          "top5", G_TYPE_DOUBLE, eval->correct_top5 / n, "images",
-          G_TYPE_UINT64, (guint64)eval->num_samples, NULL));
-}
-
-/* ---- steps ---- */
-
-/* The rank named in the trainer's GT_ERROR_STOPPED message ("rank R left
- * the job"), or -1. */
-static gint
-gst_cuda_train_sink_rank_that_left (GstCudaTrainSink *sink)
-{
-  const gchar *text = strstr (gt_trainer_error (sink->trainer), "rank ");
-  gint rank;
-
-  if (text == NULL || sscanf (text, "rank %d left", &rank) != 1)
-    return -1;
-  return rank;
-}
-
-/* A step ended with GT_ERROR_STOPPED: a peer left the job (its data ended,
- * it was stopped, or it failed) and every rank stops at this step, as at
- * EOS (gst_cuda_train_sink_check_end), never with an error. */
-static void
-gst_cuda_train_sink_peer_left (GstCudaTrainSink *sink)
-{
-  guint64 step = (guint64)gt_trainer_global_step (sink->trainer);
-  gint rank = gst_cuda_train_sink_rank_that_left (sink);
-  gchar *who =
-      rank >= 0 ? g_strdup_printf ("rank %d", rank) : g_strdup ("a rank");
-
-  sink->peer_left = TRUE;
-  /* a warning: the batches this rank still had are not trained on */
-  GST_ELEMENT_WARNING (sink, RESOURCE, FAILED,
-      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it.", who, step),
-      ("%s left at step %" G_GUINT64_FORMAT ": stopping with it (%s)", who,
-          step, gt_trainer_error (sink->trainer)));
-  g_free (who);
-}
-
-/* Ends the step in flight: its statistics, checkpoint and snapshots. The
- * statistics of every rank are gathered (a collective) at the steps that
- * need them, which every rank reaches together: none after a step that
- * stopped. */
-static GstFlowReturn
-gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
-{
-  const GstCudaTrainSinkSettings *s = &sink->settings;
-  GtStepResult result;
-  TrainStepStats step;
-  GstMemory *images;
-  gint status, fresh, samples = sink->pending.batch.num_samples;
-  gboolean stats_due, checkpoint_due;
-
-  if (sink->pending.buffer == NULL)
-    return GST_FLOW_OK;
-  status = gt_trainer_step_end (sink->trainer, &result);
-  fresh = gst_train_buffer_count_fresh (sink->pending.buffer);
-  if (fresh < 0)
-    fresh = samples; /* no metadata: nothing says it repeats */
-  images = gst_buffer_peek_memory (sink->pending.buffer, 0);
-  step.in_sink_memory = gst_train_host_memory_is_ours (images);
-  step.pinned = gst_train_host_memory_is_pinned (images);
-  gst_train_mapped_batch_unmap (&sink->pending);
-  if (status == GT_ERROR_STOPPED) {
-    gst_cuda_train_sink_peer_left (sink);
-    return GST_FLOW_OK;
-  }
-  if (status == GT_ERROR_NONFINITE) {
-    sink->failed = TRUE;
-    GST_ELEMENT_ERROR (sink, STREAM, FAILED,
-        ("Training diverged: %s.", gt_trainer_error (sink->trainer)),
-        ("the last checkpoint written (step %" G_GUINT64_FORMAT
-         ") is kept; lower lr or check the data",
-            sink->last_saved_step));
-    return GST_FLOW_ERROR;
-  }
-  if (status != GT_OK)
-    return gst_cuda_train_sink_trainer_failed (sink);
-
-  step.images = samples;
-  step.fresh = fresh;
-  step.loss = result.loss;
-  step.lr = result.lr;
-  step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
-  step.busy = result.busy_seconds;
-  step.comm = result.comm_seconds;
-  train_stats_add_step (&sink->stats, &step);
-  stats_due = s->stats_interval && sink->stats.steps >= s->stats_interval;
-  checkpoint_due = s->checkpoint_interval
-      && (guint64)result.step % s->checkpoint_interval == 0;
-  /* snapshots follow the fresh images of every rank: a gather each step */
-  if ((stats_due || checkpoint_due || s->snapshot_interval)
-      && !gst_cuda_train_sink_gather_stats (sink))
-    return GST_FLOW_ERROR;
-  if (stats_due)
-    gst_cuda_train_sink_post_stats (sink);
-  if (checkpoint_due && !gst_cuda_train_sink_save (sink))
-    return GST_FLOW_ERROR;
-  if (!gst_cuda_train_sink_snapshot (sink))
-    return GST_FLOW_ERROR;
-  return GST_FLOW_OK;
-}
-
-/* Where training ends, by max-steps, the "stop" signal or at an EOS event
- * (@eos), in one place; after every batch and at EOS. Once the global step
- * reaches max-steps or stop is requested (the step in flight, when it is
- * the last one allowed, ends at once so that EOS goes out now), or at EOS,
- * the last statistics and the final checkpoint are written. At max-steps
- * and at stop the sink also posts EOS and returns GST_FLOW_EOS from then
- * on: EOS returned upstream stops the sources, but the EOS event they then
- * send need not come back (a queue drops events once it got EOS from
- * downstream), so the sink, where the stream ends, says so itself. With
- * mode=eval it posts the eval-result at EOS, and at stop that and EOS. */
-static GstFlowReturn
-gst_cuda_train_sink_check_end (GstCudaTrainSink *sink, gboolean eos)
-{
-  guint64 max_steps = sink->settings.max_steps, step;
-  gboolean at_max, saved = TRUE, stop;
-  GstFlowReturn ret;
-
-  if (sink->reached_max)
-    return GST_FLOW_EOS;
-  /* after an error the last checkpoint stays as it is, whatever comes
-   * next (a source sends EOS after its error) */
-  if (sink->failed)
-    return GST_FLOW_ERROR;
-  if (sink->trainer == NULL)
-    return GST_FLOW_OK;
-  stop = g_atomic_int_get (&sink->stop_requested) != 0;
-  if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
-    /* an evaluation ends with its result, at EOS or cut short by stop; in
-     * a data-parallel job that of every rank */
-    if ((eos || stop) && !gst_cuda_train_sink_leave_job (sink))
-      return GST_FLOW_ERROR;
-    if (eos || stop)
-      gst_cuda_train_sink_post_eval_result (sink);
-    if (!stop)
-      return GST_FLOW_OK;
-    sink->reached_max = TRUE;
-    gst_element_post_message (
-        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
-    return GST_FLOW_EOS;
-  }
-  step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (sink->pending.buffer
-      && (eos || stop || (max_steps && step + 1 >= max_steps))) {
-    ret = gst_cuda_train_sink_finish_step (sink);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    step = (guint64)gt_trainer_global_step (sink->trainer);
-  }
-  /* the "stop" signal, and a peer that left the job, end the run as
-   * max-steps does */
-  at_max = stop || sink->peer_left || (max_steps && step >= max_steps);
-  if (!at_max && !eos)
-    return GST_FLOW_OK;
-  sink->ended = TRUE;
-  if (at_max) {
-    GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
-        stop                  ? "stopped"
-            : sink->peer_left ? "a peer left"
-                              : "reached max-steps",
-        step);
-    sink->reached_max = TRUE;
-  }
-  /* data-parallel: peers still training stop at this step; then the last
-   * gather */
-  if (!gst_cuda_train_sink_leave_job (sink))
-    return GST_FLOW_ERROR;
-  if (sink->global.steps)
-    gst_cuda_train_sink_post_stats (sink);
-  /* EOS always leaves a checkpoint, even of an untrained model */
-  if (step != sink->last_saved_step || step == 0)
-    saved = gst_cuda_train_sink_save (sink);
-  /* at an EOS event a failed checkpoint is an error message, and EOS goes
-   * on downstream */
-  if (!at_max)
-    return GST_FLOW_OK;
-  if (!saved)
-    return GST_FLOW_ERROR;
-  gst_element_post_message (
-      GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
-  return GST_FLOW_EOS;
-}
-
-/* Maps the two memories of @buffer as a batch into @mapped (with a ref on
- * @buffer); FALSE, with an error posted and nothing left mapped, when it
- * is not one. */
-static gboolean
-gst_cuda_train_sink_map_batch (
-    GstCudaTrainSink *sink, GstBuffer *buffer, GstTrainMappedBatch *mapped)
-{
-  gsize image_bytes = (gsize)sink->width * sink->height * sink->channels;
-  gint n;
-
-  memset (mapped, 0, sizeof (*mapped));
-  if (gst_buffer_n_memory (buffer) != 2) {
-    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
-        ("A batch must hold two memories (images, labels); this one has %u.",
-            gst_buffer_n_memory (buffer)),
-        (NULL));
-    return FALSE;
-  }
-  mapped->buffer = gst_buffer_ref (buffer);
-  if (!gst_memory_map (
-          gst_buffer_peek_memory (buffer, 0), &mapped->images, GST_MAP_READ)
-      || !gst_memory_map (
-          gst_buffer_peek_memory (buffer, 1), &mapped->labels, GST_MAP_READ)) {
-    gst_train_mapped_batch_unmap (mapped);
-    GST_ELEMENT_ERROR (
-        sink, STREAM, FAILED, ("Could not read a batch."), (NULL));
-    return FALSE;
-  }
-  n = (gint)(mapped->labels.size / sizeof (int32_t));
-  if (n < 1 || mapped->images.size < image_bytes * n || n > sink->batch_size) {
-    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
-        ("A batch of %" G_GSIZE_FORMAT " bytes of images and %" G_GSIZE_FORMAT
-         " of labels does not match its caps.",
-            mapped->images.size, mapped->labels.size),
-        (NULL));
-    gst_train_mapped_batch_unmap (mapped);
-    return FALSE;
-  }
-  mapped->batch.num_samples = n;
-  mapped->batch.images = mapped->images.data;
-  mapped->batch.labels = (const int32_t *)mapped->labels.data;
-  mapped->batch.height = sink->height;
-  mapped->batch.width = sink->width;
-  mapped->batch.channels = sink->channels;
-  return TRUE;
-}
-
-/* Ends the step in flight and begins one on @mapped, which it takes over
- * until it ends. The step runs while upstream prepares the next batch. */
-static GstFlowReturn
-gst_cuda_train_sink_train_batch (
-    GstCudaTrainSink *sink, GstTrainMappedBatch *mapped, gint64 arrival)
-{
-  GstFlowReturn ret;
-  gint status;
-
-  /* a last, partial batch too small for batch-norm in training (one value
-   * per channel) is dropped, as DataLoader(drop_last=True) would */
-  if (mapped->batch.num_samples < sink->min_train_batch) {
-    GST_ELEMENT_WARNING (sink, STREAM, FAILED,
-        ("Dropped a batch of %d images: batch-norm needs at least %d to "
-         "train at this image size.",
-            mapped->batch.num_samples, sink->min_train_batch),
-        (NULL));
-    return GST_FLOW_OK;
-  }
-  train_stats_add_wait (&sink->stats, arrival);
-  ret = gst_cuda_train_sink_finish_step (sink);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  if (sink->peer_left)
-    return gst_cuda_train_sink_check_end (sink, FALSE);
-  status = gt_trainer_step_begin (sink->trainer, &mapped->batch);
-  if (status == GT_ERROR_STOPPED) {
-    gst_cuda_train_sink_peer_left (sink);
-    return gst_cuda_train_sink_check_end (sink, FALSE);
-  }
-  if (status != GT_OK)
-    return gst_cuda_train_sink_trainer_failed (sink);
-  sink->pending = *mapped;
-  memset (mapped, 0, sizeof (*mapped));
-  sink->pending_start = arrival;
-  ret = gst_cuda_train_sink_check_end (sink, FALSE);
-  train_stats_batch_done (&sink->stats, g_get_monotonic_time ());
-  return ret;
-}
-
+/* Each batch is a step of the run (gstcudatrainsink-steps.c). */
 static GstFlowReturn
 gst_cuda_train_sink_render (GstBaseSink *base, GstBuffer *buffer)
 {
-  GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
-  gint64 arrival = g_get_monotonic_time ();
-  GstTrainMappedBatch mapped;
-  GstFlowReturn ret;
-
-  /* an error posted at an event (a shard that is not this rank's) */
-  if (sink->failed)
-    return GST_FLOW_ERROR;
-  if (sink->trainer == NULL && !sink->reached_max) {
-    switch (gst_cuda_train_sink_setup (sink)) {
-      case GST_TRAIN_SETUP_OK:
-        break;
-      case GST_TRAIN_SETUP_FAILED:
-        sink->failed = TRUE;
-        return GST_FLOW_ERROR;
-      case GST_TRAIN_SETUP_NO_JOB:
-        /* another rank cannot train: this one ends as at max-steps */
-        sink->reached_max = sink->ended = TRUE;
-        gst_element_post_message (GST_ELEMENT_CAST (sink),
-            gst_message_new_eos (GST_OBJECT_CAST (sink)));
-        return GST_FLOW_EOS;
-    }
-    train_stats_begin_interval (&sink->stats, arrival);
-  }
-  /* past max-steps, or resumed from a checkpoint at or past it */
-  ret = gst_cuda_train_sink_check_end (sink, FALSE);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  if (sink->skip_batches > 0) {
-    sink->skip_batches--;
-    return GST_FLOW_OK;
-  }
-  if (!gst_cuda_train_sink_map_batch (sink, buffer, &mapped))
-    return GST_FLOW_ERROR;
-  if (sink->settings.mode == GST_TRAIN_MODE_EVAL)
-    ret = gt_trainer_eval (sink->trainer, &mapped.batch, &sink->eval) == GT_OK
-        ? GST_FLOW_OK
-        : gst_cuda_train_sink_trainer_failed (sink);
-  else
-    ret = gst_cuda_train_sink_train_batch (sink, &mapped, arrival);
-  /* nothing left to unmap when the batch became the step in flight */
-  gst_train_mapped_batch_unmap (&mapped);
-  if (ret == GST_FLOW_ERROR)
-    sink->failed = TRUE;
-  return ret;
+  return gst_cuda_train_sink_advance (
+      GST_CUDA_TRAIN_SINK (base), GST_TRAIN_INPUT_BATCH, buffer);
 }
 
 /* The resume query of datasetsrc (answered from the checkpoint), else
@@ -1225,12 +691,8 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       break;
     }
     case GST_EVENT_EOS:
-      /* data-parallel: no batch at all; peers waiting to start stop too */
-      if (sink->trainer == NULL && sink->comm != NULL && !sink->agreed)
-        gst_cuda_train_sink_dist_agree (sink,
-            sink->failed ? GST_TRAIN_RANK_FAILED : GST_TRAIN_RANK_NO_DATA, NULL,
-            NULL, NULL);
-      ret = gst_cuda_train_sink_check_end (sink, TRUE);
+      /* the run ends here, unless it ended before */
+      ret = gst_cuda_train_sink_advance (sink, GST_TRAIN_INPUT_EOS, NULL);
       if (ret != GST_FLOW_OK) {
         /* EOS: max-steps posted the EOS message already; an error is
          * posted, and the last checkpoint stays as it is */
@@ -1239,10 +701,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       }
       break;
     case GST_EVENT_FLUSH_STOP:
-      /* a flushing seek restarts the stream: drop the step in flight, and
-       * let max-steps be checked anew */
-      gst_cuda_train_sink_drop_pending (sink);
-      sink->reached_max = sink->ended = FALSE;
+      gst_cuda_train_sink_advance (sink, GST_TRAIN_INPUT_FLUSH, NULL);
       break;
     default:
       break;

@@ -1,7 +1,6 @@
 /* train-report.c: the statistics and JSON declared in train-report.h. */
 #include "train-report.h"
 
-#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -175,24 +174,4 @@ train_json_append_string (GString *json, const gchar *text)
       g_string_append_c (json, *c);
   }
   g_string_append_c (json, '"');
-}
-
-FILE *
-train_json_lines_open (const gchar *path, GError **error)
-{
-  FILE *file = fopen (path, "a");
-  int saved_errno = errno;
-
-  if (file == NULL)
-    g_set_error_literal (error, G_FILE_ERROR,
-        g_file_error_from_errno (saved_errno), g_strerror (saved_errno));
-  return file;
-}
-
-void
-train_json_lines_write (FILE *file, const GString *line)
-{
-  fwrite (line->str, 1, line->len, file);
-  fputc ('\n', file);
-  fflush (file);
 }

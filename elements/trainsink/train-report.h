@@ -128,13 +128,6 @@ void train_json_object_end (TrainJsonObject *object);
  * characters escaped, UTF-8 as it is. */
 void train_json_append_string (GString *json, const gchar *text);
 
-/* Opens @path to append JSON lines to; NULL with @error set when it cannot
- * be opened. */
-FILE *train_json_lines_open (const gchar *path, GError **error);
-/* Writes @line and a newline to @file and flushes it, so that a reader
- * sees whole lines while the run goes on. */
-void train_json_lines_write (FILE *file, const GString *line);
-
 G_END_DECLS
 
 #endif /* __GST_TRAIN_REPORT_H__ */

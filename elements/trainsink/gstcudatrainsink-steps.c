@@ -1,0 +1,420 @@
+/* gstcudatrainsink-steps.c: the run of cudatrainsink, from its first batch
+ * to its end, in one function: gst_cuda_train_sink_advance. The element
+ * (gstcudatrainsink.c) hands it what arrives: a batch, EOS, a flush, or
+ * the sink stopping. It makes the trainer at the first batch
+ * (gstcudatrainsink-trainer.c), begins a step on each batch, which runs
+ * while upstream prepares the next one, finishes the step in flight
+ * (statistics, checkpoints, snapshots), and decides where the run ends:
+ * max-steps, the "stop" action signal, a peer that left the data-parallel
+ * job (gstcudatrainsink-dist.c), EOS, or the pipeline stopping without
+ * EOS. The helpers above it each do one part and call nothing back. */
+#include "gstcudatrainsink-private.h"
+#include "gsttrainhostallocator.h"
+
+#include <string.h>
+
+#define GST_CAT_DEFAULT gst_cuda_train_sink_debug
+
+void
+gst_cuda_train_sink_steps_reset (GstCudaTrainSink *sink)
+{
+  sink->failed = sink->ended = FALSE;
+  sink->skip_batches = 0;
+  g_atomic_int_set (&sink->upstream_resumes, FALSE);
+  sink->last_saved_step = 0;
+  sink->next_snapshot = sink->settings.snapshot_interval;
+  sink->reached_max = FALSE;
+  train_stats_init (&sink->stats, g_get_monotonic_time ());
+  sink->global = sink->stats;
+  sink->global_epoch_samples = 0;
+  memset (&sink->eval, 0, sizeof (sink->eval));
+}
+
+/* ---- batches ---- */
+
+/* Unmaps both memories of @mapped and drops its ref; nothing when nothing
+ * is mapped. Every mapped batch is let go of here. */
+static void
+gst_train_mapped_batch_unmap (GstTrainMappedBatch *mapped)
+{
+  /* gst_memory_map() leaves the info zeroed when it fails */
+  if (mapped->images.memory)
+    gst_memory_unmap (mapped->images.memory, &mapped->images);
+  if (mapped->labels.memory)
+    gst_memory_unmap (mapped->labels.memory, &mapped->labels);
+  gst_clear_buffer (&mapped->buffer);
+  memset (mapped, 0, sizeof (*mapped));
+}
+
+/* Maps the two memories of @buffer as a batch into @mapped (with a ref on
+ * @buffer); FALSE, with an error posted and nothing left mapped, when it
+ * is not one. */
+static gboolean
+gst_cuda_train_sink_map_batch (
+    GstCudaTrainSink *sink, GstBuffer *buffer, GstTrainMappedBatch *mapped)
+{
+  gsize image_bytes = (gsize)sink->width * sink->height * sink->channels;
+  gint n;
+
+  memset (mapped, 0, sizeof (*mapped));
+  if (gst_buffer_n_memory (buffer) != 2) {
+    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
+        ("A batch must hold two memories (images, labels); this one has %u.",
+            gst_buffer_n_memory (buffer)),
+        (NULL));
+    return FALSE;
+  }
+  mapped->buffer = gst_buffer_ref (buffer);
+  if (!gst_memory_map (
+          gst_buffer_peek_memory (buffer, 0), &mapped->images, GST_MAP_READ)
+      || !gst_memory_map (
+          gst_buffer_peek_memory (buffer, 1), &mapped->labels, GST_MAP_READ)) {
+    gst_train_mapped_batch_unmap (mapped);
+    GST_ELEMENT_ERROR (
+        sink, STREAM, FAILED, ("Could not read a batch."), (NULL));
+    return FALSE;
+  }
+  n = (gint)(mapped->labels.size / sizeof (int32_t));
+  if (n < 1 || mapped->images.size < image_bytes * n || n > sink->batch_size) {
+    GST_ELEMENT_ERROR (sink, STREAM, FORMAT,
+        ("A batch of %" G_GSIZE_FORMAT " bytes of images and %" G_GSIZE_FORMAT
+         " of labels does not match its caps.",
+            mapped->images.size, mapped->labels.size),
+        (NULL));
+    gst_train_mapped_batch_unmap (mapped);
+    return FALSE;
+  }
+  mapped->batch.num_samples = n;
+  mapped->batch.images = mapped->images.data;
+  mapped->batch.labels = (const int32_t *)mapped->labels.data;
+  mapped->batch.height = sink->height;
+  mapped->batch.width = sink->width;
+  mapped->batch.channels = sink->channels;
+  return TRUE;
+}
+
+/* ---- the parts of a run ---- */
+
+/* Posts the error of the trainer's last failure. */
+static GstFlowReturn
+gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
+{
+  sink->failed = TRUE;
+  GST_ELEMENT_ERROR (
+      sink, STREAM, FAILED, ("%s.", gt_trainer_error (sink->trainer)), (NULL));
+  return GST_FLOW_ERROR;
+}
+
+/* Abandons the step in flight, unread, and lets go of its batch. */
+static void
+gst_cuda_train_sink_drop_pending (GstCudaTrainSink *sink)
+{
+  if (sink->pending.buffer && sink->trainer)
+    gt_trainer_step_end (sink->trainer, NULL);
+  gst_train_mapped_batch_unmap (&sink->pending);
+}
+
+/* Ends the step in flight, when there is one: its statistics, checkpoint
+ * and snapshots. The statistics of every rank are gathered (a collective)
+ * at the steps that need them, which every rank reaches together: none
+ * after a step that stopped. */
+static GstFlowReturn
+gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
+{
+  const GstCudaTrainSinkSettings *s = &sink->settings;
+  GtStepResult result;
+  TrainStepStats step;
+  GstMemory *images;
+  gint status, fresh, samples = sink->pending.batch.num_samples;
+  gboolean stats_due, checkpoint_due;
+
+  if (sink->pending.buffer == NULL)
+    return GST_FLOW_OK;
+  status = gt_trainer_step_end (sink->trainer, &result);
+  fresh = gst_train_buffer_count_fresh (sink->pending.buffer);
+  if (fresh < 0)
+    fresh = samples; /* no metadata: nothing says it repeats */
+  images = gst_buffer_peek_memory (sink->pending.buffer, 0);
+  step.in_sink_memory = gst_train_host_memory_is_ours (images);
+  step.pinned = gst_train_host_memory_is_pinned (images);
+  gst_train_mapped_batch_unmap (&sink->pending);
+  if (status == GT_ERROR_STOPPED) {
+    gst_cuda_train_sink_dist_peer_left (sink);
+    return GST_FLOW_OK;
+  }
+  if (status == GT_ERROR_NONFINITE) {
+    sink->failed = TRUE;
+    GST_ELEMENT_ERROR (sink, STREAM, FAILED,
+        ("Training diverged: %s.", gt_trainer_error (sink->trainer)),
+        ("the last checkpoint written (step %" G_GUINT64_FORMAT
+         ") is kept; lower lr or check the data",
+            sink->last_saved_step));
+    return GST_FLOW_ERROR;
+  }
+  if (status != GT_OK)
+    return gst_cuda_train_sink_trainer_failed (sink);
+
+  step.images = samples;
+  step.fresh = fresh;
+  step.loss = result.loss;
+  step.lr = result.lr;
+  step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
+  step.busy = result.busy_seconds;
+  step.comm = result.comm_seconds;
+  train_stats_add_step (&sink->stats, &step);
+  stats_due = s->stats_interval && sink->stats.steps >= s->stats_interval;
+  checkpoint_due = s->checkpoint_interval
+      && (guint64)result.step % s->checkpoint_interval == 0;
+  /* snapshots follow the fresh images of every rank: a gather each step */
+  if ((stats_due || checkpoint_due || s->snapshot_interval)
+      && !gst_cuda_train_sink_gather_stats (sink))
+    return GST_FLOW_ERROR;
+  if (stats_due)
+    gst_cuda_train_sink_post_stats (sink);
+  if (checkpoint_due && !gst_cuda_train_sink_save (sink))
+    return GST_FLOW_ERROR;
+  if (!gst_cuda_train_sink_snapshot (sink))
+    return GST_FLOW_ERROR;
+  return GST_FLOW_OK;
+}
+
+/* Ends the run when it ends here: once the global step reaches max-steps
+ * or stop is requested (the step in flight, when it is the last one
+ * allowed, ends at once so that EOS goes out now), or at EOS (@eos), the
+ * last statistics and the final checkpoint are written. At max-steps and
+ * at stop the sink also posts EOS and returns GST_FLOW_EOS from then on:
+ * EOS returned upstream stops the sources, but the EOS event they then
+ * send need not come back (a queue drops events once it got EOS from
+ * downstream), so the sink, where the stream ends, says so itself. With
+ * mode=eval it posts the eval-result at EOS, and at stop that and EOS.
+ * GST_FLOW_OK when the run goes on (or, at EOS, when the event goes on
+ * downstream). */
+static GstFlowReturn
+gst_cuda_train_sink_end_if_due (GstCudaTrainSink *sink, gboolean eos)
+{
+  guint64 max_steps = sink->settings.max_steps, step;
+  gboolean at_max, saved = TRUE, stop;
+  GstFlowReturn ret;
+
+  stop = g_atomic_int_get (&sink->stop_requested) != 0;
+  if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
+    /* an evaluation ends with its result, at EOS or cut short by stop; in
+     * a data-parallel job that of every rank */
+    if ((eos || stop) && !gst_cuda_train_sink_leave_job (sink))
+      return GST_FLOW_ERROR;
+    if (eos || stop)
+      gst_cuda_train_sink_post_eval_result (sink);
+    if (!stop)
+      return GST_FLOW_OK;
+    sink->reached_max = TRUE;
+    gst_element_post_message (
+        GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
+    return GST_FLOW_EOS;
+  }
+  step = (guint64)gt_trainer_global_step (sink->trainer);
+  if (sink->pending.buffer
+      && (eos || stop || (max_steps && step + 1 >= max_steps))) {
+    ret = gst_cuda_train_sink_finish_step (sink);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    step = (guint64)gt_trainer_global_step (sink->trainer);
+  }
+  /* the "stop" signal, and a peer that left the job, end the run as
+   * max-steps does */
+  at_max = stop || sink->peer_left || (max_steps && step >= max_steps);
+  if (!at_max && !eos)
+    return GST_FLOW_OK;
+  sink->ended = TRUE;
+  if (at_max) {
+    GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
+        stop                  ? "stopped"
+            : sink->peer_left ? "a peer left"
+                              : "reached max-steps",
+        step);
+    sink->reached_max = TRUE;
+  }
+  /* data-parallel: peers still training stop at this step; then the last
+   * gather */
+  if (!gst_cuda_train_sink_leave_job (sink))
+    return GST_FLOW_ERROR;
+  if (sink->global.steps)
+    gst_cuda_train_sink_post_stats (sink);
+  /* EOS always leaves a checkpoint, even of an untrained model */
+  if (step != sink->last_saved_step || step == 0)
+    saved = gst_cuda_train_sink_save (sink);
+  /* at an EOS event a failed checkpoint is an error message, and EOS goes
+   * on downstream */
+  if (!at_max)
+    return GST_FLOW_OK;
+  if (!saved)
+    return GST_FLOW_ERROR;
+  gst_element_post_message (
+      GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
+  return GST_FLOW_EOS;
+}
+
+/* The pipeline left PAUSED for READY in the middle of training, with no
+ * EOS (gst-launch-1.0 without -e, Ctrl-C): the streaming thread has
+ * stopped, the step in flight, its batch still mapped, can be finished
+ * here, and the steps not yet checkpointed are written. */
+static void
+gst_cuda_train_sink_save_on_halt (GstCudaTrainSink *sink)
+{
+  const gchar *path = sink->settings.checkpoint_location;
+  guint64 step;
+
+  if (path == NULL || sink->trainer == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
+      || sink->ended)
+    return;
+  if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
+    return; /* the error is posted */
+  /* data-parallel: the peers stop at this step too; the counts of every
+   * rank go into rank 0's checkpoint */
+  if (!gst_cuda_train_sink_leave_job (sink))
+    return;
+  step = (guint64)gt_trainer_global_step (sink->trainer);
+  if (step == sink->last_saved_step || sink->rank != 0)
+    return;
+  GST_WARNING_OBJECT (sink,
+      "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
+      path);
+  if (gst_cuda_train_sink_save (sink))
+    GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
+        ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
+         ": checkpoint written to %s (use gst-launch-1.0 -e to stop at a "
+         "step boundary).",
+            step, path),
+        (NULL));
+}
+
+/* The first batch: the trainer is made (in a data-parallel job, once every
+ * rank agreed to start). */
+static GstFlowReturn
+gst_cuda_train_sink_start_run (GstCudaTrainSink *sink, gint64 arrival)
+{
+  switch (gst_cuda_train_sink_setup (sink)) {
+    case GST_TRAIN_SETUP_OK:
+      break;
+    case GST_TRAIN_SETUP_FAILED:
+      sink->failed = TRUE;
+      return GST_FLOW_ERROR;
+    case GST_TRAIN_SETUP_NO_JOB:
+      /* another rank cannot train: this one ends as at max-steps */
+      sink->reached_max = sink->ended = TRUE;
+      gst_element_post_message (GST_ELEMENT_CAST (sink),
+          gst_message_new_eos (GST_OBJECT_CAST (sink)));
+      return GST_FLOW_EOS;
+  }
+  train_stats_begin_interval (&sink->stats, arrival);
+  return GST_FLOW_OK;
+}
+
+/* ---- the run ---- */
+
+GstFlowReturn
+gst_cuda_train_sink_advance (
+    GstCudaTrainSink *sink, GstTrainInput input, GstBuffer *buffer)
+{
+  gint64 arrival = g_get_monotonic_time ();
+  GstTrainMappedBatch batch;
+  gboolean began = FALSE;
+  GstFlowReturn ret;
+  gint status;
+
+  switch (input) {
+    case GST_TRAIN_INPUT_FLUSH:
+      /* a flushing seek restarts the stream: drop the step in flight, and
+       * let max-steps be checked anew */
+      gst_cuda_train_sink_drop_pending (sink);
+      sink->reached_max = sink->ended = FALSE;
+      return GST_FLOW_OK;
+    case GST_TRAIN_INPUT_HALT:
+      /* the step in flight is finished and checkpointed, or abandoned */
+      gst_cuda_train_sink_save_on_halt (sink);
+      gst_cuda_train_sink_drop_pending (sink);
+      return GST_FLOW_OK;
+    case GST_TRAIN_INPUT_EOS:
+      /* data-parallel: no batch at all; peers waiting to start stop too */
+      if (sink->trainer == NULL && sink->comm != NULL && !sink->agreed)
+        gst_cuda_train_sink_dist_agree (sink,
+            sink->failed ? GST_TRAIN_RANK_FAILED : GST_TRAIN_RANK_NO_DATA, NULL,
+            NULL, NULL);
+      break;
+    case GST_TRAIN_INPUT_BATCH:
+      /* an error posted at an event (a shard that is not this rank's) */
+      if (sink->failed)
+        return GST_FLOW_ERROR;
+      if (sink->trainer == NULL && !sink->reached_max) {
+        ret = gst_cuda_train_sink_start_run (sink, arrival);
+        if (ret != GST_FLOW_OK)
+          return ret;
+      }
+      break;
+  }
+
+  /* after an error the last checkpoint stays as it is, whatever comes
+   * next (a source sends EOS after its error) */
+  if (sink->reached_max)
+    return GST_FLOW_EOS;
+  if (sink->failed)
+    return GST_FLOW_ERROR;
+  if (sink->trainer == NULL)
+    return GST_FLOW_OK;
+  /* the run ends at EOS, or before this batch: stopped, past max-steps, or
+   * resumed from a checkpoint at or past it */
+  ret = gst_cuda_train_sink_end_if_due (sink, input == GST_TRAIN_INPUT_EOS);
+  if (input == GST_TRAIN_INPUT_EOS || ret != GST_FLOW_OK)
+    return ret;
+
+  /* the batch */
+  if (sink->skip_batches > 0) {
+    sink->skip_batches--;
+    return GST_FLOW_OK;
+  }
+  if (!gst_cuda_train_sink_map_batch (sink, buffer, &batch))
+    return GST_FLOW_ERROR;
+  if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
+    ret = gt_trainer_eval (sink->trainer, &batch.batch, &sink->eval) == GT_OK
+        ? GST_FLOW_OK
+        : gst_cuda_train_sink_trainer_failed (sink);
+  } else if (batch.batch.num_samples < sink->min_train_batch) {
+    /* a last, partial batch too small for batch-norm in training (one
+     * value per channel) is dropped, as DataLoader(drop_last=True) would */
+    GST_ELEMENT_WARNING (sink, STREAM, FAILED,
+        ("Dropped a batch of %d images: batch-norm needs at least %d to "
+         "train at this image size.",
+            batch.batch.num_samples, sink->min_train_batch),
+        (NULL));
+  } else {
+    /* the step in flight ends, and one begins on this batch; it runs while
+     * upstream prepares the next one */
+    train_stats_add_wait (&sink->stats, arrival);
+    ret = gst_cuda_train_sink_finish_step (sink);
+    if (ret == GST_FLOW_OK && !sink->peer_left) {
+      status = gt_trainer_step_begin (sink->trainer, &batch.batch);
+      if (status == GT_ERROR_STOPPED)
+        gst_cuda_train_sink_dist_peer_left (sink);
+      else if (status != GT_OK)
+        ret = gst_cuda_train_sink_trainer_failed (sink);
+      else
+        began = TRUE;
+    }
+    if (began) {
+      sink->pending = batch;
+      memset (&batch, 0, sizeof (batch));
+      sink->pending_start = arrival;
+    }
+    /* the run ends with a peer that left, or with this step when it is the
+     * last one allowed or stop is requested */
+    if (ret == GST_FLOW_OK)
+      ret = gst_cuda_train_sink_end_if_due (sink, FALSE);
+    if (began)
+      train_stats_batch_done (&sink->stats, g_get_monotonic_time ());
+  }
+  /* nothing left to unmap when the batch became the step in flight */
+  gst_train_mapped_batch_unmap (&batch);
+  if (ret == GST_FLOW_ERROR)
+    sink->failed = TRUE;
+  return ret;
+}
