@@ -43,19 +43,20 @@ static ConvTask
 conv_task (GtCpuScratch *scratch, const GtConvSpec *conv, const float *x, int n,
     const float *weight)
 {
-  ConvTask task = { 0 };
+  ConvTask task = {
+    .scratch = scratch,
+    .conv = conv,
+    .x = x,
+    .n = n,
+    .h = conv->in_h,
+    .w = conv->in_w,
+    .out_h = conv->out_h,
+    .out_w = conv->out_w,
+    .weight = weight,
+    .rows = (size_t)n * conv->out_h * conv->out_w,
+    .width = conv_column_width (conv),
+  };
 
-  task.scratch = scratch;
-  task.conv = conv;
-  task.x = x;
-  task.n = n;
-  task.h = conv->in_h;
-  task.w = conv->in_w;
-  task.out_h = conv->out_h;
-  task.out_w = conv->out_w;
-  task.weight = weight;
-  task.rows = (size_t)n * conv->out_h * conv->out_w;
-  task.width = conv_column_width (conv);
   /* as many rows per im2col chunk as the scratch holds */
   task.chunk = scratch->column_floats / task.width;
   if (task.chunk == 0)

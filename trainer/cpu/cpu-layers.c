@@ -23,6 +23,7 @@ typedef struct
   int hw;
 } PoolTask;
 
+/* Each thread takes whole images: y and argmax of its images only. */
 GT_CPU_STREAMING static void
 maxpool_forward_task (void *data, int thread, int num_threads)
 {
@@ -75,15 +76,14 @@ maxpool_forward_task (void *data, int thread, int num_threads)
 static PoolTask
 maxpool_task (int n, int h, int w, int channels)
 {
-  PoolTask task = { 0 };
-
-  task.n = n;
-  task.h = h;
-  task.w = w;
-  task.channels = channels;
-  task.out_h = gt_maxpool_output_size (h);
-  task.out_w = gt_maxpool_output_size (w);
-  return task;
+  return (PoolTask){
+    .n = n,
+    .h = h,
+    .w = w,
+    .channels = channels,
+    .out_h = gt_maxpool_output_size (h),
+    .out_w = gt_maxpool_output_size (w),
+  };
 }
 
 void
@@ -170,13 +170,10 @@ void
 gt_cpu_avgpool_backward (
     GtCpuPool *pool, const float *dy, int n, int hw, int channels, float *dx)
 {
-  PoolTask task = { 0 };
+  PoolTask task = {
+    .dy = dy, .n = n, .hw = hw, .channels = channels, .dx = dx
+  };
 
-  task.dy = dy;
-  task.n = n;
-  task.hw = hw;
-  task.channels = channels;
-  task.dx = dx;
   gt_cpu_pool_run (pool, avgpool_backward_task, &task);
 }
 

@@ -243,14 +243,11 @@ gt_cpu_norm_forward_train (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     const float *residual, int relu, float *y, float *mean, float *invstd,
     float *running_mean, float *running_var)
 {
-  NormTask task = { 0 };
+  NormTask task = {
+    .scratch = scratch, .rows = rows, .channels = channels, .x = x
+  };
   double sums[channels], x_mean[channels];
   int c;
-
-  task.scratch = scratch;
-  task.rows = rows;
-  task.channels = channels;
-  task.x = x;
 
   /* Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2,
    * which cancels badly when the mean is large. */
@@ -272,13 +269,10 @@ gt_cpu_norm_forward_train_moments (GtCpuPool *pool, size_t rows, int channels,
     float *y, float *mean, float *invstd, float *running_mean,
     float *running_var)
 {
-  NormTask task = { 0 };
+  NormTask task = { .rows = rows, .channels = channels, .x = x };
   float scale[channels], bias[channels];
   int c;
 
-  task.rows = rows;
-  task.channels = channels;
-  task.x = x;
   for (c = 0; c < channels; c++) {
     double var = x_m2[c] / rows;
     double unbiased = rows > 1 ? x_m2[c] / (rows - 1) : var;
@@ -301,7 +295,7 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
     const float *running_mean, const float *running_var, const float *residual,
     int relu, float *y)
 {
-  NormTask task = { 0 };
+  NormTask task = { .rows = rows, .channels = channels, .x = x };
   float scale[channels], bias[channels];
   int c;
 
@@ -309,9 +303,6 @@ gt_cpu_norm_forward_eval (GtCpuPool *pool, size_t rows, int channels,
     scale[c] = (float)(gamma[c] / sqrt ((double)running_var[c] + NORM_EPS));
     bias[c] = beta[c] - running_mean[c] * scale[c];
   }
-  task.rows = rows;
-  task.channels = channels;
-  task.x = x;
   norm_apply (pool, &task, scale, bias, residual, relu, y);
 }
 
@@ -413,22 +404,23 @@ gt_cpu_norm_backward (GtCpuPool *pool, GtCpuScratch *scratch, size_t rows,
     const float *gamma, const float *y, const float *dy, float *dx,
     float *dgamma, float *dbeta, float *dresidual)
 {
-  NormTask task = { 0 };
+  NormTask task = {
+    .scratch = scratch,
+    .rows = rows,
+    .channels = channels,
+    .x = x,
+    .mean = mean,
+    .invstd = invstd,
+    .gamma = gamma,
+    .out = y,
+    .dy = dy,
+    .dx = dx,
+    .dresidual = dresidual,
+  };
   int num_threads = gt_cpu_pool_size (pool);
   float scale[channels], slope[channels], offset[channels];
   int t, c;
 
-  task.scratch = scratch;
-  task.rows = rows;
-  task.channels = channels;
-  task.x = x;
-  task.mean = mean;
-  task.invstd = invstd;
-  task.gamma = gamma;
-  task.out = y;
-  task.dy = dy;
-  task.dx = dx;
-  task.dresidual = dresidual;
   gt_cpu_pool_run (pool, norm_grad_sum_task, &task);
   for (c = 0; c < channels; c++) {
     double sum_dy = 0, sum_dy_xhat = 0;
