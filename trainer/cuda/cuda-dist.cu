@@ -818,24 +818,24 @@ leave_nccl (CudaBackend *cuda)
 }
 #endif /* GT_HAVE_NCCL */
 
+/* @call where the trainer reduces over NCCL; over MPI the step's stream
+ * has nothing to do at that point (the host reduces after the step). */
+#ifdef GT_HAVE_NCCL
+#define OVER_NCCL(cuda, call) ((cuda)->dist->mode == DIST_NCCL ? (call) : GT_OK)
+#else
+#define OVER_NCCL(cuda, call) GT_OK
+#endif
+
 int
 dist_begin_backward (CudaBackend *cuda, int num_samples)
 {
-#ifdef GT_HAVE_NCCL
-  if (cuda->dist->mode == DIST_NCCL)
-    return begin_backward (cuda, num_samples);
-#endif
-  return GT_OK;
+  return OVER_NCCL (cuda, begin_backward (cuda, num_samples));
 }
 
 int
 dist_produced (CudaBackend *cuda, size_t offset)
 {
-#ifdef GT_HAVE_NCCL
-  if (cuda->dist->mode == DIST_NCCL)
-    return produced (cuda, offset);
-#endif
-  return GT_OK;
+  return OVER_NCCL (cuda, produced (cuda, offset));
 }
 
 int
