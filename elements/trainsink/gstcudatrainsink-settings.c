@@ -1,20 +1,21 @@
 /* gstcudatrainsink-settings.c: the properties declared in
  * gstcudatrainsink-settings.h. */
 #include "gstcudatrainsink-settings.h"
+#include "gstcudatrainsink-enumtypes.h"
 
 #include <gst/gst.h>
 
-#define DEFAULT_MODEL GT_MODEL_RESNET50
+#define DEFAULT_MODEL GST_TRAIN_MODEL_RESNET50
 #define DEFAULT_NUM_CLASSES 0
 #define DEFAULT_DEVICE GST_TRAIN_DEVICE_AUTO
 #define DEFAULT_GPU_ID (-1)
-#define DEFAULT_PRECISION GT_PRECISION_BF16
+#define DEFAULT_PRECISION GST_TRAIN_PRECISION_BF16
 #define DEFAULT_LR 0.1
 #define DEFAULT_MOMENTUM 0.9
 #define DEFAULT_WEIGHT_DECAY 1e-4
 #define DEFAULT_NESTEROV FALSE
 #define DEFAULT_WARMUP_STEPS 0
-#define DEFAULT_LR_SCHEDULE GT_LR_COSINE
+#define DEFAULT_LR_SCHEDULE GST_TRAIN_LR_SCHEDULE_COSINE
 #define DEFAULT_TOTAL_STEPS 0
 #define DEFAULT_LABEL_SMOOTHING 0.1
 #define DEFAULT_SEED 0
@@ -27,7 +28,7 @@
 #define DEFAULT_NUM_THREADS 0
 #define DEFAULT_SNAPSHOT_INTERVAL 0
 #define DEFAULT_DISTRIBUTED GST_TRAIN_DISTRIBUTED_AUTO
-#define DEFAULT_COMM_BACKEND GT_COMM_AUTO
+#define DEFAULT_COMM_BACKEND GST_TRAIN_COMM_BACKEND_AUTO
 #define DEFAULT_BUCKET_SIZE_MB 25
 #define DEFAULT_ERROR_TIMEOUT 30
 
@@ -109,13 +110,13 @@ static const gsize settings_offsets[N_PROPERTIES] = {
 
 /* An enum property is kept in its C enum type and read and written as a
  * gint, as GEnumValue holds it: the sizes must agree. */
-G_STATIC_ASSERT (sizeof (GtModel) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainModel) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GstTrainDevice) == sizeof (gint));
-G_STATIC_ASSERT (sizeof (GtPrecision) == sizeof (gint));
-G_STATIC_ASSERT (sizeof (GtLrSchedule) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainPrecision) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainLrSchedule) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GstTrainMode) == sizeof (gint));
 G_STATIC_ASSERT (sizeof (GstTrainDistributed) == sizeof (gint));
-G_STATIC_ASSERT (sizeof (GtCommBackend) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainCommBackend) == sizeof (gint));
 
 static GParamSpec *properties[N_PROPERTIES];
 
@@ -416,20 +417,22 @@ gst_cuda_train_sink_settings_to_config (
 {
   const GstCudaTrainSinkSettings *s = settings;
 
-  config->model = s->model;
+  /* the sink's enums hold the trainer's values (gstcudatrainsink-enums.h) */
+  config->model = (GtModel)s->model;
   config->num_classes = (int)s->num_classes;
   config->gpu_id = s->gpu_id;
-  config->precision = s->precision;
+  config->precision = (GtPrecision)s->precision;
   config->momentum = (float)s->momentum;
   config->weight_decay = (float)s->weight_decay;
   config->nesterov = s->nesterov;
   config->label_smoothing = (float)s->label_smoothing;
   config->seed = s->seed;
   config->num_threads = s->num_threads;
-  config->comm_backend = s->comm_backend;
+  config->comm_backend = (GtCommBackend)s->comm_backend;
   config->bucket_bytes = (size_t)s->bucket_size_mb << 20;
-  gt_trainer_config_set_lr_policy (config, (float)s->lr, s->lr_schedule,
-      (int64_t)s->warmup_steps, (int64_t)s->total_steps, (int64_t)s->max_steps);
+  gt_trainer_config_set_lr_policy (config, (float)s->lr,
+      (GtLrSchedule)s->lr_schedule, (int64_t)s->warmup_steps,
+      (int64_t)s->total_steps, (int64_t)s->max_steps);
   return parse_triple (s->mean, config->mean)
       && parse_triple (s->std, config->std);
 }

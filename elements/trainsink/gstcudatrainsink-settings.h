@@ -15,17 +15,17 @@ G_BEGIN_DECLS
 /* The properties, one field each. */
 typedef struct
 {
-  GtModel model;
+  GstTrainModel model;
   guint num_classes;
   GstTrainDevice device;
   gint gpu_id;
-  GtPrecision precision;
+  GstTrainPrecision precision;
   gdouble lr;
   gdouble momentum;
   gdouble weight_decay;
   gboolean nesterov;
   guint64 warmup_steps;
-  GtLrSchedule lr_schedule;
+  GstTrainLrSchedule lr_schedule;
   guint64 total_steps;
   gdouble label_smoothing;
   guint64 seed;
@@ -42,7 +42,7 @@ typedef struct
   guint64 snapshot_interval;
   gchar *snapshot_location;
   GstTrainDistributed distributed;
-  GtCommBackend comm_backend;
+  GstTrainCommBackend comm_backend;
   guint bucket_size_mb;
   guint error_timeout;
 } GstCudaTrainSinkSettings;

@@ -143,6 +143,7 @@
 #include "config.h"
 #endif
 
+#include "gstcudatrainsink-enumtypes.h"
 #include "gstcudatrainsink-private.h"
 #include "gsttrainhostallocator.h"
 
