@@ -17,22 +17,11 @@
  * why, the seconds cuDNN's algorithm choice took and how many directions
  * took a non-deterministic algorithm, and the warm-up's seconds, which hold
  * that planning. */
-#include "gt-random.h"
-#include "trainer.h"
+#include "bench-common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double
-now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* @text as a JSON string's contents: quotes and backslashes become
  * apostrophes and slashes, control characters spaces (a reason, not
@@ -47,53 +36,33 @@ print_json_text (const char *text)
                                           : *text);
 }
 
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-
-  return x < y ? -1 : x > y;
-}
-
 int
 main (int argc, char **argv)
 {
+  BenchOptions options = { .model = "resnet50",
+    .size = 224,
+    .batch_size = 16,
+    .classes = 1000,
+    .warmup = 2,
+    .steps = 5 };
   GtTrainerConfig config;
   GtTrainer *trainer;
-  GtBatch batch = { 0 };
+  GtBatch batch;
   GtStepResult result;
   GtBackendReport report;
-  GtRandom rng;
-  const char *model = "resnet50";
-  int size = 224, batch_size = 16, classes = 1000, threads = 0;
-  int warmup = 2, steps = 5, windows = 0, gpu_id = 0, i;
+  int windows = 0, gpu_id = 0, steps, batch_size, i;
   const char *device = "cpu", *precision = "fp32";
   double *window_rates = NULL, window_median = 0;
   float barrier;
   double *seconds, median, warmup_start, warmup_seconds = 0;
-  uint8_t *images;
-  int32_t *labels;
   char why[512];
-  size_t bytes;
 
   for (i = 1; i + 1 < argc; i += 2) {
     const char *value = argv[i + 1];
 
-    if (!strcmp (argv[i], "--model"))
-      model = value;
-    else if (!strcmp (argv[i], "--size"))
-      size = atoi (value);
-    else if (!strcmp (argv[i], "--batch"))
-      batch_size = atoi (value);
-    else if (!strcmp (argv[i], "--classes"))
-      classes = atoi (value);
-    else if (!strcmp (argv[i], "--threads"))
-      threads = atoi (value);
-    else if (!strcmp (argv[i], "--warmup"))
-      warmup = atoi (value);
-    else if (!strcmp (argv[i], "--steps"))
-      steps = atoi (value);
-    else if (!strcmp (argv[i], "--windows"))
+    if (bench_option (&options, argv[i], value))
+      continue;
+    if (!strcmp (argv[i], "--windows"))
       windows = atoi (value);
     else if (!strcmp (argv[i], "--device"))
       device = value;
@@ -106,6 +75,8 @@ main (int argc, char **argv)
       return 2;
     }
   }
+  steps = options.steps;
+  batch_size = options.batch_size;
   if (i != argc || steps < 1) {
     fprintf (stderr,
         "usage: %s [--model M] [--size S] [--batch N] "
@@ -116,17 +87,8 @@ main (int argc, char **argv)
     return 2;
   }
 
-  gt_trainer_config_init (&config);
-  if (gt_model_from_name (model, &config.model) < 0) {
-    fprintf (stderr, "unknown model %s\n", model);
+  if (bench_config (&config, &options) < 0)
     return 2;
-  }
-  config.num_classes = classes;
-  config.height = config.width = size;
-  config.batch_size = batch_size;
-  config.num_threads = threads;
-  config.lr = 0.01f;
-  config.lr_schedule = GT_LR_CONSTANT;
   config.backend =
       strcmp (device, "cuda") == 0 ? GT_BACKEND_CUDA : GT_BACKEND_CPU;
   config.precision = strcmp (precision, "bf16") == 0 ? GT_PRECISION_BF16
@@ -139,38 +101,26 @@ main (int argc, char **argv)
     return 1;
   }
 
-  bytes = (size_t)batch_size * size * size * 3;
-  images = gt_trainer_host_alloc (trainer, bytes);
-  labels = malloc (batch_size * sizeof (int32_t));
-  gt_random_init (&rng, 1, 0);
-  for (i = 0; i < (int)bytes; i++)
-    images[i] = (uint8_t)gt_random_below (&rng, 256);
-  for (i = 0; i < batch_size; i++)
-    labels[i] = (int32_t)gt_random_below (&rng, classes);
-  batch.images = images;
-  batch.labels = labels;
-  batch.num_samples = batch_size;
-  batch.height = batch.width = size;
-  batch.channels = 3;
+  bench_batch_new (trainer, &options, 0, &batch);
 
   seconds = calloc (steps, sizeof (double));
-  warmup_start = now ();
-  for (i = 0; i < warmup + steps; i++) {
-    double start = now ();
+  warmup_start = bench_now ();
+  for (i = 0; i < options.warmup + steps; i++) {
+    double start = bench_now ();
 
-    if (i == warmup)
+    if (i == options.warmup)
       warmup_seconds = start - warmup_start;
     if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
       fprintf (stderr, "step %d: %s\n", i, gt_trainer_error (trainer));
       return 1;
     }
-    if (i >= warmup)
-      seconds[i - warmup] = now () - start;
+    if (i >= options.warmup)
+      seconds[i - options.warmup] = bench_now () - start;
   }
 
   window_rates = calloc (windows > 0 ? windows : 1, sizeof (double));
   for (i = 0; i < windows; i++) {
-    double start = now ();
+    double start = bench_now ();
     int k;
 
     for (k = 0; k < steps; k++)
@@ -179,24 +129,19 @@ main (int argc, char **argv)
         return 1;
       }
     gt_trainer_read_logits (trainer, &barrier, 1);
-    window_rates[i] = (double)batch_size * steps / (now () - start);
+    window_rates[i] = (double)batch_size * steps / (bench_now () - start);
   }
-  if (windows > 0) {
-    qsort (window_rates, windows, sizeof (double), compare_doubles);
-    window_median = windows % 2
-        ? window_rates[windows / 2]
-        : 0.5 * (window_rates[windows / 2 - 1] + window_rates[windows / 2]);
-  }
+  if (windows > 0)
+    window_median = bench_median (window_rates, windows);
 
   printf ("{\"impl\": \"gst-train\", \"model\": \"%s\", \"size\": %d, "
           "\"batch\": %d, \"threads\": %d, \"device\": \"%s\", "
           "\"precision\": \"%s\", \"step_seconds\": [",
-      model, size, batch_size, threads, device, precision);
+      options.model, options.size, batch_size, options.threads, device,
+      precision);
   for (i = 0; i < steps; i++)
     printf ("%s%.4f", i ? ", " : "", seconds[i]);
-  qsort (seconds, steps, sizeof (double), compare_doubles);
-  median = steps % 2 ? seconds[steps / 2]
-                     : 0.5 * (seconds[steps / 2 - 1] + seconds[steps / 2]);
+  median = bench_median (seconds, steps);
   printf ("], \"images_per_second_median\": %.2f", batch_size / median);
   if (strcmp (device, "cpu") == 0) {
     char kernels[512];
@@ -219,8 +164,7 @@ main (int argc, char **argv)
 
   free (seconds);
   free (window_rates);
-  gt_trainer_host_free (trainer, images);
-  free (labels);
+  bench_batch_free (trainer, &batch);
   gt_trainer_free (trainer);
   return 0;
 }

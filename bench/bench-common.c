@@ -1,0 +1,103 @@
+/* bench-common.c: the helpers of bench-common.h. */
+#include "bench-common.h"
+#include "gt-random.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int
+bench_option (BenchOptions *options, const char *name, const char *value)
+{
+  if (!strcmp (name, "--model"))
+    options->model = value;
+  else if (!strcmp (name, "--size"))
+    options->size = atoi (value);
+  else if (!strcmp (name, "--batch"))
+    options->batch_size = atoi (value);
+  else if (!strcmp (name, "--classes"))
+    options->classes = atoi (value);
+  else if (!strcmp (name, "--threads"))
+    options->threads = atoi (value);
+  else if (!strcmp (name, "--warmup"))
+    options->warmup = atoi (value);
+  else if (!strcmp (name, "--steps"))
+    options->steps = atoi (value);
+  else
+    return 0;
+  return 1;
+}
+
+int
+bench_config (GtTrainerConfig *config, const BenchOptions *options)
+{
+  gt_trainer_config_init (config);
+  if (gt_model_from_name (options->model, &config->model) < 0) {
+    fprintf (stderr, "unknown model %s\n", options->model);
+    return -1;
+  }
+  config->num_classes = options->classes;
+  config->height = config->width = options->size;
+  config->batch_size = options->batch_size;
+  config->num_threads = options->threads;
+  config->lr = 0.01f;
+  config->lr_schedule = GT_LR_CONSTANT;
+  return 0;
+}
+
+void
+bench_batch_new (GtTrainer *trainer, const BenchOptions *options,
+    uint64_t stream, GtBatch *batch)
+{
+  size_t bytes =
+      (size_t)options->batch_size * options->size * options->size * 3;
+  uint8_t *images = gt_trainer_host_alloc (trainer, bytes);
+  int32_t *labels = malloc (options->batch_size * sizeof (int32_t));
+  GtRandom rng;
+  int i;
+
+  gt_random_init (&rng, 1, stream);
+  for (i = 0; i < (int)bytes; i++)
+    images[i] = (uint8_t)gt_random_below (&rng, 256);
+  for (i = 0; i < options->batch_size; i++)
+    labels[i] = (int32_t)gt_random_below (&rng, options->classes);
+  memset (batch, 0, sizeof (*batch));
+  batch->images = images;
+  batch->labels = labels;
+  batch->num_samples = options->batch_size;
+  batch->height = batch->width = options->size;
+  batch->channels = 3;
+}
+
+void
+bench_batch_free (GtTrainer *trainer, GtBatch *batch)
+{
+  gt_trainer_host_free (trainer, (void *)batch->images);
+  free ((void *)batch->labels);
+}
+
+double
+bench_now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+double
+bench_median (double *values, int count)
+{
+  qsort (values, count, sizeof (double), compare_doubles);
+  return count % 2 ? values[count / 2]
+                   : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
