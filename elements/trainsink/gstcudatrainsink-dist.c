@@ -482,9 +482,13 @@ gst_cuda_train_sink_watchdog_arm (GstCudaTrainSink *sink)
 {
   g_mutex_lock (&sink->watchdog_lock);
   if (sink->comm != NULL && sink->watchdog == NULL && !sink->watchdog_cancel
-      && sink->settings.error_timeout > 0)
+      && sink->settings.error_timeout > 0) {
+    GST_INFO_OBJECT (sink,
+        "error: the job ends in %u s unless the pipeline stops (error-timeout)",
+        sink->settings.error_timeout);
     sink->watchdog =
         g_thread_new ("train-watchdog", gst_cuda_train_sink_watchdog, sink);
+  }
   g_mutex_unlock (&sink->watchdog_lock);
 }
 

@@ -74,6 +74,8 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
   gint64 now = g_get_monotonic_time ();
   TrainStatsReport r;
 
+  GST_DEBUG_OBJECT (sink, "train-stats at step %" G_GINT64_FORMAT,
+      gt_trainer_global_step (sink->trainer));
   train_stats_take_report (&sink->global, sink->global_epoch_samples, now, &r);
   train_stats_begin_interval (&sink->stats, now);
   gst_cuda_train_sink_report (sink,
@@ -100,6 +102,9 @@ gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
 {
   const GtEvalTotals *eval = &sink->eval;
   gdouble n = MAX (1, eval->num_samples);
+
+  GST_DEBUG_OBJECT (sink, "eval-result of %" G_GINT64_FORMAT " images",
+      (gint64)eval->num_samples);
 
   gst_cuda_train_sink_report (sink,
       gst_structure_new ("eval-result", "loss", G_TYPE_DOUBLE,

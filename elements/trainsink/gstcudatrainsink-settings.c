@@ -364,6 +364,33 @@ gst_cuda_train_sink_settings_get (
   return TRUE;
 }
 
+gchar *
+gst_cuda_train_sink_settings_describe (const GstCudaTrainSinkSettings *settings)
+{
+  GString *text = g_string_new (NULL);
+  guint prop_id;
+
+  for (prop_id = PROP_0 + 1; prop_id < N_PROPERTIES; prop_id++) {
+    GValue value = G_VALUE_INIT;
+    gchar *serialized;
+
+    g_value_init (&value, G_PARAM_SPEC_VALUE_TYPE (properties[prop_id]));
+    settings_load (settings, prop_id, &value);
+    if (G_VALUE_HOLDS_DOUBLE (&value)) {
+      serialized = g_malloc (G_ASCII_DTOSTR_BUF_SIZE);
+      g_ascii_formatd (serialized, G_ASCII_DTOSTR_BUF_SIZE, "%g",
+          g_value_get_double (&value));
+    } else {
+      serialized = gst_value_serialize (&value);
+    }
+    g_string_append_printf (text, "%s%s=%s", text->len ? " " : "",
+        g_param_spec_get_name (properties[prop_id]), serialized);
+    g_free (serialized);
+    g_value_unset (&value);
+  }
+  return g_string_free (text, FALSE);
+}
+
 /* Copies @src into @dst, which owns copies of the strings. */
 void
 gst_cuda_train_sink_settings_copy (

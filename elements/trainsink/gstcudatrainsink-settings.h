@@ -68,6 +68,11 @@ void gst_cuda_train_sink_settings_copy (
 /* Frees the strings of @settings. */
 void gst_cuda_train_sink_settings_clear (GstCudaTrainSinkSettings *settings);
 
+/* "name=value ..." for every property in @settings, for the log; free it
+ * with g_free(). */
+gchar *gst_cuda_train_sink_settings_describe (
+    const GstCudaTrainSinkSettings *settings);
+
 /* Fills the model, optimiser, schedule, normalisation, backend and
  * communication fields of @config from @settings (the caller sets the
  * sizes, the backend, the GPU when gpu-id is -1, and the communicator);

@@ -161,6 +161,9 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
   step.busy = result.busy_seconds;
   step.comm = result.comm_seconds;
+  GST_LOG_OBJECT (sink,
+      "step %" G_GINT64_FORMAT " done: loss %g, %d images (%d fresh)",
+      result.step, result.loss, samples, fresh);
   train_stats_add_step (&sink->stats, &step);
   stats_due = s->stats_interval && sink->stats.steps >= s->stats_interval;
   checkpoint_due = s->checkpoint_interval
@@ -224,6 +227,8 @@ gst_cuda_train_sink_end_if_due (GstCudaTrainSink *sink, gboolean eos)
   at_max = stop || sink->peer_left || (max_steps && step >= max_steps);
   if (!at_max && !eos)
     return GST_FLOW_OK;
+  if (!at_max)
+    GST_INFO_OBJECT (sink, "end of stream at step %" G_GUINT64_FORMAT, step);
   sink->ended = TRUE;
   if (at_max) {
     GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
@@ -267,6 +272,7 @@ gst_cuda_train_sink_save_on_halt (GstCudaTrainSink *sink)
       || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
       || sink->ended)
     return;
+  GST_DEBUG_OBJECT (sink, "stopped in the middle of the run: finishing it");
   if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
     return; /* the error is posted */
   /* data-parallel: the peers stop at this step too; the counts of every
@@ -301,6 +307,7 @@ gst_cuda_train_sink_start_run (GstCudaTrainSink *sink, gint64 arrival)
       return GST_FLOW_ERROR;
     case GST_TRAIN_SETUP_NO_JOB:
       /* another rank cannot train: this one ends as at max-steps */
+      GST_INFO_OBJECT (sink, "another rank cannot train: ending untrained");
       sink->reached_max = sink->ended = TRUE;
       gst_element_post_message (GST_ELEMENT_CAST (sink),
           gst_message_new_eos (GST_OBJECT_CAST (sink)));
@@ -326,6 +333,9 @@ gst_cuda_train_sink_advance (
     case GST_TRAIN_INPUT_FLUSH:
       /* a flushing seek restarts the stream: drop the step in flight, and
        * let max-steps be checked anew */
+      GST_DEBUG_OBJECT (sink, "flushed: %s",
+          sink->pending.buffer ? "the step in flight is dropped"
+                               : "no step in flight");
       gst_cuda_train_sink_drop_pending (sink);
       sink->reached_max = sink->ended = FALSE;
       return GST_FLOW_OK;
@@ -343,8 +353,10 @@ gst_cuda_train_sink_advance (
       break;
     case GST_TRAIN_INPUT_BATCH:
       /* an error posted at an event (a shard that is not this rank's) */
-      if (sink->failed)
+      if (sink->failed) {
+        GST_DEBUG_OBJECT (sink, "refused a batch: an error was posted");
         return GST_FLOW_ERROR;
+      }
       if (sink->trainer == NULL && !sink->reached_max) {
         ret = gst_cuda_train_sink_start_run (sink, arrival);
         if (ret != GST_FLOW_OK)
@@ -355,10 +367,16 @@ gst_cuda_train_sink_advance (
 
   /* after an error the last checkpoint stays as it is, whatever comes
    * next (a source sends EOS after its error) */
-  if (sink->reached_max)
+  if (sink->reached_max) {
+    GST_DEBUG_OBJECT (sink, "%s after the end of the run",
+        input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_EOS;
-  if (sink->failed)
+  }
+  if (sink->failed) {
+    GST_DEBUG_OBJECT (sink, "%s after an error",
+        input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_ERROR;
+  }
   if (sink->trainer == NULL)
     return GST_FLOW_OK;
   /* the run ends at EOS, or before this batch: stopped, past max-steps, or
@@ -370,11 +388,16 @@ gst_cuda_train_sink_advance (
   /* the batch */
   if (sink->skip_batches > 0) {
     sink->skip_batches--;
+    GST_DEBUG_OBJECT (sink,
+        "skipped a batch trained on before the resume (%" G_GUINT64_FORMAT
+        " more)",
+        sink->skip_batches);
     return GST_FLOW_OK;
   }
   if (!gst_cuda_train_sink_map_batch (sink, buffer, &batch))
     return GST_FLOW_ERROR;
   if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
+    GST_LOG_OBJECT (sink, "evaluating %d images", batch.batch.num_samples);
     ret = gt_trainer_eval (sink->trainer, &batch.batch, &sink->eval) == GT_OK
         ? GST_FLOW_OK
         : gst_cuda_train_sink_trainer_failed (sink);
@@ -401,6 +424,8 @@ gst_cuda_train_sink_advance (
         began = TRUE;
     }
     if (began) {
+      GST_LOG_OBJECT (sink, "step %" G_GINT64_FORMAT " begun on %d images",
+          gt_trainer_global_step (sink->trainer) + 1, batch.batch.num_samples);
       sink->pending = batch;
       memset (&batch, 0, sizeof (batch));
       sink->pending_start = arrival;

@@ -277,8 +277,13 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
     return FALSE;
   }
   if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN
-      && !g_atomic_int_get (&sink->upstream_resumes))
+      && !g_atomic_int_get (&sink->upstream_resumes)) {
     sink->skip_batches = (guint64)gt_trainer_global_step (sink->trainer);
+    GST_INFO_OBJECT (sink,
+        "no source asked where to start: skipping the %" G_GUINT64_FORMAT
+        " batches trained on before",
+        sink->skip_batches);
+  }
   sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
   if (resumed)
     sink->stats.fresh_before = gst_cuda_train_sink_resumed_fresh (sink);
@@ -392,8 +397,9 @@ gst_cuda_train_sink_save (GstCudaTrainSink *sink)
     return FALSE;
   }
   sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
-  GST_DEBUG_OBJECT (
-      sink, "checkpoint at step %" G_GUINT64_FORMAT, sink->last_saved_step);
+  GST_INFO_OBJECT (sink,
+      "checkpoint at step %" G_GUINT64_FORMAT " written to %s",
+      sink->last_saved_step, path);
   return TRUE;
 }
 
@@ -422,6 +428,9 @@ gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
           "time", G_TYPE_DOUBLE,
           train_stats_elapsed (stats, g_get_monotonic_time ()), NULL);
 
+      GST_INFO_OBJECT (sink,
+          "snapshot at %" G_GUINT64_FORMAT " fresh images written to %s",
+          sink->next_snapshot, path);
       gst_train_metrics_write (sink->metrics, note);
       gst_structure_free (note);
     } else {

@@ -517,6 +517,13 @@ gst_cuda_train_sink_start (GstBaseSink *base)
       return FALSE;
     }
   }
+  if (gst_debug_category_get_threshold (GST_CAT_DEFAULT) >= GST_LEVEL_INFO) {
+    gchar *text = gst_cuda_train_sink_settings_describe (s);
+
+    GST_INFO_OBJECT (
+        sink, "started, rank %d of %d: %s", sink->rank, sink->world_size, text);
+    g_free (text);
+  }
   return TRUE;
 }
 
@@ -525,6 +532,11 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
+  if (sink->trainer != NULL)
+    GST_INFO_OBJECT (sink, "stopping at step %" G_GINT64_FORMAT,
+        gt_trainer_global_step (sink->trainer));
+  else
+    GST_INFO_OBJECT (sink, "stopping before a step");
   /* the step in flight, and the steps not yet checkpointed when the
    * pipeline stops without EOS */
   gst_cuda_train_sink_advance (sink, GST_TRAIN_INPUT_HALT, NULL);
@@ -556,6 +568,7 @@ gst_cuda_train_sink_change_state (
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
   GstStateChangeReturn ret;
 
+  GST_DEBUG_OBJECT (sink, "%s", gst_state_change_get_name (transition));
   /* not from render: the preroll lock is held there */
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
     gst_base_sink_set_async_enabled (GST_BASE_SINK (sink), TRUE);
@@ -605,10 +618,15 @@ gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
   gint c, w, h, n;
 
   gst_query_parse_allocation (query, &caps, NULL);
-  if (gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n))
-    gst_train_host_allocator_propose_pool (
-        query, caps, (guint64)c * w * h * n, gpu_id);
-  return TRUE; /* for other caps, set_caps will say what is wrong */
+  if (!gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n)) {
+    GST_DEBUG_OBJECT (sink, "no pool for %" GST_PTR_FORMAT, caps);
+    return TRUE; /* set_caps will say what is wrong */
+  }
+  GST_DEBUG_OBJECT (sink, "offering a pool of %d-image batches (%s)", n,
+      gpu_id >= 0 ? "page-locked where a GPU is usable" : "host memory");
+  gst_train_host_allocator_propose_pool (
+      query, caps, (guint64)c * w * h * n, gpu_id);
+  return TRUE;
 }
 
 /* Takes "other/tensors" with types "uint8,int32" and dimensions
@@ -635,6 +653,8 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
         (NULL));
     return FALSE;
   }
+  GST_INFO_OBJECT (
+      sink, "batches of %d images of %dx%d, %d channel(s)", n, w, h, c);
   sink->channels = c;
   sink->width = w;
   sink->height = h;
@@ -685,6 +705,11 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
         gst_event_unref (event);
         return FALSE;
       }
+      GST_DEBUG_OBJECT (sink,
+          "dataset: %u classes, %" G_GUINT64_FORMAT " samples per epoch, "
+          "shard %u of %u",
+          info.num_classes, info.epoch_samples, info.shard_index,
+          info.num_shards);
       if (sink->have_dataset)
         gst_train_dataset_info_clear (&sink->dataset);
       sink->dataset = info;
