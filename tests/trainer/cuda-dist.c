@@ -29,9 +29,7 @@
  * fails the bounds without a bug; the data seed taken is the first whose
  * errors stay within a quarter of every bound on the stand-in pair (the
  * CPU's fast kernels against its reference ones). */
-#include "check.h"
-#include "gt-random.h"
-#include "trainer.h"
+#include "trainer-compare.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,49 +60,6 @@
 static GtComm *comm;
 static int rank, world_size;
 static int stand_in;
-/* while choosing data: errors are measured, not checked */
-static int quiet;
-
-#define EXPECT(condition, ...)                                                 \
-  do {                                                                         \
-    if (!quiet)                                                                \
-      CHECK (condition, __VA_ARGS__);                                          \
-  } while (0)
-
-typedef struct
-{
-  uint8_t *images;
-  int32_t *labels;
-  GtBatch batch;
-} TestBatch;
-
-static void
-make_batch (TestBatch *test, int n, int size, int classes, uint64_t seed)
-{
-  size_t bytes = (size_t)n * size * size * 3, i;
-  GtRandom rng;
-
-  gt_random_init (&rng, seed, 7);
-  test->images = malloc (bytes);
-  test->labels = malloc (n * sizeof (int32_t));
-  for (i = 0; i < bytes; i++)
-    test->images[i] = (uint8_t)gt_random_below (&rng, 256);
-  for (i = 0; i < (size_t)n; i++)
-    test->labels[i] = (int32_t)gt_random_below (&rng, classes);
-  memset (&test->batch, 0, sizeof (test->batch));
-  test->batch.images = test->images;
-  test->batch.labels = test->labels;
-  test->batch.num_samples = n;
-  test->batch.height = test->batch.width = size;
-  test->batch.channels = 3;
-}
-
-static void
-free_batch (TestBatch *test)
-{
-  free (test->images);
-  free (test->labels);
-}
 
 /* Batches differ per rank and per step, as shards of a dataset do. */
 static uint64_t
@@ -136,75 +91,6 @@ create_trainer (const GtTrainerConfig *config, const char *what)
 
   CHECK (trainer != NULL, "rank %d: creating %s: %s", rank, what, why);
   return trainer;
-}
-
-static float *
-read_part (GtTrainer *trainer, const GtTensorInfo *info, GtTensorPart part)
-{
-  float *values = malloc ((size_t)info->numel * sizeof (float));
-
-  if (gt_trainer_read_tensor (
-          trainer, info->name, part, values, (size_t)info->numel)
-      != GT_OK) {
-    fprintf (stderr, "FAIL: rank %d: reading %s: %s\n", rank, info->name,
-        gt_trainer_error (trainer));
-    exit (1);
-  }
-  return values;
-}
-
-static double
-norm2 (const float *a, const float *b, size_t count)
-{
-  double sum = 0;
-  size_t i;
-
-  for (i = 0; i < count; i++) {
-    double d = b ? (double)a[i] - b[i] : a[i];
-
-    sum += d * d;
-  }
-  return sqrt (sum);
-}
-
-/* Every tensor after the steps: a parameter may be off by
- * @weight_tolerance of the weights plus @update_tolerance of its update
- * (@initial holds the starting state), a statistic by @stats_tolerance of
- * itself. Returns the worst error over what was allowed. */
-static double
-compare_after_steps (GtTrainer *ours, GtTrainer *ref, GtTrainer *initial,
-    double weight_tolerance, double update_tolerance, double stats_tolerance,
-    const char *what)
-{
-  double worst = 0;
-  int i;
-
-  for (i = 0; i < gt_trainer_num_tensors (ref); i++) {
-    GtTensorInfo info;
-    float *a, *b, *start;
-    size_t count;
-    double diff, allowed;
-
-    gt_trainer_tensor_info (ref, i, &info);
-    count = (size_t)info.numel;
-    a = read_part (ours, &info, GT_TENSOR_VALUE);
-    b = read_part (ref, &info, GT_TENSOR_VALUE);
-    start = read_part (initial, &info, GT_TENSOR_VALUE);
-    diff = norm2 (a, b, count);
-    allowed = info.is_parameter ? weight_tolerance * norm2 (b, NULL, count)
-            + update_tolerance * norm2 (b, start, count)
-                                : stats_tolerance * norm2 (b, NULL, count);
-    EXPECT (diff <= allowed, "rank %d: %s %s: |ours - ref| %.3g > %.3g", rank,
-        what, info.name, diff, allowed);
-    if (allowed > 0 && diff / allowed > worst)
-      worst = diff / allowed;
-    else if (allowed == 0 && diff > 0)
-      worst = INFINITY;
-    free (a);
-    free (b);
-    free (start);
-  }
-  return worst;
 }
 
 /* 1 when every parameter and momentum value of @a and @b is the same bit
@@ -278,14 +164,6 @@ same_on_every_rank (GtTrainer *trainer)
   gt_comm_allreduce (
       comm, &all_same, 1, GT_COMM_INT64, GT_COMM_MIN, why, sizeof (why));
   return (int)all_same;
-}
-
-static double
-worse (double worst, double error, double bound)
-{
-  double ratio = bound > 0 ? error / bound : (error > 0 ? INFINITY : 0);
-
-  return ratio > worst ? ratio : worst;
 }
 
 /* What a parity case runs on, every trainer with the job's communicator. */
@@ -424,19 +302,6 @@ under_test_config (GtTrainerConfig *config, UnderTest what)
   config->comm_backend =
       what == UNDER_TEST_CUDA_NCCL ? GT_COMM_NCCL : GT_COMM_MPI;
   config->gpu_id = what == UNDER_TEST_CUDA_MPI ? 0 : -1;
-}
-
-static float *
-read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
-{
-  int i;
-
-  for (i = 0; i < gt_trainer_num_tensors (trainer); i++) {
-    gt_trainer_tensor_info (trainer, i, info);
-    if (strcmp (info->name, name) == 0)
-      break;
-  }
-  return read_part (trainer, info, GT_TENSOR_VALUE);
 }
 
 /* Tensors whose value must not move in a step that is not applied. */
@@ -781,6 +646,7 @@ run_worker (void)
     return 1;
   }
   rank = gt_comm_rank (comm);
+  snprintf (compare_who, sizeof (compare_who), "rank %d: ", rank);
   world_size = gt_comm_size (comm);
   if (world_size == 2) {
     UnderTest what = stand_in ? UNDER_TEST_STAND_IN : UNDER_TEST_CUDA_MPI;

@@ -50,9 +50,7 @@
  * other, which moves single gradient elements by far more than rounding
  * does, but the norm of the tensor hardly). */
 #define _GNU_SOURCE /* dl_iterate_phdr, in cuda-module-report.h */
-#include "check.h"
-#include "gt-random.h"
-#include "trainer.h"
+#include "trainer-compare.h"
 
 #include "cuda-module-report.h"
 
@@ -96,41 +94,6 @@
 #define MEMORY_GROWTH_BYTES (16u << 20)
 
 static const char *scratch_dir;
-
-typedef struct
-{
-  uint8_t *images;
-  int32_t *labels;
-  GtBatch batch;
-} TestBatch;
-
-static void
-make_batch (TestBatch *test, int n, int size, int classes, uint64_t seed)
-{
-  size_t bytes = (size_t)n * size * size * 3, i;
-  GtRandom rng;
-
-  gt_random_init (&rng, seed, 7);
-  test->images = malloc (bytes);
-  test->labels = malloc (n * sizeof (int32_t));
-  for (i = 0; i < bytes; i++)
-    test->images[i] = (uint8_t)gt_random_below (&rng, 256);
-  for (i = 0; i < (size_t)n; i++)
-    test->labels[i] = (int32_t)gt_random_below (&rng, classes);
-  memset (&test->batch, 0, sizeof (test->batch));
-  test->batch.images = test->images;
-  test->batch.labels = test->labels;
-  test->batch.num_samples = n;
-  test->batch.height = test->batch.width = size;
-  test->batch.channels = 3;
-}
-
-static void
-free_batch (TestBatch *test)
-{
-  free (test->images);
-  free (test->labels);
-}
 
 static void
 init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
@@ -193,14 +156,6 @@ typedef enum
 } UnderTest;
 
 static UnderTest under_test = UNDER_TEST_GPU;
-/* while choosing data: errors are measured, not checked */
-static int quiet;
-
-#define EXPECT(condition, ...)                                                 \
-  do {                                                                         \
-    if (!quiet)                                                                \
-      CHECK (condition, __VA_ARGS__);                                          \
-  } while (0)
 
 static void free_parity_trainers (ParityTrainers *trainers);
 
@@ -235,35 +190,6 @@ free_parity_trainers (ParityTrainers *trainers)
   gt_trainer_free (trainers->gpu);
   gt_trainer_free (trainers->cpu);
   gt_trainer_free (trainers->initial);
-}
-
-static float *
-read_part (GtTrainer *trainer, const GtTensorInfo *info, GtTensorPart part)
-{
-  float *values = malloc ((size_t)info->numel * sizeof (float));
-
-  if (gt_trainer_read_tensor (
-          trainer, info->name, part, values, (size_t)info->numel)
-      != GT_OK) {
-    fprintf (stderr, "FAIL: reading %s: %s\n", info->name,
-        gt_trainer_error (trainer));
-    exit (1);
-  }
-  return values;
-}
-
-static double
-norm2 (const float *a, const float *b, size_t count)
-{
-  double sum = 0;
-  size_t i;
-
-  for (i = 0; i < count; i++) {
-    double d = b ? (double)a[i] - b[i] : a[i];
-
-    sum += d * d;
-  }
-  return sqrt (sum);
 }
 
 /* |ours - ref| / |ref|; 0 when both are zero. */
@@ -307,48 +233,6 @@ compare_tensors (GtTrainer *gpu, GtTrainer *cpu, GtTensorPart part,
   return worst;
 }
 
-/* The state after some steps, tensor by tensor. A parameter's error is
- * the error of its updates (the starting weights are the same), so it may
- * be @weight_tolerance of the weights or @update_tolerance of the updates
- * (@initial: a CPU trainer in the first state), whichever is larger: a
- * bias that started at zero is all update. Statistics are compared as
- * they are. Returns the worst error over what was allowed. */
-static double
-compare_after_steps (GtTrainer *gpu, GtTrainer *cpu, GtTrainer *initial,
-    double weight_tolerance, double update_tolerance, double stats_tolerance,
-    const char *what)
-{
-  double worst = 0;
-  int i;
-
-  for (i = 0; i < gt_trainer_num_tensors (cpu); i++) {
-    GtTensorInfo info;
-    float *ours, *ref, *start;
-    size_t count;
-    double diff, allowed;
-
-    gt_trainer_tensor_info (cpu, i, &info);
-    count = (size_t)info.numel;
-    ours = read_part (gpu, &info, GT_TENSOR_VALUE);
-    ref = read_part (cpu, &info, GT_TENSOR_VALUE);
-    start = read_part (initial, &info, GT_TENSOR_VALUE);
-    diff = norm2 (ours, ref, count);
-    if (info.is_parameter)
-      allowed = weight_tolerance * norm2 (ref, NULL, count)
-          + update_tolerance * norm2 (ref, start, count);
-    else
-      allowed = stats_tolerance * norm2 (ref, NULL, count);
-    EXPECT (diff <= allowed, "%s %s: |ours - cpu| %.3g > %.3g allowed", what,
-        info.name, diff, allowed);
-    if (allowed > 0 && diff / allowed > worst)
-      worst = diff / allowed;
-    free (ours);
-    free (ref);
-    free (start);
-  }
-  return worst;
-}
-
 static int
 all_values_identical (GtTrainer *a, GtTrainer *b, GtTensorPart part)
 {
@@ -383,12 +267,6 @@ step_both (GtTrainer *gpu, GtTrainer *cpu, const GtBatch *batch,
   CHECK (status == GT_OK, "GPU step: %s", gt_trainer_error (gpu));
   status = gt_trainer_step (cpu, batch, cpu_result);
   CHECK (status == GT_OK, "CPU step: %s", gt_trainer_error (cpu));
-}
-
-static double
-worse (double worst, double error, double bound)
-{
-  return error / bound > worst ? error / bound : worst;
 }
 
 /* What one fp32 case found: errors as fractions of their bounds (above 1
@@ -755,20 +633,6 @@ small_bf16_config (GtTrainerConfig *config)
   config->batch_size = 4;
   config->backend = GT_BACKEND_CUDA;
   config->precision = GT_PRECISION_BF16;
-}
-
-/* The values of tensor @name, its description in @info. */
-static float *
-read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
-{
-  int k;
-
-  for (k = 0; k < gt_trainer_num_tensors (trainer); k++) {
-    gt_trainer_tensor_info (trainer, k, info);
-    if (strcmp (info->name, name) == 0)
-      break;
-  }
-  return read_part (trainer, info, GT_TENSOR_VALUE);
 }
 
 /* An infinite normalisation scale makes the input NaN: the step reports
