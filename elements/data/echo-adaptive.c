@@ -254,6 +254,8 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
 
   if (type == GST_EVENT_CAPS) {
     gst_event_parse_caps (event, &caps);
+    GST_DEBUG_OBJECT (
+        echo, "caps %" GST_PTR_FORMAT ": in line with the items", caps);
     if (!gst_echo_downstream_accepts (echo, caps)) {
       gst_event_unref (event);
       return FALSE;

@@ -113,6 +113,9 @@ gst_echo_item_new (GstEcho *echo, GstBuffer *buffer, gsize size, guint left)
   item->emitted = 0;
   item->left = left;
   echo->held_bytes += size;
+  GST_LOG_OBJECT (echo,
+      "item %u: %" G_GSIZE_FORMAT " bytes, %u emissions to come, %u before",
+      index, size, left, item->base);
   return index;
 }
 
@@ -141,6 +144,8 @@ gst_echo_item_emit (GstEcho *echo, guint index, GstCaps **caps, gboolean *fresh)
   GstBuffer *out;
 
   *fresh = item->emitted == 1;
+  GST_LOG_OBJECT (echo, "item %u: emission %u here, %u to come", index,
+      item->emitted - 1, item->left - 1);
   if (--item->left > 0) {
     *caps = item->caps ? gst_caps_ref (item->caps) : NULL;
     if (!write_meta)

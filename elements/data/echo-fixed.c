@@ -57,6 +57,8 @@ gst_echo_fixed_event (GstEcho *echo, GstEvent *event)
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_CAPS:
       gst_event_parse_caps (event, &caps);
+      GST_DEBUG_OBJECT (echo, "caps %" GST_PTR_FORMAT ", %u copies held", caps,
+          echo->n_slots);
       if (echo->n_slots == 0 || echo->src_caps == NULL) {
         /* Nothing from before is held: the caps go on at once. */
         if (!gst_pad_push_event (echo->srcpad, gst_event_ref (event))) {
@@ -94,6 +96,7 @@ gst_echo_fixed_event (GstEcho *echo, GstEvent *event)
 static void
 gst_echo_fixed_flush_stop (GstEcho *echo)
 {
+  GST_DEBUG_OBJECT (echo, "dropping %u copies", echo->n_slots);
   gst_echo_items_clear (echo);
 }
 

@@ -538,9 +538,11 @@ gst_augment_set_input_caps (GstAugment *augment, GstCaps *caps)
           == GST_VIDEO_INFO_FPS_N (&augment->in_info)
       && GST_VIDEO_INFO_FPS_D (&info)
           == GST_VIDEO_INFO_FPS_D (&augment->in_info)) {
+    GST_LOG_OBJECT (augment, "input caps %" GST_PTR_FORMAT, caps);
     augment->in_info = info;
     return TRUE;
   }
+  GST_DEBUG_OBJECT (augment, "input caps %" GST_PTR_FORMAT, caps);
   /* New output caps go behind the images still in flight. */
   if (augment->pool != NULL)
     gst_augment_push_ready (augment, 0);
@@ -585,6 +587,10 @@ gst_augment_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     gst_event_unref (event);
     return ok;
   }
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP
+      || GST_EVENT_TYPE (event) == GST_EVENT_EOS)
+    GST_DEBUG_OBJECT (augment, "%s: %u images in flight",
+        GST_EVENT_TYPE_NAME (event), g_queue_get_length (&augment->jobs));
   if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
     if (augment->pool != NULL)
       gst_augment_discard_jobs (augment);
@@ -1035,6 +1041,17 @@ gst_augment_start (GstAugment *augment)
     augment->window = 2 * s->n_threads;
   else
     augment->window = gst_train_pool_get_window (augment->pool);
+  GST_INFO_OBJECT (augment,
+      "starting: %dx%d, crop %s, scale %g .. %g, ratio %g .. %g, flip %g, "
+      "resize-short %d, seed %" G_GUINT64_FORMAT ", n-threads %u (%u images "
+      "in flight)",
+      s->width, s->height,
+      s->crop == GST_AUGMENT_CROP_RANDOM_RESIZED ? "random-resized"
+          : s->crop == GST_AUGMENT_CROP_CENTER   ? "center"
+                                                 : "resize",
+      s->range.scale_min, s->range.scale_max, s->range.ratio_min,
+      s->range.ratio_max, s->flip, s->resize_short, s->seed, s->n_threads,
+      augment->window);
   return TRUE;
 }
 
@@ -1043,6 +1060,7 @@ gst_augment_stop (GstAugment *augment)
 {
   GstAugmentJob *job;
 
+  GST_INFO_OBJECT (augment, "stopping");
   /* The pads are inactive: only the pool may still hold an image. */
   if (augment->pool != NULL)
     gst_augment_discard_jobs (augment);

@@ -554,6 +554,9 @@ gst_batcher_push_batch (GstBatcher *batcher)
   GST_OBJECT_LOCK (batcher);
   GST_BUFFER_OFFSET (batch) = batcher->batches_out++;
   GST_OBJECT_UNLOCK (batcher);
+  GST_LOG_OBJECT (batcher,
+      "pushing batch %" G_GUINT64_FORMAT ": %u images, %u fresh",
+      GST_BUFFER_OFFSET (batch), n, batcher->fresh);
   return gst_pad_push (batcher->srcpad, batch);
 }
 
@@ -654,6 +657,10 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   }
   gst_video_frame_unmap (&frame);
 
+  GST_LOG_OBJECT (batcher,
+      "image %u of the batch: sample %" G_GUINT64_FORMAT ", label %d, "
+      "emission %u",
+      batcher->filled, meta->index, meta->label, meta->emissions);
   ((gint32 *)batcher->labels_map.data)[batcher->filled] = meta->label;
   batcher->fresh += meta->emissions == 0;
   batcher->filled++;
@@ -704,6 +711,7 @@ gst_batcher_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
         gst_event_unref (event);
         return FALSE;
       }
+      GST_DEBUG_OBJECT (batcher, "input caps %" GST_PTR_FORMAT, caps);
       batcher->in_info = info;
       batcher->have_in_info = TRUE;
       gst_event_unref (event);
@@ -711,12 +719,17 @@ gst_batcher_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
       return TRUE;
     }
     case GST_EVENT_EOS:
+      GST_DEBUG_OBJECT (batcher, "EOS with %u images in the batch",
+          batcher->images != NULL ? batcher->filled : 0);
       gst_batcher_finish (batcher);
       break;
     case GST_EVENT_FLUSH_START:
+      GST_DEBUG_OBJECT (batcher, "flush start");
       gst_batcher_set_pool_flushing (batcher, TRUE);
       break;
     case GST_EVENT_FLUSH_STOP:
+      GST_DEBUG_OBJECT (batcher, "flush stop: dropping %u images",
+          batcher->images != NULL ? batcher->filled : 0);
       gst_batcher_drop_batch (batcher);
       gst_batcher_set_pool_flushing (batcher, FALSE);
       break;
@@ -759,6 +772,8 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
     batcher->settings = batcher->props;
     batcher->batches_out = 0;
     GST_OBJECT_UNLOCK (batcher);
+    GST_INFO_OBJECT (batcher, "starting: batch-size %u, drop-remainder %d",
+        batcher->settings.batch_size, batcher->settings.drop_remainder);
   }
   /* Before the pads deactivate: that waits for a chain function that may
    * wait for a pool buffer. */
@@ -768,6 +783,9 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY
       || (transition == GST_STATE_CHANGE_READY_TO_PAUSED
           && ret == GST_STATE_CHANGE_FAILURE)) {
+    /* the pads are inactive: nothing pushes any more */
+    GST_INFO_OBJECT (batcher, "stopped after %" G_GUINT64_FORMAT " batches",
+        batcher->batches_out);
     gst_batcher_reset (batcher);
     /* Batches still downstream keep it alive until they are freed. */
     g_clear_pointer (&batcher->recycler, gst_train_recycler_unref);

@@ -207,6 +207,7 @@ static void gst_dataset_src_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static gboolean gst_dataset_src_start (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_stop (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_set_caps (GstBaseSrc *bsrc, GstCaps *caps);
 static gboolean gst_dataset_src_unlock (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_unlock_stop (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_is_seekable (GstBaseSrc *bsrc);
@@ -340,6 +341,7 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_dataset_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_dataset_src_stop);
+  basesrc_class->set_caps = GST_DEBUG_FUNCPTR (gst_dataset_src_set_caps);
   basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_dataset_src_unlock);
   basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_dataset_src_unlock_stop);
   basesrc_class->is_seekable = GST_DEBUG_FUNCPTR (gst_dataset_src_is_seekable);
@@ -557,6 +559,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   GError *error = NULL;
   gchar **extensions;
   guint64 epoch_samples;
+  GstTrainOnError on_error;
   guint i;
 
   GST_OBJECT_LOCK (src);
@@ -564,6 +567,7 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   *s = src->props;
   s->location = g_strdup (src->props.location);
   s->extensions = g_strdup (src->props.extensions);
+  on_error = src->bad.on_error;
   GST_OBJECT_UNLOCK (src);
 
   if (!s->shard_set) {
@@ -577,6 +581,15 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
           s->num_shards);
     }
   }
+  GST_INFO_OBJECT (src,
+      "starting: location %s, shuffle %d, seed %" G_GUINT64_FORMAT
+      ", num-epochs %d, shard %u of %u, num-samples %" G_GUINT64_FORMAT
+      ", n-threads %u, read-ahead %u, extensions %s, start-position "
+      "%" G_GUINT64_FORMAT ", on-error %s",
+      GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs,
+      s->shard_index, s->num_shards, s->num_samples, s->n_threads,
+      s->read_ahead, GST_STR_NULL (s->extensions), s->start_position,
+      on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail");
   if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));
@@ -667,6 +680,10 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
   guint i;
 
+  GST_INFO_OBJECT (src,
+      "stopping: %" G_GUINT64_FORMAT " samples handed out or skipped, "
+      "%" G_GUINT64_FORMAT " skipped",
+      src->emitted, src->bad.skipped);
   if (src->pool != NULL) {
     /* Reads already running finish; queued ones are dropped. */
     for (i = 0; i < src->n_slots; i++)
@@ -700,6 +717,7 @@ gst_dataset_src_set_flushing (GstDatasetSrc *src, gboolean flushing)
 static gboolean
 gst_dataset_src_unlock (GstBaseSrc *bsrc)
 {
+  GST_DEBUG_OBJECT (bsrc, "flushing: create() stops waiting for reads");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
   return TRUE;
 }
@@ -707,7 +725,17 @@ gst_dataset_src_unlock (GstBaseSrc *bsrc)
 static gboolean
 gst_dataset_src_unlock_stop (GstBaseSrc *bsrc)
 {
+  GST_DEBUG_OBJECT (bsrc, "flush done");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
+  return TRUE;
+}
+
+/* The caps are the template's (image/jpeg); set only to say so in the
+ * log. */
+static gboolean
+gst_dataset_src_set_caps (GstBaseSrc *bsrc, GstCaps *caps)
+{
+  GST_DEBUG_OBJECT (bsrc, "caps %" GST_PTR_FORMAT, caps);
   return TRUE;
 }
 
@@ -743,6 +771,8 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
   src->cursor_order = order;
   src->cursor_epoch = epoch;
   src->cursor_pos = 0;
+  GST_DEBUG_OBJECT (src, "epoch %d: %" G_GUINT64_FORMAT " samples, %s", epoch,
+      src->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
 }
 
 /* Before the first read: asks downstream where to start (a resuming sink
@@ -973,6 +1003,12 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
     if (buffer != NULL) {
       gst_dataset_src_refill (src);
       g_mutex_unlock (&src->lock);
+      GST_LOG_OBJECT (src,
+          "sample %" G_GUINT64_FORMAT " (%s), %" G_GSIZE_FORMAT " bytes",
+          sample,
+          g_array_index (src->index->entries, GstTrainDatasetEntry, sample)
+              .path,
+          gst_buffer_get_size (buffer));
       *out = buffer;
       return GST_FLOW_OK;
     }

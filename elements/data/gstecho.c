@@ -495,13 +495,18 @@ gst_echo_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 
   GST_LOG_OBJECT (echo, "%" GST_PTR_FORMAT, event);
   switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_EOS:
+      GST_DEBUG_OBJECT (echo, "EOS");
+      break;
     case GST_EVENT_FLUSH_START:
+      GST_DEBUG_OBJECT (echo, "flush start");
       /* Downstream first: that unblocks a push in progress. */
       ok = gst_pad_push_event (echo->srcpad, event);
       if (echo->mode->flush_start != NULL)
         echo->mode->flush_start (echo);
       return ok;
     case GST_EVENT_FLUSH_STOP:
+      GST_DEBUG_OBJECT (echo, "flush stop: dropping what is held");
       ok = gst_pad_push_event (echo->srcpad, event);
       if (echo->mode->flush_stop != NULL)
         echo->mode->flush_stop (echo);
@@ -604,13 +609,21 @@ gst_echo_start (GstEcho *echo)
           rank, s->seed);
     gt_random_init (&echo->rng, seed, RANDOM_STREAM);
   }
-  GST_DEBUG_OBJECT (echo, "%s mode, %u items, %" G_GUINT64_FORMAT " bytes",
-      echo->mode->name, echo->capacity, echo->settings.max_size_bytes);
+  GST_INFO_OBJECT (echo,
+      "starting: mode %s, factor %g, max-factor %g, shuffle-buffer-size %u "
+      "(%u held at most), max-size-bytes %" G_GUINT64_FORMAT
+      ", seed %" G_GUINT64_FORMAT,
+      echo->mode->name, s->factor, s->max_factor, s->shuffle_buffer_size,
+      echo->capacity, s->max_size_bytes, s->seed);
 }
 
 static void
 gst_echo_stop (GstEcho *echo)
 {
+  GST_INFO_OBJECT (echo,
+      "stopping: %" G_GUINT64_FORMAT " items in, %" G_GUINT64_FORMAT
+      " out (%" G_GUINT64_FORMAT " fresh)",
+      echo->items_in, echo->items_out, echo->fresh_out);
   g_mutex_lock (&echo->lock);
   if (echo->mode->stop != NULL)
     echo->mode->stop (echo);

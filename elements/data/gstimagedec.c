@@ -608,6 +608,9 @@ gst_image_dec_finish_job (GstImageDec *dec, GstImageDecJob *job)
     gst_buffer_copy_into (output, job->input,
         GST_BUFFER_COPY_FLAGS | GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
     gst_train_copy_untagged_metas (job->input, output);
+    GST_LOG_OBJECT (dec, "pushing a %dx%d %s, offset %" G_GUINT64_FORMAT,
+        job->width, job->height, job->has_region ? "region" : "image",
+        GST_BUFFER_OFFSET (job->input));
     return gst_pad_push (dec->srcpad, output);
   }
 
@@ -779,14 +782,18 @@ gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_CAPS:
       /* image/jpeg says nothing about the output: caps come per image. */
+      GST_DEBUG_OBJECT (
+          dec, "input %" GST_PTR_FORMAT, gst_event_get_structure (event));
       gst_event_unref (event);
       return TRUE;
     case GST_EVENT_FLUSH_START:
+      GST_DEBUG_OBJECT (dec, "flush start");
       g_mutex_lock (&dec->lock);
       dec->flushing = TRUE;
       g_mutex_unlock (&dec->lock);
       return gst_pad_push_event (dec->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
+      GST_DEBUG_OBJECT (dec, "flush stop: dropping the images in flight");
       gst_image_dec_discard_jobs (dec);
       g_mutex_lock (&dec->lock);
       dec->flushing = FALSE;
@@ -796,6 +803,7 @@ gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
       gst_image_dec_push_ready (dec, 0);
       return gst_pad_push_event (dec->srcpad, event);
     case GST_EVENT_EOS:
+      GST_DEBUG_OBJECT (dec, "EOS: pushing the images in flight first");
       gst_image_dec_push_ready (dec, 0);
       /* No image decoded: the held segment and tags still go out. */
       gst_image_dec_push_pending_events (dec);
@@ -821,9 +829,14 @@ gst_image_dec_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
 static gboolean
 gst_image_dec_start (GstImageDec *dec)
 {
+  GstTrainOnError on_error;
+  gint max_errors;
+
   GST_OBJECT_LOCK (dec);
   dec->settings = dec->props;
   gst_train_bad_samples_reset (&dec->bad);
+  on_error = dec->bad.on_error;
+  max_errors = dec->bad.max_errors;
   GST_OBJECT_UNLOCK (dec);
 
   /* n-threads=1 decodes in the streaming thread; otherwise the shared
@@ -843,12 +856,21 @@ gst_image_dec_start (GstImageDec *dec)
   dec->have_caps = FALSE;
   dec->flushing = FALSE;
   dec->region_refused = FALSE;
+  GST_INFO_OBJECT (dec,
+      "starting: n-threads %u (%u decodes in flight), min-short-side %u, "
+      "scales %s, decode-region %d, on-error %s, max-errors %d",
+      dec->settings.n_threads, dec->window, dec->settings.min_short_side,
+      dec->settings.scales == GST_IMAGE_DEC_SCALES_FAST ? "fast" : "all",
+      dec->settings.decode_region,
+      on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail", max_errors);
   return TRUE;
 }
 
 static void
 gst_image_dec_stop (GstImageDec *dec)
 {
+  GST_INFO_OBJECT (
+      dec, "stopping: %" G_GUINT64_FORMAT " samples skipped", dec->bad.skipped);
   gst_image_dec_discard_jobs (dec);
   g_clear_pointer (&dec->pool, gst_train_pool_unref);
   g_clear_pointer (&dec->recycler, gst_train_recycler_unref);

@@ -36,11 +36,25 @@ gst_train_bad_samples_clear (GstTrainBadSamples *bad)
   g_clear_pointer (&bad->reported, g_hash_table_unref);
 }
 
+/* Logs @text (@why) in @category at @level, as from the element's own
+ * @file, @function and @line; formats nothing unless the level is on. */
+static void
+gst_train_log_bad_sample (GstDebugCategory *category, GstDebugLevel level,
+    GstElement *element, const gchar *file, const gchar *function, gint line,
+    const gchar *text, const gchar *why)
+{
+#ifndef GST_DISABLE_GST_DEBUG
+  if (category != NULL && level <= gst_debug_category_get_threshold (category))
+    gst_debug_log (category, level, file, function, line, G_OBJECT (element),
+        "%s (%s)", text, why);
+#endif
+}
+
 GstFlowReturn
 gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
     const gchar *key, GQuark domain, gint code, const gchar *verb,
-    gchar *fail_text, gchar *skip_text, const gchar *file,
-    const gchar *function, gint line)
+    gchar *fail_text, gchar *skip_text, GstDebugCategory *category,
+    const gchar *file, const gchar *function, gint line)
 {
   GstTrainOnError on_error;
   gboolean bounded;
@@ -65,15 +79,17 @@ gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
   GST_OBJECT_UNLOCK (element);
 
   if (known) {
-    /* Warned about and counted when it first failed. */
-    GST_DEBUG_OBJECT (
-        element, "dropping %s again (reported before): %s", key, skip_text);
+    /* Warned about on the bus and counted when it first failed. */
+    gst_train_log_bad_sample (category, GST_LEVEL_WARNING, element, file,
+        function, line, skip_text, "reported and counted before");
     g_free (fail_text);
     g_free (skip_text);
     return GST_FLOW_OK;
   }
 
   if (on_error == GST_TRAIN_ON_ERROR_FAIL) {
+    gst_train_log_bad_sample (category, GST_LEVEL_ERROR, element, file,
+        function, line, fail_text, "on-error=fail");
     g_free (skip_text);
     gst_element_message_full (element, GST_MESSAGE_ERROR, domain, code,
         fail_text, g_strdup ("on-error=fail"), file, function, line);
@@ -83,6 +99,8 @@ gst_train_report_bad_sample_full (GstElement *element, GstTrainBadSamples *bad,
   debug = bounded ? g_strdup_printf (
               "on-error=skip, %" G_GUINT64_FORMAT " skipped so far", skipped)
                   : g_strdup ("on-error=skip");
+  gst_train_log_bad_sample (category, GST_LEVEL_WARNING, element, file,
+      function, line, skip_text, debug);
   gst_element_message_full (element, GST_MESSAGE_WARNING, domain, code,
       skip_text, debug, file, function, line);
   if (bounded && max_errors >= 0 && skipped > (guint64)max_errors) {

@@ -49,21 +49,24 @@ void gst_train_bad_samples_clear (GstTrainBadSamples *bad);
  * @fail_text (on-error=fail), or a warning @skip_text and, past max-errors,
  * an error "Too many samples did not @verb". A sample whose @key (see
  * gst_train_sample_key(); NULL = not known) was reported before is dropped
- * with a debug line only, neither warned about nor counted again: a bad file
- * stays bad every epoch. Both texts are taken. Returns GST_FLOW_OK when the
- * sample is dropped and the stream goes on, GST_FLOW_ERROR when an error was
- * posted. A macro, so that the messages name the element's own source
- * line. */
+ * with no message on the bus, and not counted again: a bad file stays bad
+ * every epoch. Every skip, repeated ones too, is logged at WARNING level (a
+ * failure at ERROR) in the element's debug category. Both texts are taken.
+ * Returns
+ * GST_FLOW_OK when the sample is dropped and the stream goes on,
+ * GST_FLOW_ERROR when an error was posted. A macro, so that the messages
+ * name the element's own source line and the log its GST_CAT_DEFAULT. */
 #define gst_train_report_bad_sample(                                           \
     element, bad, key, domain, code, verb, fail_text, skip_text)               \
   gst_train_report_bad_sample_full (GST_ELEMENT (element), (bad), (key),       \
-      (domain), (code), (verb), (fail_text), (skip_text), __FILE__,            \
-      GST_FUNCTION, __LINE__)
+      (domain), (code), (verb), (fail_text), (skip_text), GST_CAT_DEFAULT,     \
+      __FILE__, GST_FUNCTION, __LINE__)
 
 GstFlowReturn gst_train_report_bad_sample_full (GstElement *element,
     GstTrainBadSamples *bad, const gchar *key, GQuark domain, gint code,
-    const gchar *verb, gchar *fail_text, gchar *skip_text, const gchar *file,
-    const gchar *function, gint line);
+    const gchar *verb, gchar *fail_text, gchar *skip_text,
+    GstDebugCategory *category, const gchar *file, const gchar *function,
+    gint line);
 
 /* A new string that names the sample in @buffer the same way every epoch:
  * its file, else its dataset index; NULL when it has no sample meta. Free
