@@ -23,6 +23,7 @@
  * the reference is ill-conditioned and the case fails). */
 #include "dist-state.h"
 #include "parity-rule.h"
+#include "reference.h"
 #include "safetensors.h"
 #include "trainer.h"
 
@@ -32,67 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, failures;
+static int rank;
 static double worst_forward, worst_gradient, worst_weights;
 
-static void
-fail (const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  fprintf (stderr, "FAIL: rank %d: ", rank);
-  vfprintf (stderr, format, args);
-  fprintf (stderr, "\n");
-  va_end (args);
-  failures++;
-}
-
-static void
-die (const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  fprintf (stderr, "FAIL: rank %d: ", rank);
-  vfprintf (stderr, format, args);
-  fprintf (stderr, "\n");
-  va_end (args);
-  exit (1);
-}
-
-static const GtStTensor *
-need (GtStFile *file, const char *name)
-{
-  const GtStTensor *tensor = gt_st_find (file, name);
-
-  if (tensor == NULL)
-    die ("the reference has no tensor %s", name);
-  return tensor;
-}
-
-static int
-metadata_int (GtStFile *file, const char *key)
-{
-  const char *text = gt_st_metadata (file, key);
-
-  if (text == NULL)
-    die ("the reference has no metadata %s", key);
-  return atoi (text);
-}
-
-static float
-metadata_float (GtStFile *file, const char *key)
-{
-  const char *text = gt_st_metadata (file, key);
-
-  if (text == NULL)
-    die ("the reference has no metadata %s", key);
-  return (float)atof (text);
-}
-
 /* parity.c's compare: against f64.@name, with parity-rule.h's tolerance. */
-static void
+static double
 compare (GtStFile *file, const char *name, const float *ours, size_t count,
     double floor, double *worst)
 {
@@ -107,7 +52,7 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
       || exact_tensor->dtype != GT_ST_F64 || torch_tensor->dtype != GT_ST_F32) {
     fail ("%s: %zu fp32 values expected, the reference has %llu", name, count,
         (unsigned long long)gt_st_numel (torch_tensor));
-    return;
+    return INFINITY;
   }
   torch_error = parity_max_error (
       gt_st_data (file, torch_tensor), gt_st_data (file, exact_tensor), count);
@@ -126,60 +71,7 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
         tolerance, torch_error);
   if (!(error <= *worst))
     *worst = error;
-}
-
-/* Every tensor of @trainer whose kind @parts selects, against
- * @prefix + its name (an int64 count for num_batches_tracked, exactly). */
-static void
-compare_state (GtTrainer *trainer, GtStFile *file, const char *prefix,
-    GtTensorPart part, unsigned parts, double floor, double *worst)
-{
-  int i;
-
-  for (i = 0; i < gt_trainer_num_tensors (trainer); i++) {
-    GtTensorInfo info;
-    char name[200];
-    float *ours;
-
-    gt_trainer_tensor_info (trainer, i, &info);
-    if (!(parts & (info.is_parameter ? DIST_PARAMS : DIST_STATS)))
-      continue;
-    snprintf (name, sizeof (name), "%s%s", prefix, info.name);
-    ours = malloc ((size_t)info.numel * sizeof (float));
-    if (gt_trainer_read_tensor (trainer, info.name, part, ours, info.numel)) {
-      fail ("reading %s: %s", info.name, gt_trainer_error (trainer));
-    } else if (strstr (info.name, "num_batches_tracked")) {
-      const GtStTensor *count = need (file, name);
-
-      if (count->dtype != GT_ST_I64
-          || (int64_t)ours[0] != *(const int64_t *)gt_st_data (file, count))
-        fail ("%s: %g, PyTorch %lld", name, ours[0],
-            (long long)*(const int64_t *)gt_st_data (file, count));
-    } else {
-      compare (file, name, ours, (size_t)info.numel, floor, worst);
-    }
-    free (ours);
-  }
-}
-
-/* The init.* tensors as a state_dict file, the way torchvision saves one. */
-static void
-write_initial_weights (GtStFile *file, const char *path)
-{
-  GtStWriter *writer = gt_st_writer_new ();
-  char why[512];
-  int i;
-
-  for (i = 0; i < gt_st_num_tensors (file); i++) {
-    const GtStTensor *tensor = gt_st_tensor (file, i);
-
-    if (strncmp (tensor->name, "init.", 5) == 0)
-      gt_st_writer_add (writer, tensor->name + 5, tensor->dtype, tensor->ndim,
-          tensor->shape, gt_st_data (file, tensor));
-  }
-  if (gt_st_writer_write (writer, path, why, sizeof (why)) < 0)
-    die ("%s", why);
-  gt_st_writer_free (writer);
+  return error;
 }
 
 static GtTrainer *
@@ -189,19 +81,8 @@ make_trainer (GtStFile *file, GtComm *comm, int threads)
   GtTrainer *trainer;
   char why[512];
 
-  gt_trainer_config_init (&config);
-  if (gt_model_from_name (gt_st_metadata (file, "model"), &config.model))
-    die ("unknown model %s", gt_st_metadata (file, "model"));
-  config.num_classes = metadata_int (file, "classes");
-  config.height = config.width = metadata_int (file, "size");
-  config.batch_size = metadata_int (file, "batch");
+  reference_config (file, &config);
   config.num_threads = threads;
-  config.lr_schedule = GT_LR_CONSTANT;
-  config.lr = metadata_float (file, "lr");
-  config.momentum = metadata_float (file, "momentum");
-  config.weight_decay = metadata_float (file, "weight_decay");
-  config.label_smoothing = metadata_float (file, "label_smoothing");
-  config.nesterov = metadata_int (file, "nesterov");
   config.comm = comm;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL)
@@ -226,6 +107,7 @@ main (int argc, char **argv)
   size_t image_bytes;
   float *logits, *losses;
 
+  reference_rank = 0; /* until the job says */
   dist_exit_if_asked_built (argc, argv);
   if (argc == 5 && strcmp (argv[1], "--threads") == 0) {
     threads = atoi (argv[2]);
@@ -242,13 +124,13 @@ main (int argc, char **argv)
   comm = gt_comm_new (why, sizeof (why));
   if (comm == NULL)
     die ("joining the job: %s", why);
-  rank = gt_comm_rank (comm);
+  rank = reference_rank = gt_comm_rank (comm);
   file = gt_st_open (argv[1], why, sizeof (why));
   if (file == NULL)
     die ("%s", why);
-  ranks = metadata_int (file, "ranks");
-  steps = metadata_int (file, "steps");
-  classes = metadata_int (file, "classes");
+  ranks = (int)metadata_number (file, "ranks");
+  steps = (int)metadata_number (file, "steps");
+  classes = (int)metadata_number (file, "classes");
   if (ranks != gt_comm_size (comm))
     die ("the reference is for %d ranks, the job has %d", ranks,
         gt_comm_size (comm));
@@ -278,11 +160,11 @@ main (int argc, char **argv)
   slices = gt_st_data (file, split);
   for (r = 0, total = 0; r < ranks; r++) {
     if (slices[2 * r] != total || slices[2 * r + 1] < 1
-        || slices[2 * r + 1] > metadata_int (file, "batch"))
+        || slices[2 * r + 1] > (int)metadata_number (file, "batch"))
       die ("split: rank %d's samples %lld + %lld do not follow the others' "
            "within a batch of %d",
           r, (long long)slices[2 * r], (long long)slices[2 * r + 1],
-          metadata_int (file, "batch"));
+          (int)metadata_number (file, "batch"));
     total += slices[2 * r + 1];
   }
   first = slices[2 * rank];
@@ -314,8 +196,8 @@ main (int argc, char **argv)
       &worst_forward);
   compare (
       file, "step0.loss", &result.loss, 1, TOLERANCE_FORWARD, &worst_forward);
-  compare_state (trainer, file, "step0.grad.", GT_TENSOR_GRAD, DIST_PARAMS,
-      TOLERANCE_GRADIENT, &worst_gradient);
+  compare_state (trainer, file, "step0.grad.", GT_TENSOR_GRAD,
+      REFERENCE_PARAMETERS, TOLERANCE_GRADIENT, &worst_gradient, compare);
 
   /* Steps 2..K, then the state. */
   losses = malloc (steps * sizeof (float));
@@ -331,16 +213,16 @@ main (int argc, char **argv)
         (long long)gt_trainer_global_step (trainer),
         (long long)gt_trainer_samples_seen (trainer));
   compare (file, "losses", losses, steps, TOLERANCE_WEIGHTS, &worst_weights);
-  compare_state (trainer, file, "final.", GT_TENSOR_VALUE, DIST_PARAMS,
-      TOLERANCE_WEIGHTS, &worst_weights);
+  compare_state (trainer, file, "final.", GT_TENSOR_VALUE, REFERENCE_PARAMETERS,
+      TOLERANCE_WEIGHTS, &worst_weights, compare);
   compare_state (trainer, file, "final.momentum.", GT_TENSOR_MOMENTUM,
-      DIST_PARAMS, TOLERANCE_WEIGHTS, &worst_weights);
+      REFERENCE_PARAMETERS, TOLERANCE_WEIGHTS, &worst_weights, compare);
   snprintf (name, sizeof (name), "rank%d.final.", rank);
-  compare_state (trainer, file, name, GT_TENSOR_VALUE, DIST_STATS,
-      TOLERANCE_WEIGHTS, &worst_weights);
+  compare_state (trainer, file, name, GT_TENSOR_VALUE, REFERENCE_STATISTICS,
+      TOLERANCE_WEIGHTS, &worst_weights, compare);
   if (rank == 0)
-    compare_state (trainer, file, "final.", GT_TENSOR_VALUE, DIST_STATS,
-        TOLERANCE_WEIGHTS, &worst_weights);
+    compare_state (trainer, file, "final.", GT_TENSOR_VALUE,
+        REFERENCE_STATISTICS, TOLERANCE_WEIGHTS, &worst_weights, compare);
 
   /* Across the ranks: one set of weights and momentum, per-rank
    * statistics. */

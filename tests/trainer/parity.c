@@ -28,6 +28,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr, in cuda-module-report.h */
 #include "cuda-module-report.h"
 #include "parity-rule.h"
+#include "reference.h"
 #include "safetensors.h"
 #include "trainer.h"
 
@@ -75,7 +76,6 @@
  * a different summation order, ~1e-6 */
 #define FP32_RESUME 1e-4
 
-static int failures;
 /* bit-exact checks not made (a non-deterministic algorithm was chosen) */
 static int bit_exact_skipped;
 static double worst_forward, worst_gradient, worst_weights;
@@ -90,46 +90,6 @@ static GtBackend backend = GT_BACKEND_CPU;
 static GtPrecision precision = GT_PRECISION_FP32;
 /* errors as relative L2 norms (bf16) rather than maxima */
 static int use_l2;
-
-static void fail (const char *format, ...)
-    __attribute__ ((format (printf, 1, 2)));
-
-static void
-fail (const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  fprintf (stderr, "FAIL: ");
-  vfprintf (stderr, format, args);
-  fprintf (stderr, "\n");
-  va_end (args);
-  failures++;
-}
-
-static const GtStTensor *
-need (GtStFile *file, const char *name)
-{
-  const GtStTensor *tensor = gt_st_find (file, name);
-
-  if (tensor == NULL) {
-    fprintf (stderr, "FAIL: the reference has no tensor %s\n", name);
-    exit (1);
-  }
-  return tensor;
-}
-
-static double
-metadata_number (GtStFile *file, const char *key)
-{
-  const char *text = gt_st_metadata (file, key);
-
-  if (text == NULL) {
-    fprintf (stderr, "FAIL: the reference has no metadata %s\n", key);
-    exit (1);
-  }
-  return atof (text);
-}
 
 /* |a - exact| / |exact| in the L2 sense */
 static double
@@ -222,90 +182,21 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
   return error;
 }
 
-static void
-compare_tensors (GtTrainer *trainer, GtStFile *file, const char *prefix,
-    GtTensorPart part, int parameters_only, double tolerance, double *worst)
-{
-  int i;
-
-  for (i = 0; i < gt_trainer_num_tensors (trainer); i++) {
-    GtTensorInfo info;
-    char name[160];
-    float *ours;
-
-    gt_trainer_tensor_info (trainer, i, &info);
-    if (parameters_only && !info.is_parameter)
-      continue;
-    snprintf (name, sizeof (name), "%s%s", prefix, info.name);
-    ours = malloc (info.numel * sizeof (float));
-    if (gt_trainer_read_tensor (trainer, info.name, part, ours, info.numel)) {
-      fail ("reading %s: %s", info.name, gt_trainer_error (trainer));
-    } else if (strstr (info.name, "num_batches_tracked")) {
-      const int64_t *count = gt_st_data (file, need (file, name));
-
-      if ((int64_t)ours[0] != *count)
-        fail ("%s: %g, PyTorch %lld", name, ours[0], (long long)*count);
-    } else {
-      compare (file, name, ours, info.numel, tolerance, worst);
-    }
-    free (ours);
-  }
-}
-
-/* The init.* tensors as a state_dict file, the way torchvision saves one. */
-static void
-write_initial_weights (GtStFile *file, const char *path)
-{
-  GtStWriter *writer = gt_st_writer_new ();
-  char why[512];
-  int i;
-
-  for (i = 0; i < gt_st_num_tensors (file); i++) {
-    const GtStTensor *tensor = gt_st_tensor (file, i);
-
-    if (strncmp (tensor->name, "init.", 5) == 0)
-      gt_st_writer_add (writer, tensor->name + 5, tensor->dtype, tensor->ndim,
-          tensor->shape, gt_st_data (file, tensor));
-  }
-  if (gt_st_writer_write (writer, path, why, sizeof (why)) < 0) {
-    fprintf (stderr, "FAIL: %s\n", why);
-    exit (1);
-  }
-  gt_st_writer_free (writer);
-}
-
 static GtTrainer *
 make_trainer (GtStFile *file, const char *init_path)
 {
   GtTrainerConfig config;
   GtTrainer *trainer;
   char why[512];
-  int resumed = -1, size;
+  int resumed = -1;
 
-  gt_trainer_config_init (&config);
-  if (gt_model_from_name (gt_st_metadata (file, "model"), &config.model)) {
-    fprintf (
-        stderr, "FAIL: unknown model %s\n", gt_st_metadata (file, "model"));
-    exit (1);
-  }
-  config.num_classes = (int)metadata_number (file, "classes");
-  size = (int)metadata_number (file, "size");
-  config.height = config.width = size;
-  config.batch_size = (int)metadata_number (file, "batch");
-  config.lr_schedule = GT_LR_CONSTANT;
+  reference_config (file, &config);
   config.backend = backend;
   config.precision = precision;
   config.cpu_kernels = cpu_kernels;
   config.cpu_isa = cpu_isa;
   if (getenv ("GT_PARITY_THREADS"))
     config.num_threads = atoi (getenv ("GT_PARITY_THREADS"));
-  if (gt_st_metadata (file, "lr")) {
-    config.lr = (float)metadata_number (file, "lr");
-    config.momentum = (float)metadata_number (file, "momentum");
-    config.weight_decay = (float)metadata_number (file, "weight_decay");
-    config.label_smoothing = (float)metadata_number (file, "label_smoothing");
-    config.nesterov = (int)metadata_number (file, "nesterov");
-  }
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL) {
     fprintf (stderr, "FAIL: %s\n", why);
@@ -574,8 +465,8 @@ main (int argc, char **argv)
       file, "step0.loss", &result.loss, 1, tolerance_forward, &worst_forward);
   if (forward_only)
     goto report;
-  compare_tensors (trainer, file, "step0.grad.", GT_TENSOR_GRAD, 1,
-      tolerance_gradient, &worst_gradient);
+  compare_state (trainer, file, "step0.grad.", GT_TENSOR_GRAD,
+      REFERENCE_PARAMETERS, tolerance_gradient, &worst_gradient, compare);
 
   /* Steps 2..K on the same batch, then the weights and statistics. */
   losses = malloc (steps * sizeof (float));
@@ -591,8 +482,9 @@ main (int argc, char **argv)
   }
   compare (file, "losses", losses, steps, tolerance_weights, &worst_weights);
   free (losses);
-  compare_tensors (trainer, file, "final.", GT_TENSOR_VALUE, 0,
-      tolerance_weights, &worst_weights);
+  compare_state (trainer, file, "final.", GT_TENSOR_VALUE,
+      REFERENCE_PARAMETERS | REFERENCE_STATISTICS, tolerance_weights,
+      &worst_weights, compare);
   if (gt_trainer_eval (trainer, &batch, &totals) != GT_OK) {
     fprintf (stderr, "FAIL: eval: %s\n", gt_trainer_error (trainer));
     return 1;
