@@ -339,18 +339,45 @@ watched_unchanged (GtTrainer *trainer, float **before, const size_t *bytes)
   return same;
 }
 
+/* Two steps on @batch, both of which must end with @expected naming rank 1
+ * as the cause (@what, in messages), the first without moving the watched
+ * tensors or the step count (@steps). */
+static void
+expect_refused_steps (GtTrainer *trainer, const GtBatch *batch, int expected,
+    int64_t steps, const char *what)
+{
+  GtStepResult result;
+  float *before[NUM_WATCHED];
+  size_t bytes[NUM_WATCHED];
+  int status, i;
+
+  read_watched (trainer, before, bytes);
+  status = gt_trainer_step (trainer, batch, &result);
+  CHECK (status == expected
+          && strstr (gt_trainer_error (trainer), "rank 1") != NULL,
+      "rank %d: %s: status %d: %s", rank, what, status,
+      gt_trainer_error (trainer));
+  CHECK (watched_unchanged (trainer, before, bytes),
+      "rank %d: %s moved the state", rank, what);
+  CHECK (gt_trainer_global_step (trainer) == steps,
+      "rank %d: %s: %lld steps, %lld expected", rank, what,
+      (long long)gt_trainer_global_step (trainer), (long long)steps);
+  status = gt_trainer_step (trainer, batch, &result);
+  CHECK (status == expected, "rank %d: the step after %s: status %d: %s", rank,
+      what, status, gt_trainer_error (trainer));
+  for (i = 0; i < NUM_WATCHED; i++)
+    free (before[i]);
+}
+
 /* Rank 1's input is NaN (an infinite normalisation scale): every rank's
- * step reports rank 1's loss and applies nothing. */
+ * step reports rank 1's loss and applies nothing. Not a stop: the job goes
+ * on, and so does rank 1's NaN. */
 static void
 test_nonfinite (UnderTest what)
 {
   GtTrainerConfig config;
   GtTrainer *trainer;
-  GtStepResult result;
   TestBatch batch;
-  float *before[NUM_WATCHED];
-  size_t bytes[NUM_WATCHED];
-  int status, i;
 
   under_test_config (&config, what);
   if (rank == 1)
@@ -358,21 +385,8 @@ test_nonfinite (UnderTest what)
   if ((trainer = create_trainer (&config, "the non-finite case")) == NULL)
     return;
   make_batch (&batch, BATCH, SIZE, CLASSES, batch_seed (77, 0));
-  read_watched (trainer, before, bytes);
-  status = gt_trainer_step (trainer, &batch.batch, &result);
-  CHECK (status == GT_ERROR_NONFINITE
-          && strstr (gt_trainer_error (trainer), "rank 1") != NULL,
-      "rank %d: status %d: %s", rank, status, gt_trainer_error (trainer));
-  CHECK (watched_unchanged (trainer, before, bytes),
-      "rank %d: a non-finite step moved the state", rank);
-  CHECK (
-      gt_trainer_global_step (trainer) == 0, "rank %d: the step counted", rank);
-  /* not a stop: the job goes on, and so does rank 1's NaN */
-  status = gt_trainer_step (trainer, &batch.batch, &result);
-  CHECK (status == GT_ERROR_NONFINITE, "rank %d: second step: status %d: %s",
-      rank, status, gt_trainer_error (trainer));
-  for (i = 0; i < NUM_WATCHED; i++)
-    free (before[i]);
+  expect_refused_steps (
+      trainer, &batch.batch, GT_ERROR_NONFINITE, 0, "a non-finite step");
   free_batch (&batch);
   gt_trainer_free (trainer);
   if (rank == 0)
@@ -389,9 +403,7 @@ test_leave (UnderTest what)
   GtTrainer *trainer;
   GtStepResult result;
   TestBatch batch;
-  float *before[NUM_WATCHED];
-  size_t bytes[NUM_WATCHED];
-  int status, i;
+  int status;
 
   under_test_config (&config, what);
   if ((trainer = create_trainer (&config, "the leave case")) == NULL)
@@ -404,20 +416,8 @@ test_leave (UnderTest what)
     status = gt_trainer_leave (trainer);
     CHECK (status == GT_OK, "rank 1: leaving: %s", gt_trainer_error (trainer));
   } else {
-    read_watched (trainer, before, bytes);
-    status = gt_trainer_step (trainer, &batch.batch, &result);
-    CHECK (status == GT_ERROR_STOPPED
-            && strstr (gt_trainer_error (trainer), "rank 1") != NULL,
-        "rank %d: status %d: %s", rank, status, gt_trainer_error (trainer));
-    CHECK (watched_unchanged (trainer, before, bytes),
-        "rank %d: the stopped step moved the state", rank);
-    CHECK (gt_trainer_global_step (trainer) == 1, "rank %d: %lld steps", rank,
-        (long long)gt_trainer_global_step (trainer));
-    status = gt_trainer_step (trainer, &batch.batch, &result);
-    CHECK (status == GT_ERROR_STOPPED, "rank %d: a step after the stop: %d",
-        rank, status);
-    for (i = 0; i < NUM_WATCHED; i++)
-      free (before[i]);
+    expect_refused_steps (
+        trainer, &batch.batch, GT_ERROR_STOPPED, 1, "the stopped step");
   }
   free_batch (&batch);
   gt_trainer_free (trainer);
