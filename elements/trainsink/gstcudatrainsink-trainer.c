@@ -1,8 +1,10 @@
 /* gstcudatrainsink-trainer.c: the trainer of cudatrainsink: created at the
  * first batch on the device the settings ask for, resumed from
  * resume-from, checkpointed to checkpoint-location and snapshotted to
- * snapshot-location. Failures are error messages of the element. In a
- * data-parallel job the trainer is made after the ranks agreed to start
+ * snapshot-location. Failures are error messages of the element; the
+ * trainer's own messages go to the sink's debug category and its warnings
+ * to the bus too (gst_cuda_train_sink_trainer_log). In a data-parallel job
+ * the trainer is made after the ranks agreed to start
  * (gstcudatrainsink-dist.c), resumed from rank 0's checkpoint on every
  * rank, and only rank 0 writes checkpoints and snapshots. */
 #include "gstcudatrainsink-private.h"
@@ -303,6 +305,36 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
   return TRUE;
 }
 
+/* The trainer's messages (GtLogFunc), in the sink's debug category, from
+ * the thread that called the trainer: its warnings (a fallback it took, a
+ * choice that costs determinism) are warning messages on the bus too, so
+ * that a gst-launch-1.0 user sees them where the trainer alone printed
+ * them to stderr; GST_ELEMENT_WARNING logs them with GST_WARNING_OBJECT.
+ * Its errors are only logged: the call that failed returns them, and the
+ * sink posts that error. */
+static void
+gst_cuda_train_sink_trainer_log (
+    GtLogLevel level, const char *message, void *user_data)
+{
+  GstCudaTrainSink *sink = user_data;
+
+  switch (level) {
+    case GT_LOG_ERROR:
+      GST_ERROR_OBJECT (sink, "%s", message);
+      break;
+    case GT_LOG_WARNING:
+      GST_ELEMENT_WARNING (sink, LIBRARY, FAILED, ("%s", message), (NULL));
+      break;
+    case GT_LOG_INFO:
+      GST_INFO_OBJECT (sink, "%s", message);
+      break;
+    case GT_LOG_DEBUG:
+    default:
+      GST_DEBUG_OBJECT (sink, "%s", message);
+      break;
+  }
+}
+
 /* The trainer's configuration from the settings, the caps and the dataset
  * facts; FALSE with an error posted. */
 static gboolean
@@ -320,6 +352,8 @@ gst_cuda_train_sink_make_config (
   config->batch_size = sink->batch_size;
   config->gpu_id = sink->gpu_id;
   config->comm = sink->comm;
+  config->log_func = gst_cuda_train_sink_trainer_log;
+  config->log_data = sink;
   if (config->num_classes == 0) {
     if (!sink->have_dataset || sink->dataset.num_classes == 0) {
       GST_ELEMENT_ERROR (sink, LIBRARY, SETTINGS,
