@@ -137,6 +137,15 @@ state_is (GtTrainer *trainer, unsigned parts, const float *before,
   return same;
 }
 
+/* The trainer's last error says @what ("rank 1", "step 3:"). */
+static void
+expect_error_names (GtTrainer *trainer, const char *what)
+{
+  CHECK (strstr (gt_trainer_error (trainer), what) != NULL,
+      "rank %d: the message does not say \"%s\": %s", rank, what,
+      gt_trainer_error (trainer));
+}
+
 /* ---- nonfinite ---- */
 
 static void
@@ -157,12 +166,8 @@ scenario_nonfinite (GtComm *comm)
     CHECK (status == GT_ERROR_NONFINITE,
         "rank %d, attempt %d: %s (%s), expected a non-finite loss", rank,
         attempt, gt_status_name (status), gt_trainer_error (trainer));
-    CHECK (strstr (gt_trainer_error (trainer), "rank 1") != NULL,
-        "rank %d: the message does not name rank 1: %s", rank,
-        gt_trainer_error (trainer));
-    CHECK (strstr (gt_trainer_error (trainer), "step 1:") != NULL,
-        "rank %d: the message does not name step 1: %s", rank,
-        gt_trainer_error (trainer));
+    expect_error_names (trainer, "rank 1");
+    expect_error_names (trainer, "step 1:");
     CHECK (isnan (result.loss), "rank %d: loss %g, expected NaN", rank,
         result.loss);
     CHECK (dist_same_on_all_ranks (comm, status) == 1,
@@ -210,12 +215,8 @@ scenario_uneven (GtComm *comm)
     CHECK (status == GT_ERROR_STOPPED,
         "rank %d, step 3: %s (%s), expected stopped", rank,
         gt_status_name (status), gt_trainer_error (trainer));
-    CHECK (strstr (gt_trainer_error (trainer), "rank 1 left") != NULL,
-        "rank %d: the message does not name rank 1: %s", rank,
-        gt_trainer_error (trainer));
-    CHECK (strstr (gt_trainer_error (trainer), "step 3:") != NULL,
-        "rank %d: the message does not name step 3: %s", rank,
-        gt_trainer_error (trainer));
+    expect_error_names (trainer, "rank 1 left");
+    expect_error_names (trainer, "step 3:");
   }
   CHECK (gt_trainer_global_step (trainer) == 2
           && gt_trainer_samples_seen (trainer) == 2 * ranks * BATCH,
@@ -318,10 +319,22 @@ check_job_metadata (const char *path, const char *world_size,
   gt_st_close (file);
 }
 
-static void
-checkpoint_path (char *path, size_t size, const char *dir, const char *name)
+/* DIR/NAME.safetensors, in a buffer the next call overwrites. */
+static const char *
+checkpoint_path (const char *dir, const char *name)
 {
-  snprintf (path, size, "%s/%s.safetensors", dir, name);
+  static char path[1024];
+
+  snprintf (path, sizeof (path), "%s/%s.safetensors", dir, name);
+  return path;
+}
+
+/* The trainer of a 2-rank @scenario, its weights drawn from @seed. */
+static GtTrainer *
+two_rank_trainer (GtComm *comm, uint64_t seed, const char *scenario)
+{
+  CHECK (gt_comm_size (comm) == 2, "%s runs on 2 ranks", scenario);
+  return make_trainer (comm, BATCH, seed, 0.f);
 }
 
 static void
@@ -369,21 +382,15 @@ take_steps (GtTrainer *trainer, int64_t from, int64_t to)
 static void
 scenario_resume_first (GtComm *comm, const char *dir)
 {
-  GtTrainer *trainer = make_trainer (comm, BATCH, 7, 0.f);
-  char path[1024];
+  GtTrainer *trainer = two_rank_trainer (comm, 7, "resume-first");
 
-  CHECK (gt_comm_size (comm) == 2, "resume-first runs on 2 ranks");
   take_steps (trainer, 0, 2);
-  checkpoint_path (path, sizeof (path), dir, "step2");
-  save_on_rank0 (trainer, path);
+  save_on_rank0 (trainer, checkpoint_path (dir, "step2"));
   take_steps (trainer, 2, 4);
-  checkpoint_path (path, sizeof (path), dir, "uninterrupted");
-  save_on_rank0 (trainer, path);
+  save_on_rank0 (trainer, checkpoint_path (dir, "uninterrupted"));
   if (rank == 0) {
-    checkpoint_path (path, sizeof (path), dir, "step2");
-    check_job_metadata (path, "2", "8", "16");
-    checkpoint_path (path, sizeof (path), dir, "uninterrupted");
-    check_job_metadata (path, "2", "8", "32");
+    check_job_metadata (checkpoint_path (dir, "step2"), "2", "8", "16");
+    check_job_metadata (checkpoint_path (dir, "uninterrupted"), "2", "8", "32");
   }
   gt_trainer_free (trainer);
 }
@@ -392,20 +399,16 @@ static void
 scenario_resume_second (GtComm *comm, const char *dir)
 {
   /* another seed: only the checkpoint can make the weights right */
-  GtTrainer *trainer = make_trainer (comm, BATCH, 99, 0.f);
-  char path[1024];
+  GtTrainer *trainer = two_rank_trainer (comm, 99, "resume-second");
 
-  CHECK (gt_comm_size (comm) == 2, "resume-second runs on 2 ranks");
-  checkpoint_path (path, sizeof (path), dir, "step2");
-  resume (trainer, path, 2, 16);
+  resume (trainer, checkpoint_path (dir, "step2"), 2, 16);
   take_steps (trainer, 2, 4);
   CHECK (gt_trainer_global_step (trainer) == 4
           && gt_trainer_samples_seen (trainer) == 32,
       "rank %d: at step %lld with %lld samples seen after resuming", rank,
       (long long)gt_trainer_global_step (trainer),
       (long long)gt_trainer_samples_seen (trainer));
-  checkpoint_path (path, sizeof (path), dir, "uninterrupted");
-  state_matches_file (trainer, path,
+  state_matches_file (trainer, checkpoint_path (dir, "uninterrupted"),
       DIST_PARAMS | DIST_MOMENTUM | (rank == 0 ? DIST_STATS : 0));
   gt_trainer_free (trainer);
 }
@@ -418,9 +421,8 @@ scenario_to_one (const char *dir)
   unsigned all = DIST_PARAMS | DIST_MOMENTUM | DIST_STATS;
   GtStepResult result;
   Batch data;
-  char path[1024];
+  const char *path = checkpoint_path (dir, "step2");
 
-  checkpoint_path (path, sizeof (path), dir, "step2");
   check_job_metadata (path, "2", "8", "16");
   resume (trainer, path, 2, 16);
   state_matches_file (trainer, path, all);
@@ -432,7 +434,7 @@ scenario_to_one (const char *dir)
       "one process: %lld samples in the step, %lld seen; expected 8 and 24",
       (long long)result.global_samples,
       (long long)gt_trainer_samples_seen (trainer));
-  checkpoint_path (path, sizeof (path), dir, "one");
+  path = checkpoint_path (dir, "one");
   if (gt_trainer_save (trainer, path, 0) != GT_OK)
     die ("saving", gt_trainer_error (trainer));
   check_job_metadata (path, "1", "8", "24");
@@ -442,11 +444,9 @@ scenario_to_one (const char *dir)
 static void
 scenario_from_one (GtComm *comm, const char *dir)
 {
-  GtTrainer *trainer = make_trainer (comm, BATCH, 7, 0.f);
-  char path[1024];
+  GtTrainer *trainer = two_rank_trainer (comm, 7, "from-one");
+  const char *path = checkpoint_path (dir, "one");
 
-  CHECK (gt_comm_size (comm) == 2, "from-one runs on 2 ranks");
-  checkpoint_path (path, sizeof (path), dir, "one");
   resume (trainer, path, 3, 24);
   /* every rank holds the file's state, rank 0's statistics included */
   state_matches_file (trainer, path, DIST_PARAMS | DIST_MOMENTUM | DIST_STATS);
@@ -454,7 +454,7 @@ scenario_from_one (GtComm *comm, const char *dir)
   CHECK (gt_trainer_samples_seen (trainer) == 32,
       "rank %d: %lld samples seen after a 2-rank step from 24, expected 32",
       rank, (long long)gt_trainer_samples_seen (trainer));
-  checkpoint_path (path, sizeof (path), dir, "from-one");
+  path = checkpoint_path (dir, "from-one");
   save_on_rank0 (trainer, path);
   if (rank == 0)
     check_job_metadata (path, "2", "8", "32");
