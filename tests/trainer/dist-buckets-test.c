@@ -21,17 +21,29 @@ check_bucket (const GtDistBucketPlan *plan, int index, size_t offset,
       num_tensors);
 }
 
-/* Four tensors of 10, 20, 30 and 40 values, a budget of 50 fp32 values. */
+/* Four tensors of 10, 20, 30 and 40 values. */
+static const GtDistTensor four_tensors[] = { { 0, 10 }, { 10, 20 }, { 30, 30 },
+  { 60, 40 } };
+
+/* @plan of four_tensors, @element_bytes a value, @budget bytes a bucket. */
+static void
+plan_four (GtDistBucketPlan *plan, size_t element_bytes, size_t budget)
+{
+  char why[256];
+
+  CHECK (gt_dist_bucket_plan_init (
+             plan, four_tensors, 4, element_bytes, budget, why, sizeof (why))
+          == 0,
+      "%s", why);
+}
+
+/* A budget of 50 fp32 values. */
 static void
 test_cutting (void)
 {
-  const GtDistTensor tensors[] = { { 0, 10 }, { 10, 20 }, { 30, 30 },
-    { 60, 40 } };
   GtDistBucketPlan plan;
-  char why[256];
 
-  CHECK (gt_dist_bucket_plan_init (&plan, tensors, 4, 4, 200, why, 256) == 0,
-      "%s", why);
+  plan_four (&plan, 4, 200);
   /* from the end: 40 alone (70 would be over), 30 + 20, then 10 */
   CHECK (plan.num_buckets == 3, "%d buckets", plan.num_buckets);
   check_bucket (&plan, 0, 60, 40, 1);
@@ -40,16 +52,14 @@ test_cutting (void)
   gt_dist_bucket_plan_clear (&plan);
 
   /* 70 bf16 values in 140 bytes: 40 + 30, then 20 + 10 */
-  CHECK (gt_dist_bucket_plan_init (&plan, tensors, 4, 2, 140, why, 256) == 0,
-      "%s", why);
+  plan_four (&plan, 2, 140);
   CHECK (plan.num_buckets == 2, "%d buckets", plan.num_buckets);
   check_bucket (&plan, 0, 30, 70, 2);
   check_bucket (&plan, 1, 0, 30, 2);
   gt_dist_bucket_plan_clear (&plan);
 
   /* a tensor over the budget is a bucket of its own */
-  CHECK (gt_dist_bucket_plan_init (&plan, tensors, 4, 4, 40, why, 256) == 0,
-      "%s", why);
+  plan_four (&plan, 4, 40);
   CHECK (plan.num_buckets == 4, "%d buckets", plan.num_buckets);
   check_bucket (&plan, 0, 60, 40, 1);
   gt_dist_bucket_plan_clear (&plan);
@@ -89,13 +99,9 @@ test_gaps_and_errors (void)
 static void
 test_ready_order (void)
 {
-  const GtDistTensor tensors[] = { { 0, 10 }, { 10, 20 }, { 30, 30 },
-    { 60, 40 } };
   GtDistBucketPlan plan;
-  char why[256];
 
-  CHECK (gt_dist_bucket_plan_init (&plan, tensors, 4, 4, 200, why, 256) == 0,
-      "%s", why);
+  plan_four (&plan, 4, 200);
   /* the backward pass in buffer order from the end */
   CHECK (gt_dist_bucket_plan_produced (&plan, 60) == 1, "60 readies bucket 0");
   CHECK (gt_dist_bucket_plan_produced (&plan, 10) == 0, "10 readies nothing");
