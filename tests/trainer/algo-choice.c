@@ -13,27 +13,16 @@
 #define WORKSPACE (64 * MiB)
 #define COUNT(array) ((int)(sizeof (array) / sizeof ((array)[0])))
 
-/* algo, ran, memory, deterministic, math_ok */
-#define FAST_NONDET(algo)                                                      \
+/* A made-up cuDNN result: GtAlgoCandidate's fields in order. */
+#define CANDIDATE(algo, ran, memory, deterministic, math_ok)                   \
   {                                                                            \
-    algo, 1, 1 * MiB, 0, 1                                                     \
+    algo, ran, memory, deterministic, math_ok                                  \
   }
-#define DET(algo)                                                              \
-  {                                                                            \
-    algo, 1, 1 * MiB, 1, 1                                                     \
-  }
-#define FAILED_DET(algo)                                                       \
-  {                                                                            \
-    algo, 0, 1 * MiB, 1, 1                                                     \
-  }
-#define TOO_BIG_DET(algo)                                                      \
-  {                                                                            \
-    algo, 1, 2 * WORKSPACE, 1, 1                                               \
-  }
-#define TF32_DET(algo)                                                         \
-  {                                                                            \
-    algo, 1, 1 * MiB, 1, 0                                                     \
-  }
+#define FAST_NONDET(algo) CANDIDATE (algo, 1, 1 * MiB, 0, 1)
+#define DET(algo) CANDIDATE (algo, 1, 1 * MiB, 1, 1)
+#define FAILED_DET(algo) CANDIDATE (algo, 0, 1 * MiB, 1, 1)
+#define TOO_BIG_DET(algo) CANDIDATE (algo, 1, 2 * WORKSPACE, 1, 1)
+#define TF32_DET(algo) CANDIDATE (algo, 1, 1 * MiB, 1, 0)
 
 static void
 expect (const char *what, GtAlgoChoice got, GtAlgoSource source, int index,
