@@ -68,19 +68,11 @@ batch_seed (uint64_t data_seed, int step)
   return data_seed * 1000 + (uint64_t)rank * 100 + (uint64_t)step;
 }
 
+/* cuda-parity.c's configuration, for this test's model and batch. */
 static void
-init_config (GtTrainerConfig *config, GtBackend backend, GtPrecision precision)
+job_config (GtTrainerConfig *config, GtBackend backend, GtPrecision precision)
 {
-  gt_trainer_config_init (config);
-  config->model = MODEL;
-  config->num_classes = CLASSES;
-  config->height = config->width = SIZE;
-  config->batch_size = BATCH;
-  config->seed = 42;
-  config->lr = 0.05f;
-  config->lr_schedule = GT_LR_CONSTANT;
-  config->backend = backend;
-  config->precision = precision;
+  init_config (config, MODEL, CLASSES, SIZE, BATCH, backend, precision);
 }
 
 static GtTrainer *
@@ -191,7 +183,7 @@ dist_parity (UnderTest what, uint64_t data_seed)
   char why[256];
   int i;
 
-  init_config (&config, GT_BACKEND_CPU, GT_PRECISION_FP32);
+  job_config (&config, GT_BACKEND_CPU, GT_PRECISION_FP32);
   config.cpu_kernels = GT_CPU_KERNELS_REFERENCE;
   initial = create_trainer (&config, "the initial CPU trainer");
   config.comm = comm;
@@ -295,7 +287,7 @@ test_parity (UnderTest what, uint64_t data_seed)
 static void
 under_test_config (GtTrainerConfig *config, UnderTest what)
 {
-  init_config (config,
+  job_config (config,
       what == UNDER_TEST_STAND_IN ? GT_BACKEND_CPU : GT_BACKEND_CUDA,
       GT_PRECISION_FP32);
   config->comm = comm;
@@ -455,7 +447,7 @@ test_nccl_refuses_shared_gpu (void)
 static void
 one_rank_config (GtTrainerConfig *config, GtPrecision precision, int with_comm)
 {
-  init_config (config, GT_BACKEND_CUDA, precision);
+  job_config (config, GT_BACKEND_CUDA, precision);
   config->gpu_id = 0;
   if (with_comm) {
     config->comm = comm;
@@ -481,7 +473,7 @@ test_one_rank (GtPrecision precision, int comm_bf16)
 
   one_rank_config (&config, precision, 0);
   alone = create_trainer (&config, "a CUDA trainer alone");
-  init_config (&config, GT_BACKEND_CPU, GT_PRECISION_FP32);
+  job_config (&config, GT_BACKEND_CPU, GT_PRECISION_FP32);
   initial = create_trainer (&config, "the initial state");
   one_rank_config (&config, precision, 1);
   config.comm_bf16 = comm_bf16;

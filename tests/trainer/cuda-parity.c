@@ -95,23 +95,6 @@
 
 static const char *scratch_dir;
 
-static void
-init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
-    int batch_size, GtBackend backend, GtPrecision precision)
-{
-  gt_trainer_config_init (config);
-  config->model = model;
-  config->num_classes = classes;
-  config->height = config->width = size;
-  config->batch_size = batch_size;
-  config->seed = 42;
-  config->lr = 0.05f;
-  config->lr_schedule = GT_LR_CONSTANT;
-  config->zero_init_residual = model == GT_MODEL_RESNET50;
-  config->backend = backend;
-  config->precision = precision;
-}
-
 static GtTrainer *
 create_trainer (const GtTrainerConfig *config)
 {

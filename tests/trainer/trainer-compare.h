@@ -65,6 +65,26 @@ free_batch (TestBatch *test)
   free (test->labels);
 }
 
+/* What both trainers of a comparison train with: the same initial weights
+ * (seed 42; zero-init residuals for resnet50, whose logits are badly
+ * conditioned without), SGD at a constant 0.05. */
+static inline void
+init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
+    int batch_size, GtBackend backend, GtPrecision precision)
+{
+  gt_trainer_config_init (config);
+  config->model = model;
+  config->num_classes = classes;
+  config->height = config->width = size;
+  config->batch_size = batch_size;
+  config->seed = 42;
+  config->lr = 0.05f;
+  config->lr_schedule = GT_LR_CONSTANT;
+  config->zero_init_residual = model == GT_MODEL_RESNET50;
+  config->backend = backend;
+  config->precision = precision;
+}
+
 /* @part of the tensor @info describes (malloc'd); a failure to read ends
  * the test. */
 static inline float *
