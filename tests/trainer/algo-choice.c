@@ -12,6 +12,9 @@
 #define MiB ((size_t)1 << 20)
 #define WORKSPACE (64 * MiB)
 #define COUNT(array) ((int)(sizeof (array) / sizeof ((array)[0])))
+/* a list of candidates as gt_algo_choose takes it, or none */
+#define LIST(array) array, COUNT (array)
+#define NO_LIST NULL, 0
 
 /* A made-up cuDNN result: GtAlgoCandidate's fields in order. */
 #define CANDIDATE(algo, ran, memory, deterministic, math_ok)                   \
@@ -52,10 +55,10 @@ test_fp32_deterministic (void)
   const GtAlgoCandidate exact_fit[] = { { 7, 1, WORKSPACE, 1, 1 } };
 
   expect ("fp32, a deterministic algorithm among the predictions",
-      gt_algo_choose (NULL, 0, predicted, COUNT (predicted), 1, WORKSPACE, 1),
+      gt_algo_choose (NO_LIST, LIST (predicted), 1, WORKSPACE, 1),
       GT_ALGO_PREDICTED, 4, 0);
   expect ("fp32, a workspace that fits exactly",
-      gt_algo_choose (NULL, 0, exact_fit, COUNT (exact_fit), 0, WORKSPACE, 1),
+      gt_algo_choose (NO_LIST, LIST (exact_fit), 0, WORKSPACE, 1),
       GT_ALGO_PREDICTED, 0, 0);
 }
 
@@ -74,30 +77,30 @@ test_fp32_fallbacks (void)
     TOO_BIG_DET (2), { 3, 0, 0, 0, 1 } };
 
   expect ("fp32, none deterministic, the documented one fits",
-      gt_algo_choose (NULL, 0, predicted, COUNT (predicted), 1, WORKSPACE, 1),
+      gt_algo_choose (NO_LIST, LIST (predicted), 1, WORKSPACE, 1),
       GT_ALGO_DOCUMENTED, -1, 0);
   expect ("fp32, none deterministic at all: the fastest usable prediction",
-      gt_algo_choose (NULL, 0, predicted, COUNT (predicted), 0, WORKSPACE, 1),
+      gt_algo_choose (NO_LIST, LIST (predicted), 0, WORKSPACE, 1),
       GT_ALGO_PREDICTED, 3, 1);
   expect ("fp32, none deterministic at all: a measured one before predicted",
-      gt_algo_choose (measured, COUNT (measured), predicted, COUNT (predicted),
-          0, WORKSPACE, 1),
+      gt_algo_choose (
+          LIST (measured), predicted, COUNT (predicted), 0, WORKSPACE, 1),
       GT_ALGO_MEASURED, 1, 1);
   expect ("fp32, a deterministic measured one beats faster others",
-      gt_algo_choose (measured_deterministic, COUNT (measured_deterministic),
-          predicted, COUNT (predicted), 1, WORKSPACE, 1),
+      gt_algo_choose (LIST (measured_deterministic), predicted,
+          COUNT (predicted), 1, WORKSPACE, 1),
       GT_ALGO_MEASURED, 1, 0);
   expect ("fp32, a deterministic prediction beats a measured non-"
           "deterministic one",
-      gt_algo_choose (measured, COUNT (measured), measured_deterministic,
+      gt_algo_choose (LIST (measured), measured_deterministic,
           COUNT (measured_deterministic), 0, WORKSPACE, 1),
       GT_ALGO_PREDICTED, 1, 0);
   expect ("fp32, nothing usable",
-      gt_algo_choose (unusable, COUNT (unusable), unusable, COUNT (unusable), 0,
-          WORKSPACE, 1),
+      gt_algo_choose (
+          LIST (unusable), unusable, COUNT (unusable), 0, WORKSPACE, 1),
       GT_ALGO_NONE, -1, 0);
   expect ("fp32, no results at all, the documented one fits",
-      gt_algo_choose (NULL, 0, NULL, 0, 1, WORKSPACE, 1), GT_ALGO_DOCUMENTED,
+      gt_algo_choose (NO_LIST, NO_LIST, 1, WORKSPACE, 1), GT_ALGO_DOCUMENTED,
       -1, 0);
 }
 
@@ -112,20 +115,20 @@ test_bf16 (void)
   const GtAlgoCandidate unusable[] = { FAILED_DET (0), TOO_BIG_DET (1) };
 
   expect ("bf16, the fastest measured one",
-      gt_algo_choose (measured, COUNT (measured), predicted, COUNT (predicted),
-          1, WORKSPACE, 0),
+      gt_algo_choose (
+          LIST (measured), predicted, COUNT (predicted), 1, WORKSPACE, 0),
       GT_ALGO_MEASURED, 2, 0);
   expect ("bf16, the search failed: the first prediction",
-      gt_algo_choose (unusable, COUNT (unusable), predicted, COUNT (predicted),
-          1, WORKSPACE, 0),
+      gt_algo_choose (
+          LIST (unusable), predicted, COUNT (predicted), 1, WORKSPACE, 0),
       GT_ALGO_PREDICTED, 0, 0);
   expect ("bf16, nothing usable but the documented one",
-      gt_algo_choose (unusable, COUNT (unusable), unusable, COUNT (unusable), 1,
-          WORKSPACE, 0),
+      gt_algo_choose (
+          LIST (unusable), unusable, COUNT (unusable), 1, WORKSPACE, 0),
       GT_ALGO_DOCUMENTED, -1, 0);
   expect ("bf16, nothing at all",
-      gt_algo_choose (unusable, COUNT (unusable), NULL, 0, 0, WORKSPACE, 0),
-      GT_ALGO_NONE, -1, 0);
+      gt_algo_choose (LIST (unusable), NULL, 0, 0, WORKSPACE, 0), GT_ALGO_NONE,
+      -1, 0);
 }
 
 int
