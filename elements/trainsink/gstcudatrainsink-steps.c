@@ -365,13 +365,13 @@ gst_cuda_train_sink_advance (
       break;
   }
 
-  /* after an error the last checkpoint stays as it is, whatever comes
-   * next (a source sends EOS after its error) */
   if (sink->reached_max) {
     GST_DEBUG_OBJECT (sink, "%s after the end of the run",
         input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_EOS;
   }
+  /* after an error the last checkpoint stays as it is, whatever comes
+   * next (a source sends EOS after its error) */
   if (sink->failed) {
     GST_DEBUG_OBJECT (sink, "%s after an error",
         input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
