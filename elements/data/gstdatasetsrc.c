@@ -72,22 +72,10 @@
 #include "config.h"
 #endif
 
-#include "gstdatasetsrc.h"
-#include "dataset-index.h"
-#include "train-common.h"
-#include "train-meta.h"
-#include "train-pool.h"
+#include "datasetsrc-private.h"
 #include "gt-launcher.h"
-#include "gt-random.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-GST_DEBUG_CATEGORY_STATIC (gst_dataset_src_debug);
-#define GST_CAT_DEFAULT gst_dataset_src_debug
+GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 
 #define DEFAULT_LOCATION NULL
 #define DEFAULT_SHUFFLE TRUE
@@ -122,76 +110,6 @@ enum
   PROP_FILES_SKIPPED,
 };
 
-/* One read-ahead slot: a sample handed to a reader thread and its result. */
-typedef struct
-{
-  GstTrainTask task; /* first: the pool hands it back */
-  GstDatasetSrc *src;
-  guint64 sample;
-  gint epoch;
-  gboolean done;
-  GstBuffer *buffer;
-  gchar *error;
-} GstDatasetSrcSlot;
-
-/* The properties as they were when the element started; on-error, which
- * may change while it plays, lives in GstTrainBadSamples. */
-typedef struct
-{
-  gchar *location;
-  gboolean shuffle;
-  guint64 seed;
-  gint num_epochs;
-  guint shard_index;
-  guint num_shards;
-  guint64 num_samples;
-  guint n_threads;
-  guint read_ahead;
-  gchar *extensions;
-  guint64 start_position;
-  /* shard-index or num-shards was set: the launcher's rank is not used */
-  gboolean shard_set;
-} GstDatasetSrcSettings;
-
-struct _GstDatasetSrc
-{
-  GstPushSrc parent;
-
-  /* Properties, the skip policy and count, and what start() found, under
-   * the object lock. */
-  GstDatasetSrcSettings props;
-  GstTrainBadSamples bad;
-  guint num_classes;
-  guint64 dataset_size;
-
-  /* Set in start(), read-only while streaming. */
-  GstDatasetSrcSettings settings;
-  GstTrainDatasetIndex *index;
-  guint64 epoch_samples;
-
-  /* Which sample the next submitted read is for (streaming thread only). */
-  gint cursor_epoch;
-  guint64 cursor_pos;
-  guint64 *cursor_order;
-  gboolean cursor_done;
-  gboolean positioned; /* the start position is taken (first create) */
-  /* a resume wants only these positions of the sequence before
-   * @keep_end (sorted; NULL: all) */
-  guint64 *keep;
-  guint n_keep, next_keep;
-  guint64 keep_end;
-
-  /* The read-ahead ring, under @lock. */
-  GMutex lock;
-  GCond cond;
-  GstDatasetSrcSlot *slots;
-  guint n_slots;
-  guint64 submitted;
-  guint64 emitted;
-  gboolean flushing;
-  GstTrainPool *pool; /* the data elements' shared threads */
-};
-
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
 
@@ -213,8 +131,6 @@ static gboolean gst_dataset_src_unlock_stop (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_is_seekable (GstBaseSrc *bsrc);
 static GstFlowReturn gst_dataset_src_create (
     GstPushSrc *psrc, GstBuffer **buffer);
-static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
-static void gst_dataset_src_read_task (GstTrainTask *task);
 
 static void
 gst_dataset_src_class_init (GstDatasetSrcClass *klass)
@@ -512,55 +428,13 @@ gst_dataset_src_get_property (
   GST_OBJECT_UNLOCK (src);
 }
 
-/* Samples that one epoch of this shard emits. */
-static guint64
-gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
-    guint num_shards, guint64 num_samples)
-{
-  guint64 count = 0;
-
-  if (shard_index < dataset_size)
-    count = (dataset_size - shard_index + num_shards - 1) / num_shards;
-  if (num_samples > 0 && num_samples < count)
-    count = num_samples;
-  return count;
-}
-
-static void
-gst_dataset_src_send_dataset_info (GstDatasetSrc *src)
-{
-  GstTrainDatasetInfo info;
-  GstTagList *tags;
-
-  info.num_classes = src->index->class_names->len;
-  g_ptr_array_add (src->index->class_names, NULL);
-  info.class_names = (gchar **)src->index->class_names->pdata;
-  info.num_samples = src->index->entries->len;
-  info.epoch_samples = src->epoch_samples;
-  info.shard_index = src->settings.shard_index;
-  info.num_shards = src->settings.num_shards;
-  tags = gst_train_dataset_info_to_tag_list (&info);
-  g_ptr_array_remove_index (
-      src->index->class_names, src->index->class_names->len - 1);
-
-  GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
-  /* GstBaseSrc queues a tag event sent to the element and pushes it after
-   * the segment, ahead of the first buffer. */
-  GST_ELEMENT_CLASS (parent_class)
-      ->send_event (GST_ELEMENT (src), gst_event_new_tag (tags));
-}
-
 static gboolean
 gst_dataset_src_start (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
   GstDatasetSrcSettings *s = &src->settings;
-  GstTrainDatasetIndex *index;
-  GError *error = NULL;
-  gchar **extensions;
-  guint64 epoch_samples;
   GstTrainOnError on_error;
-  guint i;
+  GstTagList *tags;
 
   GST_OBJECT_LOCK (src);
   gst_dataset_src_settings_clear (s);
@@ -596,81 +470,14 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     return FALSE;
   }
 
-  extensions = gst_train_dataset_parse_extensions (s->extensions);
-  index = gst_train_dataset_index_load (
-      s->location, (const gchar *const *)extensions, &error);
-  g_strfreev (extensions);
-  if (index == NULL) {
-    if (g_error_matches (
-            error, GST_TRAIN_DATASET_ERROR, GST_TRAIN_DATASET_ERROR_NOT_FOUND))
-      GST_ELEMENT_ERROR (
-          src, RESOURCE, NOT_FOUND, ("%s", error->message), (NULL));
-    else if (g_error_matches (error, GST_TRAIN_DATASET_ERROR,
-                 GST_TRAIN_DATASET_ERROR_UNREADABLE))
-      GST_ELEMENT_ERROR (
-          src, RESOURCE, OPEN_READ, ("%s", error->message), (NULL));
-    else
-      GST_ELEMENT_ERROR (src, RESOURCE, FAILED, ("%s", error->message), (NULL));
-    g_error_free (error);
+  tags = gst_dataset_src_files_start (src);
+  if (tags == NULL)
     return FALSE;
-  }
-
-  for (i = 0; i < index->empty_classes->len; i++)
-    GST_ELEMENT_WARNING (src, RESOURCE, NOT_FOUND,
-        ("Class folder \"%s\" in \"%s\" holds no image; its label stays "
-         "reserved.",
-            (gchar *)g_ptr_array_index (index->empty_classes, i), s->location),
-        (NULL));
-
-  if (s->shard_index >= s->num_shards) {
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
-            s->num_shards),
-        (NULL));
-    gst_train_dataset_index_free (index);
-    return FALSE;
-  }
-  epoch_samples = gst_dataset_src_count_epoch_samples (
-      index->entries->len, s->shard_index, s->num_shards, s->num_samples);
-  if (epoch_samples == 0) {
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("Shard %u of %u (shard-index, num-shards) gets no sample of the %u "
-         "in \"%s\".",
-            s->shard_index, s->num_shards, index->entries->len, s->location),
-        (NULL));
-    gst_train_dataset_index_free (index);
-    return FALSE;
-  }
-
-  GST_OBJECT_LOCK (src);
-  src->num_classes = index->class_names->len;
-  src->dataset_size = index->entries->len;
-  gst_train_bad_samples_reset (&src->bad);
-  GST_OBJECT_UNLOCK (src);
-
-  src->index = index;
-  src->epoch_samples = epoch_samples;
-  GST_INFO_OBJECT (src,
-      "%u samples in %u classes from %s, %" G_GUINT64_FORMAT " per epoch",
-      index->entries->len, index->class_names->len, s->location,
-      src->epoch_samples);
-
-  src->cursor_epoch = -1;
-  src->cursor_pos = 0;
-  src->cursor_order = NULL;
-  src->cursor_done = FALSE;
-  src->positioned = FALSE;
-  src->keep = NULL;
-  src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
-  src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
-  src->submitted = 0;
-  src->emitted = 0;
-  src->flushing = FALSE;
-  for (i = 0; i < src->n_slots; i++)
-    src->slots[i].task.func = gst_dataset_src_read_task;
-  src->pool = s->n_threads == 0 ? NULL : gst_train_pool_get ();
-
-  gst_dataset_src_send_dataset_info (src);
+  GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
+  /* GstBaseSrc queues a tag event sent to the element and pushes it after
+   * the segment, ahead of the first buffer. */
+  GST_ELEMENT_CLASS (parent_class)
+      ->send_event (GST_ELEMENT (src), gst_event_new_tag (tags));
   return TRUE;
 }
 
@@ -678,27 +485,12 @@ static gboolean
 gst_dataset_src_stop (GstBaseSrc *bsrc)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (bsrc);
-  guint i;
 
   GST_INFO_OBJECT (src,
       "stopping: %" G_GUINT64_FORMAT " samples handed out or skipped, "
       "%" G_GUINT64_FORMAT " skipped",
       src->emitted, src->bad.skipped);
-  if (src->pool != NULL) {
-    /* Reads already running finish; queued ones are dropped. */
-    for (i = 0; i < src->n_slots; i++)
-      gst_train_pool_cancel (src->pool, &src->slots[i].task);
-    g_clear_pointer (&src->pool, gst_train_pool_unref);
-  }
-  for (i = 0; i < src->n_slots; i++) {
-    gst_clear_buffer (&src->slots[i].buffer);
-    g_clear_pointer (&src->slots[i].error, g_free);
-  }
-  g_clear_pointer (&src->slots, g_free);
-  src->n_slots = 0;
-  g_clear_pointer (&src->cursor_order, g_free);
-  g_clear_pointer (&src->keep, g_free);
-  g_clear_pointer (&src->index, gst_train_dataset_index_free);
+  gst_dataset_src_files_stop (src);
   gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
 }
@@ -745,288 +537,8 @@ gst_dataset_src_is_seekable (GstBaseSrc *bsrc)
   return FALSE;
 }
 
-/* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
- * this shard's part of it. */
-static void
-gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
-{
-  const GstDatasetSrcSettings *s = &src->settings;
-  guint64 n = src->index->entries->len, i, pos;
-  guint64 *order = g_new (guint64, n);
-
-  for (i = 0; i < n; i++)
-    order[i] = i;
-  if (s->shuffle) {
-    GtRandom rng;
-
-    gt_random_init (&rng, s->seed, (guint64)epoch);
-    gt_random_shuffle (&rng, order, n);
-  }
-  /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
-  for (i = 0, pos = s->shard_index; i < src->epoch_samples;
-       i++, pos += s->num_shards)
-    order[i] = order[pos];
-
-  g_free (src->cursor_order);
-  src->cursor_order = order;
-  src->cursor_epoch = epoch;
-  src->cursor_pos = 0;
-  GST_DEBUG_OBJECT (src, "epoch %d: %" G_GUINT64_FORMAT " samples, %s", epoch,
-      src->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
-}
-
-/* Before the first read: asks downstream where to start (a resuming sink
- * answers), else takes start-position, and moves the cursor there without
- * reading anything before it. Streaming thread, without @lock. */
-static void
-gst_dataset_src_position (GstDatasetSrc *src)
-{
-  GstQuery *query = gst_train_resume_query_new ();
-  guint64 start = src->settings.start_position, asked, epoch;
-  gint num_epochs = src->settings.num_epochs;
-
-  src->positioned = TRUE;
-  if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
-      && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
-    GST_INFO_OBJECT (src,
-        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
-        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
-        asked, start);
-    start = asked;
-    src->keep =
-        gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
-    src->next_keep = 0;
-    if (src->keep != NULL)
-      GST_INFO_OBJECT (src,
-          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
-          ", reading only the %u downstream still holds",
-          src->keep_end - start, src->keep_end, src->n_keep);
-  }
-  gst_query_unref (query);
-  if (start == 0)
-    return;
-
-  epoch = start / src->epoch_samples;
-  if (epoch > G_MAXINT || (num_epochs >= 0 && epoch >= (guint64)num_epochs)) {
-    GST_INFO_OBJECT (src,
-        "start at sample %" G_GUINT64_FORMAT " is past the last epoch: EOS",
-        start);
-    src->cursor_done = TRUE;
-    return;
-  }
-  gst_dataset_src_enter_epoch (src, (gint)epoch);
-  src->cursor_pos = start % src->epoch_samples;
-  GST_INFO_OBJECT (src,
-      "starting at sample %" G_GUINT64_FORMAT " of epoch %" G_GUINT64_FORMAT,
-      src->cursor_pos, epoch);
-}
-
-/* Hands reads to the pool until the ring is full or the last epoch is
- * submitted. Called with @lock held, from the streaming thread. */
-static void
-gst_dataset_src_refill (GstDatasetSrc *src)
-{
-  gint num_epochs = src->settings.num_epochs;
-
-  while (!src->cursor_done && src->submitted - src->emitted < src->n_slots) {
-    GstDatasetSrcSlot *slot;
-
-    if (src->cursor_epoch < 0 || src->cursor_pos >= src->epoch_samples) {
-      gint next_epoch = src->cursor_epoch + 1;
-
-      if ((num_epochs >= 0 && next_epoch >= num_epochs) || next_epoch < 0) {
-        src->cursor_done = TRUE;
-        break;
-      }
-      gst_dataset_src_enter_epoch (src, next_epoch);
-    }
-    if (src->keep != NULL) {
-      /* a resume re-reads only what downstream held */
-      guint64 at =
-          (guint64)src->cursor_epoch * src->epoch_samples + src->cursor_pos;
-
-      if (at >= src->keep_end) {
-        g_clear_pointer (&src->keep, g_free);
-      } else if (src->next_keep < src->n_keep
-          && src->keep[src->next_keep] == at) {
-        src->next_keep++;
-      } else {
-        src->cursor_pos++;
-        continue;
-      }
-    }
-
-    slot = &src->slots[src->submitted % src->n_slots];
-    slot->src = src;
-    slot->sample = src->cursor_order[src->cursor_pos++];
-    slot->epoch = src->cursor_epoch;
-    slot->done = FALSE;
-    src->submitted++;
-    if (src->pool != NULL) {
-      gst_train_pool_push (src->pool, &slot->task);
-    } else {
-      /* Page-cached files on a busy core: a thread hand-off per sample costs
-       * more than the read. */
-      g_mutex_unlock (&src->lock);
-      gst_dataset_src_read_sample (slot, src);
-      g_mutex_lock (&src->lock);
-    }
-  }
-}
-
-/* Reads the whole of @path; NULL with @error set (naming the cause). */
-static GstBuffer *
-gst_dataset_src_read_file (const gchar *path, gchar **error)
-{
-  struct stat st;
-  guint8 *data;
-  gsize size, done = 0;
-  int fd;
-
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = g_strdup (g_strerror (errno));
-    return NULL;
-  }
-  if (fstat (fd, &st) != 0) {
-    *error = g_strdup (g_strerror (errno));
-    close (fd);
-    return NULL;
-  }
-  if (!S_ISREG (st.st_mode)) {
-    *error = g_strdup ("not a regular file");
-    close (fd);
-    return NULL;
-  }
-  size = st.st_size;
-  data = g_malloc (size > 0 ? size : 1);
-  while (done < size) {
-    ssize_t got = read (fd, data + done, size - done);
-
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) {
-      *error = g_strdup (g_strerror (errno));
-      g_free (data);
-      close (fd);
-      return NULL;
-    }
-    if (got == 0)
-      break; /* the file shrank while we read it */
-    done += got;
-  }
-  close (fd);
-  return gst_buffer_new_wrapped (data, done);
-}
-
-static void
-gst_dataset_src_read_task (GstTrainTask *task)
-{
-  GstDatasetSrcSlot *slot = (GstDatasetSrcSlot *)task;
-
-  gst_dataset_src_read_sample (slot, slot->src);
-}
-
-/* A reader thread: fills one slot. */
-static void
-gst_dataset_src_read_sample (gpointer data, gpointer user_data)
-{
-  GstDatasetSrcSlot *slot = data;
-  GstDatasetSrc *src = user_data;
-  const GstTrainDatasetEntry *entry =
-      &g_array_index (src->index->entries, GstTrainDatasetEntry, slot->sample);
-  gchar *error = NULL;
-  GstBuffer *buffer;
-
-  buffer = gst_dataset_src_read_file (entry->path, &error);
-  if (buffer != NULL) {
-    gst_buffer_add_train_sample_meta (
-        buffer, entry->label, slot->sample, slot->epoch, entry->path);
-    GST_BUFFER_OFFSET (buffer) = slot->sample;
-  }
-
-  g_mutex_lock (&src->lock);
-  slot->buffer = buffer;
-  slot->error = error;
-  slot->done = TRUE;
-  g_cond_broadcast (&src->cond);
-  g_mutex_unlock (&src->lock);
-}
-
 static GstFlowReturn
 gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
 {
-  GstDatasetSrc *src = GST_DATASET_SRC (psrc);
-
-  if (!src->positioned)
-    gst_dataset_src_position (src);
-  g_mutex_lock (&src->lock);
-  for (;;) {
-    GstDatasetSrcSlot *slot;
-    GstBuffer *buffer;
-    gchar *error;
-    guint64 sample;
-    const gchar *path;
-    GstFlowReturn ret;
-
-    gst_dataset_src_refill (src);
-    if (src->emitted == src->submitted) {
-      g_mutex_unlock (&src->lock);
-      GST_DEBUG_OBJECT (src, "all epochs read, EOS");
-      return GST_FLOW_EOS;
-    }
-
-    slot = &src->slots[src->emitted % src->n_slots];
-    while (!slot->done && !src->flushing) {
-      if (src->pool == NULL) {
-        g_cond_wait (&src->cond, &src->lock);
-        continue;
-      }
-      /* Reads (or other elements' work) in this thread while it waits. */
-      g_mutex_unlock (&src->lock);
-      gst_train_pool_wait (src->pool, &slot->task);
-      g_mutex_lock (&src->lock);
-    }
-    if (src->flushing) {
-      g_mutex_unlock (&src->lock);
-      return GST_FLOW_FLUSHING;
-    }
-
-    buffer = slot->buffer;
-    error = slot->error;
-    sample = slot->sample;
-    slot->buffer = NULL;
-    slot->error = NULL;
-    slot->done = FALSE;
-    src->emitted++;
-
-    if (buffer != NULL) {
-      gst_dataset_src_refill (src);
-      g_mutex_unlock (&src->lock);
-      GST_LOG_OBJECT (src,
-          "sample %" G_GUINT64_FORMAT " (%s), %" G_GSIZE_FORMAT " bytes",
-          sample,
-          g_array_index (src->index->entries, GstTrainDatasetEntry, sample)
-              .path,
-          gst_buffer_get_size (buffer));
-      *out = buffer;
-      return GST_FLOW_OK;
-    }
-
-    g_mutex_unlock (&src->lock);
-    path =
-        g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
-    ret = gst_train_report_bad_sample (src, &src->bad, path, GST_RESOURCE_ERROR,
-        GST_RESOURCE_ERROR_READ, "read",
-        g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT
-                         " from \"%s\": %s.",
-            sample, path, error),
-        g_strdup_printf ("Skipping sample %" G_GUINT64_FORMAT
-                         ": could not read \"%s\": %s.",
-            sample, path, error));
-    g_free (error);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    g_mutex_lock (&src->lock);
-  }
+  return gst_dataset_src_files_create (GST_DATASET_SRC (psrc), out);
 }
