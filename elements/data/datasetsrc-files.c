@@ -90,6 +90,14 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
             (gchar *)g_ptr_array_index (index->empty_classes, i), s->location),
         (NULL));
 
+  if (s->num_classes != 0 && s->num_classes != index->class_names->len) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("num-classes is %u, but \"%s\" holds %u classes.", s->num_classes,
+            s->location, index->class_names->len),
+        ("set num-classes=0 to take what the dataset holds"));
+    gst_train_dataset_index_free (index);
+    return NULL;
+  }
   if (s->shard_index >= s->num_shards) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
         ("shard-index %u is out of range for num-shards %u.", s->shard_index,

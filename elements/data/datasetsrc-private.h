@@ -5,9 +5,11 @@
  * gstdatasetsrc.c owns the element: properties, documentation, state
  * changes, the dataset tags. It hands the reading to the mode that the
  * location asks for: datasetsrc-files.c (an ImageFolder or a list file,
- * one file per sample, read ahead on the shared pool). Calls go that way
- * only: gstdatasetsrc.c to the mode files, and they to the pieces below
- * them (dataset-index.c, train-pool.c, train-common.c). */
+ * one file per sample, read ahead on the shared pool) or
+ * datasetsrc-shards.c (WebDataset shards, local or over HTTP; its resume
+ * in datasetsrc-shards-resume.c). Calls go that way only: gstdatasetsrc.c
+ * to the mode files, and they to the pieces below them (dataset-index.c,
+ * train-pool.c, train-common.c, shard-*.c). */
 #ifndef __GST_DATASET_SRC_PRIVATE_H__
 #define __GST_DATASET_SRC_PRIVATE_H__
 
@@ -51,7 +53,14 @@ typedef struct
   guint64 start_position;
   /* shard-index or num-shards was set: the launcher's rank is not used */
   gboolean shard_set;
+  /* shards only */
+  guint num_classes;
+  guint shuffle_buffer_size;
+  guint fetch_ahead;
+  guint retries;
 } GstDatasetSrcSettings;
+
+typedef struct _GstDatasetSrcShards GstDatasetSrcShards;
 
 struct _GstDatasetSrc
 {
@@ -90,6 +99,9 @@ struct _GstDatasetSrc
   guint64 emitted;
   gboolean flushing;
   GstTrainPool *pool; /* the data elements' shared threads */
+
+  /* The shard mode's state (datasetsrc-shards.h), NULL in the other. */
+  GstDatasetSrcShards *shards;
 };
 
 /* The mode of a location that names an ImageFolder or a list file
@@ -101,6 +113,16 @@ GstTagList *gst_dataset_src_files_start (GstDatasetSrc *src);
 GstFlowReturn gst_dataset_src_files_create (
     GstDatasetSrc *src, GstBuffer **buffer);
 void gst_dataset_src_files_stop (GstDatasetSrc *src);
+
+/* The mode of a location that names WebDataset shards
+ * (datasetsrc-shards.c), the same three, and set_flushing, which ends a
+ * wait for shard data at once (a flush, a stop). */
+GstTagList *gst_dataset_src_shards_start (GstDatasetSrc *src);
+GstFlowReturn gst_dataset_src_shards_create (
+    GstDatasetSrc *src, GstBuffer **buffer);
+void gst_dataset_src_shards_stop (GstDatasetSrc *src);
+void gst_dataset_src_shards_set_flushing (
+    GstDatasetSrc *src, gboolean flushing);
 
 G_END_DECLS
 

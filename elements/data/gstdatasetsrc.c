@@ -27,6 +27,45 @@
  * (cudatrainsink distributed=off): a sink in the job checks that its
  * source reads its rank's shard.
  *
+ * ## WebDataset shards
+ *
+ * @location may instead name tar shards in WebDataset's convention: a
+ * `.tar` file, a brace pattern (`/data/train-{000000..000146}.tar`, also
+ * `{a,b}` lists and `{0..100..10}` steps), several of them separated by
+ * spaces, and `http://` or `https://` URLs of the same forms (fetched with
+ * libcurl; see @fetch-ahead and @retries). A sample is the run of members
+ * that share a key, the member name up to the first dot of its file name:
+ * the image is the `jpg` or `jpeg` member, the label the `cls` member (a
+ * decimal class index below @num-classes, which must be set: shards do not
+ * say how many classes there are); other members are passed over. This is
+ * what WebDataset's ShardWriter and `gst-train-dataset shards` write. The
+ * sample meta's location is `SHARD#MEMBER` (the shard as the location
+ * names it, the image member) and its index (shard << 32) | n, for the
+ * shard's place in the location's list and the sample's place in the
+ * shard: the same in every epoch.
+ *
+ * Shuffling is WebDataset's: every epoch reads the shards in an order drawn
+ * from @seed and the epoch, each from front to back (sequential reads, as
+ * on network storage and object stores), and the samples pass through a
+ * shuffle buffer of @shuffle-buffer-size samples that hands out a random
+ * one once it is full. With shuffle=false the shards come in the order
+ * written, each in member order. In a data-parallel job (or with
+ * @num-shards) rank R of N reads shards R, R + N, ... of the list: each
+ * rank its own shards, every shard read once per epoch across the job;
+ * fewer shards than ranks is an error. Ranks whose shards hold fewer
+ * samples run out first: cudatrainsink's join ends the job at the same
+ * step on every rank. @num-samples ends each epoch after that many
+ * samples. The sample counts are not known before the shards are read: the
+ * tags carry the class count and the rank, no sample counts.
+ *
+ * A sample with no image, no label, a label that is not a number or is out
+ * of range is skipped with a warning and counted (@on-error); a damaged
+ * shard (cut short, or not a tar file past some byte) keeps the samples
+ * before the damage, with one warning that names the shard and the byte,
+ * counted once per run; a missing shard is an error (at start for a file,
+ * when it is fetched for a URL: 404), and so is a transfer that still
+ * fails after @retries new attempts.
+ *
  * ## Starting half-way: exact resume
  *
  * @start-position passes over that many samples of the source's sequence
@@ -63,9 +102,11 @@
  *   holds no image, shard-index not below num-shards, a shard that gets no
  *   sample.
  *
- * ## Example launch line
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 datasetsrc location=/data/train num-epochs=2 ! imagedec ! fakesink
+ * gst-launch-1.0 datasetsrc location=/data/train-{0000..0009}.tar num-classes=10 \
+ *     ! imagedec ! fakesink
  * ]|
  */
 #ifdef HAVE_CONFIG_H
@@ -74,6 +115,7 @@
 
 #include "datasetsrc-private.h"
 #include "gt-launcher.h"
+#include "shard-pattern.h"
 
 GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 
@@ -89,6 +131,10 @@ GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 #define DEFAULT_EXTENSIONS "jpg,jpeg"
 #define DEFAULT_ON_ERROR GST_TRAIN_ON_ERROR_SKIP
 #define DEFAULT_START_POSITION 0
+#define DEFAULT_NUM_CLASSES 0
+#define DEFAULT_SHUFFLE_BUFFER_SIZE 1000
+#define DEFAULT_FETCH_AHEAD 2
+#define DEFAULT_RETRIES 5
 
 enum
 {
@@ -108,6 +154,9 @@ enum
   PROP_NUM_CLASSES,
   PROP_DATASET_SIZE,
   PROP_FILES_SKIPPED,
+  PROP_SHUFFLE_BUFFER_SIZE,
+  PROP_FETCH_AHEAD,
+  PROP_RETRIES,
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
@@ -124,6 +173,8 @@ static void gst_dataset_src_set_property (
 static void gst_dataset_src_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static gboolean gst_dataset_src_start (GstBaseSrc *bsrc);
+static gboolean gst_dataset_src_post_message (
+    GstElement *element, GstMessage *message);
 static gboolean gst_dataset_src_stop (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_set_caps (GstBaseSrc *bsrc, GstCaps *caps);
 static gboolean gst_dataset_src_unlock (GstBaseSrc *bsrc);
@@ -147,7 +198,10 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
           "Dataset to read: a folder in ImageFolder layout (one sub-folder "
-          "per class) or a list file of \"relative/path<TAB>label\" lines",
+          "per class), a list file of \"relative/path<TAB>label\" lines, or "
+          "WebDataset tar shards: files, brace patterns "
+          "(\"train-{000..099}.tar\") and http(s):// URLs, separated by "
+          "spaces",
           DEFAULT_LOCATION,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));
@@ -234,27 +288,63 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
       g_param_spec_uint ("num-classes", "Number of classes",
-          "Classes in the dataset (known once the element is PAUSED)", 0,
-          G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "Classes in the dataset, known once the element is PAUSED. Shards "
+          "do not say: set it for them (labels are 0 to num-classes - 1; "
+          "others are skipped). Set for a folder or a list file, it must "
+          "match what they hold (0 = whatever they hold)",
+          0, G_MAXUINT, DEFAULT_NUM_CLASSES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_DATASET_SIZE,
       g_param_spec_uint64 ("dataset-size", "Dataset size",
           "Samples in the whole dataset (known once the element is PAUSED)", 0,
           G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_FILES_SKIPPED,
       g_param_spec_uint64 ("files-skipped", "Files skipped",
-          "Files that could not be read and were skipped (on-error=skip)", 0,
-          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          "Files that could not be read and were skipped (on-error=skip); "
+          "for shards, the bad samples and damaged shards skipped",
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_SHUFFLE_BUFFER_SIZE,
+      g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
+          "Shards: samples held in the sample shuffle buffer, which hands "
+          "out a random one of them (WebDataset's shuffle(N)); bounds "
+          "memory (0 or 1, or shuffle=false: shard order, then member "
+          "order)",
+          0, 1 << 24, DEFAULT_SHUFFLE_BUFFER_SIZE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_FETCH_AHEAD,
+      g_param_spec_uint ("fetch-ahead", "Fetch ahead",
+          "Shards over HTTP: how many of the next shards are fetched, each "
+          "on its own connection, while the current one is read (at most "
+          "32 MiB of each held in memory)",
+          0, 64, DEFAULT_FETCH_AHEAD,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_RETRIES,
+      g_param_spec_uint ("retries", "Retries",
+          "Shards over HTTP: new attempts, in a row, of a transfer that "
+          "broke (connection failed or cut, time-out, HTTP 5xx), from the "
+          "byte it reached, after 0.2 s, 0.4 s, 0.8 s, ...; then an error "
+          "naming the URL",
+          0, 100, DEFAULT_RETRIES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Dataset source",
       "Source/File",
-      "Reads a labelled image dataset (ImageFolder or list file), one "
-      "image/jpeg sample per buffer with its label, in a fresh order each "
-      "epoch; sends the dataset facts as stream tags. Posts a warning "
-      "(resource, read) naming each unreadable file it skips, once per file "
-      "(an error with on-error=fail), and one per empty class folder",
+      "Reads a labelled image dataset (ImageFolder, list file, or "
+      "WebDataset tar shards from files or over HTTP), one image/jpeg "
+      "sample per buffer with its label, in a fresh order each epoch; sends "
+      "the dataset facts as stream tags. Posts a warning (resource, read) "
+      "naming each unreadable file or damaged shard it skips, and (stream, "
+      "format) each bad shard sample, once per run (an error with "
+      "on-error=fail), and one per empty class folder",
       "gst-train developers");
 
+  element_class->post_message =
+      GST_DEBUG_FUNCPTR (gst_dataset_src_post_message);
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_dataset_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_dataset_src_stop);
   basesrc_class->set_caps = GST_DEBUG_FUNCPTR (gst_dataset_src_set_caps);
@@ -282,6 +372,10 @@ gst_dataset_src_init (GstDatasetSrc *src)
   src->props.read_ahead = DEFAULT_READ_AHEAD;
   src->props.extensions = g_strdup (DEFAULT_EXTENSIONS);
   src->props.start_position = DEFAULT_START_POSITION;
+  src->props.num_classes = DEFAULT_NUM_CLASSES;
+  src->props.shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
+  src->props.fetch_ahead = DEFAULT_FETCH_AHEAD;
+  src->props.retries = DEFAULT_RETRIES;
   /* No max-errors: every unreadable file is skipped, and counted. */
   src->bad.on_error = DEFAULT_ON_ERROR;
   src->bad.bounded = FALSE;
@@ -360,6 +454,18 @@ gst_dataset_src_set_property (
     case PROP_START_POSITION:
       props->start_position = g_value_get_uint64 (value);
       break;
+    case PROP_NUM_CLASSES:
+      props->num_classes = g_value_get_uint (value);
+      break;
+    case PROP_SHUFFLE_BUFFER_SIZE:
+      props->shuffle_buffer_size = g_value_get_uint (value);
+      break;
+    case PROP_FETCH_AHEAD:
+      props->fetch_ahead = g_value_get_uint (value);
+      break;
+    case PROP_RETRIES:
+      props->retries = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -413,7 +519,17 @@ gst_dataset_src_get_property (
       g_value_set_uint64 (value, props->start_position);
       break;
     case PROP_NUM_CLASSES:
-      g_value_set_uint (value, src->num_classes);
+      g_value_set_uint (
+          value, src->num_classes ? src->num_classes : props->num_classes);
+      break;
+    case PROP_SHUFFLE_BUFFER_SIZE:
+      g_value_set_uint (value, props->shuffle_buffer_size);
+      break;
+    case PROP_FETCH_AHEAD:
+      g_value_set_uint (value, props->fetch_ahead);
+      break;
+    case PROP_RETRIES:
+      g_value_set_uint (value, props->retries);
       break;
     case PROP_DATASET_SIZE:
       g_value_set_uint64 (value, src->dataset_size);
@@ -426,6 +542,18 @@ gst_dataset_src_get_property (
       break;
   }
   GST_OBJECT_UNLOCK (src);
+}
+
+/* A start that failed posts its reason: GstBaseSrc's own error after it
+ * ("failed to post a proper error message") would contradict it. */
+static gboolean
+gst_dataset_src_post_message (GstElement *element, GstMessage *message)
+{
+  if (!gst_train_element_keep_message (element, message)) {
+    gst_message_unref (message);
+    return TRUE;
+  }
+  return GST_ELEMENT_CLASS (parent_class)->post_message (element, message);
 }
 
 static gboolean
@@ -459,18 +587,23 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
       "starting: location %s, shuffle %d, seed %" G_GUINT64_FORMAT
       ", num-epochs %d, shard %u of %u, num-samples %" G_GUINT64_FORMAT
       ", n-threads %u, read-ahead %u, extensions %s, start-position "
-      "%" G_GUINT64_FORMAT ", on-error %s",
+      "%" G_GUINT64_FORMAT ", on-error %s, num-classes %u, "
+      "shuffle-buffer-size %u, fetch-ahead %u, retries %u",
       GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs,
       s->shard_index, s->num_shards, s->num_samples, s->n_threads,
       s->read_ahead, GST_STR_NULL (s->extensions), s->start_position,
-      on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail");
+      on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail", s->num_classes,
+      s->shuffle_buffer_size, s->fetch_ahead, s->retries);
   if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));
     return FALSE;
   }
 
-  tags = gst_dataset_src_files_start (src);
+  if (gst_train_shard_location_is_shards (s->location))
+    tags = gst_dataset_src_shards_start (src);
+  else
+    tags = gst_dataset_src_files_start (src);
   if (tags == NULL)
     return FALSE;
   GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
@@ -491,6 +624,7 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
       "%" G_GUINT64_FORMAT " skipped",
       src->emitted, src->bad.skipped);
   gst_dataset_src_files_stop (src);
+  gst_dataset_src_shards_stop (src);
   gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
 }
@@ -511,6 +645,7 @@ gst_dataset_src_unlock (GstBaseSrc *bsrc)
 {
   GST_DEBUG_OBJECT (bsrc, "flushing: create() stops waiting for reads");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
+  gst_dataset_src_shards_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
   return TRUE;
 }
 
@@ -519,6 +654,7 @@ gst_dataset_src_unlock_stop (GstBaseSrc *bsrc)
 {
   GST_DEBUG_OBJECT (bsrc, "flush done");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
+  gst_dataset_src_shards_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
   return TRUE;
 }
 
@@ -540,5 +676,9 @@ gst_dataset_src_is_seekable (GstBaseSrc *bsrc)
 static GstFlowReturn
 gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
 {
-  return gst_dataset_src_files_create (GST_DATASET_SRC (psrc), out);
+  GstDatasetSrc *src = GST_DATASET_SRC (psrc);
+
+  if (src->shards != NULL)
+    return gst_dataset_src_shards_create (src, out);
+  return gst_dataset_src_files_create (src, out);
 }

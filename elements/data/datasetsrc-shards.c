@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* datasetsrc-shards.c: datasetsrc's mode for WebDataset shards (see
+ * gstdatasetsrc.c's SECTION, "WebDataset shards"): this rank's shards
+ * (shard-shuffle.c's split), each epoch in an order drawn from the seed,
+ * each read front to back through a stream (shard-fetch.c: a file, or
+ * HTTP fetched ahead) by a shard reader (shard-reader.c), its samples
+ * checked and passed through the sample shuffle buffer; bad samples and
+ * damaged shards go to the bad-sample reporter (train-common.c). An exact
+ * resume replays the same draws over the samples' places alone
+ * (datasetsrc-shards-resume.c). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "datasetsrc-shards.h"
+
+#include <string.h>
+
+void
+gst_dataset_src_shard_item_free (gpointer data)
+{
+  GstDatasetSrcShardItem *item = data;
+
+  gst_train_shard_sample_clear (&item->sample);
+  g_free (item);
+}
+
+/* Posts an error for @error of the shard pieces (a shard missing, a
+ * transfer that failed) and returns what create() returns for it. */
+static GstFlowReturn
+gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error)
+{
+  GstFlowReturn ret = GST_FLOW_ERROR;
+
+  if (g_error_matches (
+          error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_CANCELLED))
+    ret = GST_FLOW_FLUSHING;
+  else if (g_error_matches (
+               error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_NOT_FOUND))
+    GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND,
+        ("Missing shard: %s.", error->message), (NULL));
+  else
+    GST_ELEMENT_ERROR (src, RESOURCE, READ, ("%s.", error->message), (NULL));
+  g_error_free (error);
+  return ret;
+}
+
+GstTagList *
+gst_dataset_src_shards_start (GstDatasetSrc *src)
+{
+  const GstDatasetSrcSettings *s = &src->settings;
+  GstTrainShardFetchOptions options = { s->fetch_ahead, s->retries, 200 };
+  GstDatasetSrcShards *sh;
+  GstTrainDatasetInfo info = { 0 };
+  GError *error = NULL;
+  gchar **shards;
+  guint i;
+
+  shards = gst_train_shard_pattern_expand (s->location, &error);
+  if (shards == NULL) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("Cannot read the shard location \"%s\": %s.", s->location,
+            error->message),
+        (NULL));
+    g_error_free (error);
+    return NULL;
+  }
+  sh = src->shards = g_new0 (GstDatasetSrcShards, 1);
+  sh->shards = shards;
+  sh->n_shards = g_strv_length (shards);
+  sh->epoch = -1;
+  if (s->num_classes == 0) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("WebDataset shards do not say how many classes they hold: set "
+         "num-classes (labels are 0 to num-classes - 1)."),
+        ("location %s", s->location));
+    return NULL;
+  }
+  if (s->shard_index >= s->num_shards) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
+            s->num_shards),
+        (NULL));
+    return NULL;
+  }
+  if (sh->n_shards < s->num_shards) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("\"%s\" names %u shard%s for %u ranks (num-shards): each rank reads "
+         "shards of its own, so there must be %u shards at least.",
+            s->location, sh->n_shards, sh->n_shards == 1 ? "" : "s",
+            s->num_shards, s->num_shards),
+        (NULL));
+    return NULL;
+  }
+  sh->mine = gst_train_shard_split (
+      sh->n_shards, s->shard_index, s->num_shards, &sh->n_mine);
+  sh->order = g_new (guint, sh->n_mine);
+  sh->fetcher = gst_train_shard_fetcher_new (&options);
+  for (i = 0; i < sh->n_mine; i++) {
+    if (!gst_train_shard_fetcher_check (
+            sh->fetcher, shards[sh->mine[i]], &error)) {
+      gst_dataset_src_shards_fail (src, error);
+      return NULL;
+    }
+  }
+
+  GST_OBJECT_LOCK (src);
+  src->num_classes = s->num_classes;
+  src->dataset_size = 0;
+  gst_train_bad_samples_reset (&src->bad);
+  GST_OBJECT_UNLOCK (src);
+  src->positioned = FALSE;
+  src->emitted = 0;
+  GST_INFO_OBJECT (src,
+      "%u shards from %s, %u of them for shard %u of %u, %u classes",
+      sh->n_shards, s->location, sh->n_mine, s->shard_index, s->num_shards,
+      s->num_classes);
+
+  /* the sample counts are not known before the shards are read */
+  info.num_classes = s->num_classes;
+  info.shard_index = s->shard_index;
+  info.num_shards = s->num_shards;
+  return gst_train_dataset_info_to_tag_list (&info);
+}
+
+void
+gst_dataset_src_shards_stop (GstDatasetSrc *src)
+{
+  GstDatasetSrcShards *sh = src->shards;
+
+  if (sh == NULL)
+    return;
+  gst_dataset_src_shards_close (sh);
+  gst_train_shard_shuffle_clear (&sh->buffer);
+  gst_train_shard_fetcher_free (sh->fetcher);
+  g_strfreev (sh->shards);
+  g_free (sh->mine);
+  g_free (sh->order);
+  g_free (sh->keep);
+  g_free (sh);
+  src->shards = NULL;
+}
+
+void
+gst_dataset_src_shards_set_flushing (GstDatasetSrc *src, gboolean flushing)
+{
+  if (src->shards != NULL && src->shards->fetcher != NULL)
+    gst_train_shard_fetcher_set_flushing (src->shards->fetcher, flushing);
+}
+
+void
+gst_dataset_src_shards_close (GstDatasetSrcShards *sh)
+{
+  g_clear_pointer (&sh->reader, gst_train_shard_reader_free);
+  g_clear_pointer (&sh->stream, gst_train_shard_stream_close);
+}
+
+gboolean
+gst_dataset_src_shards_enter_epoch (
+    const GstDatasetSrcSettings *s, GstDatasetSrcShards *sh, gint epoch)
+{
+  if ((s->num_epochs >= 0 && epoch >= s->num_epochs) || epoch < 0)
+    return FALSE;
+  gst_dataset_src_shards_close (sh);
+  gst_train_shard_epoch_order (
+      sh->mine, sh->order, sh->n_mine, s->seed, epoch, s->shuffle);
+  gst_train_shard_shuffle_init (&sh->buffer,
+      s->shuffle ? s->shuffle_buffer_size : 1, s->seed,
+      GST_TRAIN_SHARD_BUFFER_STREAM (epoch), gst_dataset_src_shard_item_free);
+  sh->epoch = epoch;
+  sh->next = 0;
+  sh->input_done = FALSE;
+  sh->epoch_emitted = 0;
+  return TRUE;
+}
+
+/* Opens shard @shard (an index into the list) at byte @offset, where its
+ * sample @ordinal begins, telling the fetcher which shards follow. */
+GstFlowReturn
+gst_dataset_src_shards_open (
+    GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal)
+{
+  const GstDatasetSrcSettings *s = &src->settings;
+  GstDatasetSrcShards *sh = src->shards;
+  guint ahead = MIN (s->fetch_ahead, sh->n_mine), n = 0, i;
+  const gchar **next = g_new0 (const gchar *, ahead + 1);
+  GError *error = NULL;
+
+  /* the rest of this epoch's order, then the next epoch's */
+  for (i = sh->next; i < sh->n_mine && n < ahead; i++)
+    next[n++] = sh->shards[sh->order[i]];
+  if (n < ahead && (s->num_epochs < 0 || sh->epoch + 1 < s->num_epochs)) {
+    guint *order = g_new (guint, sh->n_mine);
+
+    gst_train_shard_epoch_order (
+        sh->mine, order, sh->n_mine, s->seed, sh->epoch + 1, s->shuffle);
+    for (i = 0; i < sh->n_mine && n < ahead; i++)
+      next[n++] = sh->shards[order[i]];
+    g_free (order);
+  }
+  gst_dataset_src_shards_close (sh);
+  sh->stream = gst_train_shard_fetcher_open (
+      sh->fetcher, sh->shards[shard], offset, next, &error);
+  g_free (next);
+  if (sh->stream == NULL)
+    return gst_dataset_src_shards_fail (src, error);
+  sh->current = shard;
+  sh->reader = gst_train_shard_reader_new (
+      &gst_train_shard_stream_funcs, sh->stream, offset, ordinal, TRUE);
+  GST_DEBUG_OBJECT (src, "epoch %d: shard %s from byte %" G_GUINT64_FORMAT,
+      sh->epoch, sh->shards[shard], offset);
+  return GST_FLOW_OK;
+}
+
+const gchar *
+gst_dataset_src_shard_check (
+    const GstTrainShardSample *sample, guint num_classes, gchar **why)
+{
+  *why = NULL;
+  if (sample->image_member == NULL)
+    *why = g_strdup ("it has no jpg or jpeg member");
+  else if (sample->label_status == GST_TRAIN_SHARD_LABEL_MISSING)
+    *why = g_strdup ("it has no cls member (the label)");
+  else if (sample->label_status == GST_TRAIN_SHARD_LABEL_NOT_A_NUMBER)
+    *why = g_strdup_printf (
+        "its label (cls) \"%s\" is not a number", sample->label_text);
+  else if (sample->label < 0 || sample->label >= num_classes)
+    *why = g_strdup_printf ("its label %" G_GINT64_FORMAT
+                            " is out of range for num-classes %u",
+        sample->label, num_classes);
+  return *why;
+}
+
+/* Hands a bad sample of the current shard to the reporter. */
+static GstFlowReturn
+gst_dataset_src_shards_report_sample (
+    GstDatasetSrc *src, const GstTrainShardSample *sample, gchar *why)
+{
+  const gchar *shard = src->shards->shards[src->shards->current];
+  gchar *key = g_strdup_printf ("%s#%s", shard, sample->key);
+  GstFlowReturn ret;
+
+  ret = gst_train_report_bad_sample (src, &src->bad, key, GST_STREAM_ERROR,
+      GST_STREAM_ERROR_FORMAT, "read",
+      g_strdup_printf (
+          "Bad sample \"%s\" in shard \"%s\": %s.", sample->key, shard, why),
+      g_strdup_printf ("Skipping sample \"%s\" of shard \"%s\": %s.",
+          sample->key, shard, why));
+  g_free (key);
+  g_free (why);
+  return ret;
+}
+
+/* The next good sample of this epoch's shards into *@out, or NULL when
+ * they are all read (input_done). */
+static GstFlowReturn
+gst_dataset_src_shards_next_input (
+    GstDatasetSrc *src, GstDatasetSrcShardItem **out)
+{
+  GstDatasetSrcShards *sh = src->shards;
+
+  *out = NULL;
+  for (;;) {
+    GstTrainShardSample sample = { 0 };
+    GError *error = NULL;
+    GstFlowReturn ret;
+    const gchar *shard;
+    gchar *why;
+    gint got;
+
+    if (sh->reader == NULL) {
+      if (sh->next >= sh->n_mine) {
+        sh->input_done = TRUE;
+        return GST_FLOW_OK;
+      }
+      sh->next++;
+      ret = gst_dataset_src_shards_open (src, sh->order[sh->next - 1], 0, 0);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+    got = gst_train_shard_reader_next (sh->reader, &sample, &error);
+    if (got == 1) {
+      if (gst_dataset_src_shard_check (
+              &sample, src->settings.num_classes, &why)) {
+        ret = gst_dataset_src_shards_report_sample (src, &sample, why);
+        gst_train_shard_sample_clear (&sample);
+        if (ret != GST_FLOW_OK)
+          return ret;
+        continue;
+      }
+      *out = g_new0 (GstDatasetSrcShardItem, 1);
+      (*out)->shard = sh->current;
+      (*out)->sample = sample;
+      return GST_FLOW_OK;
+    }
+    gst_dataset_src_shards_close (sh);
+    if (got == 0)
+      continue;
+    if (!g_error_matches (
+            error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_DAMAGED))
+      return gst_dataset_src_shards_fail (src, error);
+    /* the samples before the damage went out: the rest of it is lost */
+    shard = sh->shards[sh->current];
+    ret = gst_train_report_bad_sample (src, &src->bad, shard,
+        GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "read",
+        g_strdup_printf ("Shard \"%s\" is %s.", shard, error->message),
+        g_strdup_printf ("Shard \"%s\" is %s: the samples before the damage "
+                         "are kept, the rest of the shard is skipped.",
+            shard, error->message));
+    g_error_free (error);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+}
+
+/* The buffer of @item, whose image is read now when the item only holds
+ * its place (brought back by a resume). */
+static GstFlowReturn
+gst_dataset_src_shards_buffer (
+    GstDatasetSrc *src, GstDatasetSrcShardItem *item, GstBuffer **out)
+{
+  GstDatasetSrcShards *sh = src->shards;
+  GstTrainShardSample *sample = &item->sample;
+  const gchar *shard = sh->shards[item->shard];
+  guint64 index = GST_DATASET_SRC_SHARD_INDEX (item->shard, sample->ordinal);
+  GError *error = NULL;
+  gchar *location;
+  GstBuffer *buffer;
+
+  if (sample->image == NULL) {
+    sample->image = gst_train_shard_fetcher_read_range (
+        sh->fetcher, shard, sample->image_offset, sample->image_size, &error);
+    if (sample->image == NULL)
+      return gst_dataset_src_shards_fail (src, error);
+  }
+  buffer = gst_buffer_new_wrapped (sample->image, sample->image_size);
+  sample->image = NULL;
+  location = g_strdup_printf ("%s#%s", shard, sample->image_member);
+  gst_buffer_add_train_sample_meta (
+      buffer, (gint)sample->label, index, sh->epoch, location);
+  GST_BUFFER_OFFSET (buffer) = index;
+  GST_LOG_OBJECT (src, "sample %s, %" G_GUINT64_FORMAT " bytes", location,
+      sample->image_size);
+  g_free (location);
+  *out = buffer;
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn
+gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
+{
+  const GstDatasetSrcSettings *s = &src->settings;
+  GstDatasetSrcShards *sh = src->shards;
+
+  if (!src->positioned) {
+    GstFlowReturn ret = gst_dataset_src_shards_position (src);
+
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  for (;;) {
+    GstDatasetSrcShardItem *item;
+    GstFlowReturn ret;
+
+    if (sh->done)
+      return GST_FLOW_EOS;
+    if (sh->epoch < 0 || (sh->input_done && sh->buffer.items->len == 0)) {
+      if (!gst_dataset_src_shards_enter_epoch (s, sh, sh->epoch + 1)) {
+        GST_DEBUG_OBJECT (src, "all epochs read, EOS");
+        sh->done = TRUE;
+        continue;
+      }
+      GST_DEBUG_OBJECT (src, "epoch %d: %u shards", sh->epoch, sh->n_mine);
+    }
+    while (!sh->input_done && gst_train_shard_shuffle_wants (&sh->buffer)) {
+      ret = gst_dataset_src_shards_next_input (src, &item);
+      if (ret != GST_FLOW_OK)
+        return ret;
+      if (item != NULL)
+        gst_train_shard_shuffle_add (&sh->buffer, item);
+    }
+    item = gst_train_shard_shuffle_take (&sh->buffer);
+    if (item == NULL)
+      continue;
+    sh->epoch_emitted++;
+    if (s->num_samples > 0 && sh->epoch_emitted >= s->num_samples) {
+      /* num-samples: the epoch ends here */
+      gst_dataset_src_shards_close (sh);
+      g_ptr_array_set_size (sh->buffer.items, 0);
+      sh->input_done = TRUE;
+    }
+    src->emitted++;
+    if (!gst_dataset_src_shards_wanted (src)) {
+      /* a resume re-reads only what downstream held */
+      gst_dataset_src_shard_item_free (item);
+      continue;
+    }
+    ret = gst_dataset_src_shards_buffer (src, item, out);
+    gst_dataset_src_shard_item_free (item);
+    return ret;
+  }
+}

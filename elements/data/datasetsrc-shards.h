@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* datasetsrc-shards.h: the state of datasetsrc's shard mode, shared by
+ * datasetsrc-shards.c (reading) and datasetsrc-shards-resume.c (where an
+ * exact resume starts). */
+#ifndef __GST_DATASET_SRC_SHARDS_H__
+#define __GST_DATASET_SRC_SHARDS_H__
+
+#include "datasetsrc-private.h"
+#include "shard-fetch.h"
+#include "shard-pattern.h"
+#include "shard-reader.h"
+#include "shard-shuffle.h"
+
+G_BEGIN_DECLS
+
+/* The dataset index of sample @ordinal of shard @shard (its place in the
+ * location's list): unique, and the same every epoch. */
+#define GST_DATASET_SRC_SHARD_INDEX(shard, ordinal)                            \
+  (((guint64)(shard) << 32) | (guint64)(ordinal))
+
+/* A sample in the shuffle buffer: read whole, or (brought back by a
+ * resume) only its place, its image read when it goes out. */
+typedef struct
+{
+  guint shard;
+  GstTrainShardSample sample;
+} GstDatasetSrcShardItem;
+
+struct _GstDatasetSrcShards
+{
+  gchar **shards; /* the location's, in order */
+  guint n_shards;
+  guint *mine; /* this rank's, indices into @shards */
+  guint n_mine;
+  GstTrainShardFetcher *fetcher;
+
+  /* where reading stands (streaming thread only) */
+  gint epoch;    /* -1 before the first */
+  guint *order;  /* @mine in this epoch's order */
+  guint next;    /* place in @order of the next shard to open */
+  guint current; /* the shard being read */
+  GstTrainShardStream *stream;
+  GstTrainShardReader *reader;
+  gboolean input_done; /* nothing more goes into the buffer this epoch */
+  GstTrainShardShuffle buffer;
+  guint64 epoch_emitted; /* samples out of the buffer this epoch */
+  gboolean done;
+
+  /* an exact resume: the place in the sequence of the next sample out of
+   * the buffer, and the places downstream wants among those before
+   * @keep_end (sorted; NULL: all) */
+  guint64 position;
+  guint64 *keep;
+  guint n_keep, next_keep;
+  guint64 keep_end;
+};
+
+void gst_dataset_src_shard_item_free (gpointer item);
+
+/* Closes the shard being read, if any. */
+void gst_dataset_src_shards_close (GstDatasetSrcShards *sh);
+
+/* Enters @epoch: its shard order, an empty shuffle buffer with its draws.
+ * FALSE when num-epochs ends before it. */
+gboolean gst_dataset_src_shards_enter_epoch (
+    const GstDatasetSrcSettings *s, GstDatasetSrcShards *sh, gint epoch);
+
+/* Opens @shard at byte @offset, where its sample @ordinal begins (0, 0:
+ * its start); posts the error and returns it when it cannot. */
+GstFlowReturn gst_dataset_src_shards_open (
+    GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal);
+
+/* What is wrong with @sample, as a new string in *@why (returned too), or
+ * NULL when it is a good one: an image, a label below @num_classes. */
+const gchar *gst_dataset_src_shard_check (
+    const GstTrainShardSample *sample, guint num_classes, gchar **why);
+
+/* datasetsrc-shards-resume.c: before the first sample, takes the start
+ * (the resume query's answer, or start-position) and moves there without
+ * reading the samples before it. */
+GstFlowReturn gst_dataset_src_shards_position (GstDatasetSrc *src);
+
+/* Counts the sample going out now in the sequence: whether downstream
+ * wants it (FALSE: a resume passes over it unread). */
+gboolean gst_dataset_src_shards_wanted (GstDatasetSrc *src);
+
+G_END_DECLS
+
+#endif /* __GST_DATASET_SRC_SHARDS_H__ */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* shard-shuffle.c: shard order and sample shuffle buffer (see
+ * shard-shuffle.h). */
+#include "shard-shuffle.h"
+
+guint *
+gst_train_shard_split (guint n_shards, guint rank, guint n_ranks, guint *n_mine)
+{
+  guint *mine, i, n = 0;
+
+  g_return_val_if_fail (n_ranks > 0 && rank < n_ranks, NULL);
+  mine = g_new (guint, n_shards / n_ranks + 1);
+  for (i = rank; i < n_shards; i += n_ranks)
+    mine[n++] = i;
+  *n_mine = n;
+  return mine;
+}
+
+void
+gst_train_shard_epoch_order (const guint *mine, guint *order, guint n,
+    guint64 seed, gint epoch, gboolean shuffle)
+{
+  guint64 *positions = g_new (guint64, MAX (n, 1));
+  guint i;
+
+  for (i = 0; i < n; i++)
+    positions[i] = i;
+  if (shuffle) {
+    GtRandom rng;
+
+    gt_random_init (&rng, seed, GST_TRAIN_SHARD_ORDER_STREAM (epoch));
+    gt_random_shuffle (&rng, positions, n);
+  }
+  for (i = 0; i < n; i++)
+    order[i] = mine[positions[i]];
+  g_free (positions);
+}
+
+void
+gst_train_shard_shuffle_init (GstTrainShardShuffle *buffer, guint capacity,
+    guint64 seed, guint64 stream, GDestroyNotify free_item)
+{
+  gst_train_shard_shuffle_clear (buffer);
+  gt_random_init (&buffer->rng, seed, stream);
+  buffer->items = g_ptr_array_new_with_free_func (free_item);
+  buffer->capacity = MAX (capacity, 1);
+}
+
+gboolean
+gst_train_shard_shuffle_wants (const GstTrainShardShuffle *buffer)
+{
+  return buffer->items->len < buffer->capacity;
+}
+
+void
+gst_train_shard_shuffle_add (GstTrainShardShuffle *buffer, gpointer item)
+{
+  g_ptr_array_add (buffer->items, item);
+}
+
+gpointer
+gst_train_shard_shuffle_take (GstTrainShardShuffle *buffer)
+{
+  GPtrArray *items = buffer->items;
+  guint k;
+  gpointer item;
+
+  if (items->len == 0)
+    return NULL;
+  /* with one slot there is nothing to draw: no draw is made */
+  k = buffer->capacity == 1 ? 0 : gt_random_below (&buffer->rng, items->len);
+  item = items->pdata[k];
+  items->pdata[k] = items->pdata[items->len - 1];
+  g_ptr_array_steal_index (items, items->len - 1);
+  return item;
+}
+
+void
+gst_train_shard_shuffle_clear (GstTrainShardShuffle *buffer)
+{
+  g_clear_pointer (&buffer->items, g_ptr_array_unref);
+}

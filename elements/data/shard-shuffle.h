@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* shard-shuffle.h: the order in which datasetsrc reads shards and hands out
+ * their samples, as WebDataset shuffles: each rank keeps its own shards
+ * (WebDataset's split_by_node over the shards as listed), reads them in an
+ * order drawn afresh each epoch from the seed (its detshuffle), each shard
+ * front to back, and the samples pass through a shuffle buffer that hands
+ * out a random one of those it holds once it is full (its shuffle stage:
+ * the picked slot takes the last one's place). GLib only, over gt-random,
+ * so that an exact resume replays the same draws without data. */
+#ifndef __GST_TRAIN_SHARD_SHUFFLE_H__
+#define __GST_TRAIN_SHARD_SHUFFLE_H__
+
+#include <glib.h>
+
+#include "gt-random.h"
+
+G_BEGIN_DECLS
+
+/* The shards of rank @rank of @n_ranks among @n_shards: rank, rank +
+ * n_ranks, ... (a new array of *@n_mine indices; free with g_free()). */
+guint *gst_train_shard_split (
+    guint n_shards, guint rank, guint n_ranks, guint *n_mine);
+
+/* Fills @order with the @n shards of @mine in the order of @epoch: a
+ * permutation drawn from @seed and @epoch, or as they are without
+ * @shuffle. */
+void gst_train_shard_epoch_order (const guint *mine, guint *order, guint n,
+    guint64 seed, gint epoch, gboolean shuffle);
+
+/* The sample shuffle buffer. Items are pointers, freed with the
+ * GDestroyNotify given at init when the buffer is cleared. */
+typedef struct
+{
+  GtRandom rng;
+  GPtrArray *items;
+  guint capacity;
+} GstTrainShardShuffle;
+
+/* An empty buffer of @capacity items (0 or 1: items leave in the order
+ * they came) whose draws are the stream @stream of @seed. */
+void gst_train_shard_shuffle_init (GstTrainShardShuffle *buffer, guint capacity,
+    guint64 seed, guint64 stream, GDestroyNotify free_item);
+
+/* Whether the buffer takes another item before one leaves. */
+gboolean gst_train_shard_shuffle_wants (const GstTrainShardShuffle *buffer);
+
+void gst_train_shard_shuffle_add (GstTrainShardShuffle *buffer, gpointer item);
+
+/* A random item out of the buffer (the oldest with a capacity of 0 or 1);
+ * NULL when it is empty. */
+gpointer gst_train_shard_shuffle_take (GstTrainShardShuffle *buffer);
+
+/* Frees the items held and empties the buffer (safe on a zeroed one). */
+void gst_train_shard_shuffle_clear (GstTrainShardShuffle *buffer);
+
+/* The stream of the shuffle buffer's draws in @epoch, and of the shard
+ * order's: apart, so that the two are independent. */
+#define GST_TRAIN_SHARD_BUFFER_STREAM(epoch) (((guint64)(epoch) << 1) | 1)
+#define GST_TRAIN_SHARD_ORDER_STREAM(epoch) ((guint64)(epoch) << 1)
+
+G_END_DECLS
+
+#endif /* __GST_TRAIN_SHARD_SHUFFLE_H__ */

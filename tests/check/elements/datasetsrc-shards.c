@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* datasetsrc-shards.c: datasetsrc on WebDataset shards that the tests
+ * write (tar files made here, member by member), and the GLib-only pieces
+ * under it: brace patterns (shard-pattern.c), the tar reader
+ * (shard-reader.c), the shard split and shuffle (shard-shuffle.c). */
+#include <gst/check/gstcheck.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "shard-pattern.h"
+#include "shard-reader.h"
+#include "shard-shuffle.h"
+#include "train-meta.h"
+
+#define NUM_CLASSES 10
+
+/* ---- tar files, written by hand ---- */
+
+static void
+tar_header (GByteArray *tar, const gchar *name, gsize size, gchar type)
+{
+  guint8 h[512] = { 0 };
+  guint sum = 0, i;
+
+  g_assert (strlen (name) < 100);
+  memcpy (h, name, strlen (name));
+  g_snprintf ((gchar *)h + 100, 8, "%07o", 0644);
+  g_snprintf ((gchar *)h + 108, 8, "%07o", 0);
+  g_snprintf ((gchar *)h + 116, 8, "%07o", 0);
+  g_snprintf ((gchar *)h + 124, 12, "%011lo", (unsigned long)size);
+  g_snprintf ((gchar *)h + 136, 12, "%011o", 0);
+  h[156] = type;
+  memcpy (h + 257, "ustar", 6);
+  memcpy (h + 263, "00", 2);
+  memset (h + 148, ' ', 8);
+  for (i = 0; i < 512; i++)
+    sum += h[i];
+  g_snprintf ((gchar *)h + 148, 8, "%06o", sum);
+  g_byte_array_append (tar, h, 512);
+}
+
+static void
+tar_data (GByteArray *tar, const void *data, gsize size)
+{
+  static const guint8 zeros[512] = { 0 };
+
+  g_byte_array_append (tar, data, size);
+  g_byte_array_append (tar, zeros, (512 - size % 512) % 512);
+}
+
+static void
+tar_member (GByteArray *tar, const gchar *name, const void *data, gsize size)
+{
+  tar_header (tar, name, size, '0');
+  tar_data (tar, data, size);
+}
+
+/* A PAX header that names the next member @path (longer than 100). */
+static void
+tar_pax_path (GByteArray *tar, const gchar *path)
+{
+  gchar *record = NULL;
+  gsize length = strlen (path) + 8, i;
+
+  /* the record's length counts its own digits */
+  for (i = 0; i < 3; i++) {
+    g_free (record);
+    record = g_strdup_printf ("%" G_GSIZE_FORMAT " path=%s\n", length, path);
+    length = strlen (record);
+  }
+  tar_header (tar, "PaxHeaders/x", strlen (record), 'x');
+  tar_data (tar, record, strlen (record));
+  g_free (record);
+}
+
+static void
+tar_finish (GByteArray *tar)
+{
+  static const guint8 zeros[1024] = { 0 };
+
+  g_byte_array_append (tar, zeros, sizeof (zeros));
+}
+
+/* Adds sample @key: an 8x8 JPEG (pattern @seed) and the label text. */
+static void
+tar_sample (GByteArray *tar, const gchar *key, guint seed, const gchar *label)
+{
+  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
+  gsize size;
+  guint8 *jpeg = fixture_jpeg_encode (8, 8, seed, &how, &size);
+  gchar *name = g_strdup_printf ("%s.jpg", key);
+
+  tar_member (tar, name, jpeg, size);
+  g_free (name);
+  if (label != NULL) {
+    name = g_strdup_printf ("%s.cls", key);
+    tar_member (tar, name, label, strlen (label));
+    g_free (name);
+  }
+  g_free (jpeg);
+}
+
+/* Writes @n_shards shards "shard-000.tar", ... of @per_shard samples into
+ * @dir: sample i of shard s has key "s<s>_<i>" and label (s * per_shard +
+ * i) % NUM_CLASSES. */
+static void
+write_shards (const gchar *dir, guint n_shards, guint per_shard)
+{
+  guint s, i;
+
+  for (s = 0; s < n_shards; s++) {
+    GByteArray *tar = g_byte_array_new ();
+    gchar *path = g_strdup_printf ("%s/shard-%03u.tar", dir, s);
+
+    for (i = 0; i < per_shard; i++) {
+      gchar *key = g_strdup_printf ("s%u_%04u", s, i);
+      gchar *label = g_strdup_printf ("%u", (s * per_shard + i) % NUM_CLASSES);
+
+      tar_sample (tar, key, s * 100 + i, label);
+      /* a member datasetsrc passes over */
+      g_free (key);
+      key = g_strdup_printf ("s%u_%04u.json", s, i);
+      tar_member (tar, key, "{}", 2);
+      g_free (key);
+      g_free (label);
+    }
+    tar_finish (tar);
+    fixture_write_file (path, tar->data, tar->len);
+    g_byte_array_unref (tar);
+    g_free (path);
+  }
+}
+
+static RunResult *
+run_src (const gchar *location, const gchar *props)
+{
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" %s ! "
+                                   "fakesink name=sink",
+      location, props);
+  RunResult *result = fixture_run (launch);
+
+  g_free (launch);
+  return result;
+}
+
+/* The shards' location in @dir: "DIR/shard-{000..N-1}.tar". */
+static gchar *
+shard_pattern (const gchar *dir, guint n_shards)
+{
+  return g_strdup_printf ("%s/shard-{000..%03u}.tar", dir, n_shards - 1);
+}
+
+/* ---- the GLib-only pieces ---- */
+
+static void
+expect_expansion (const gchar *location, const gchar *joined)
+{
+  GError *error = NULL;
+  gchar **names = gst_train_shard_pattern_expand (location, &error);
+  gchar *got;
+
+  fail_unless (names != NULL, "%s: %s", location, error->message);
+  got = g_strjoinv (" ", names);
+  fail_unless_equals_string (got, joined);
+  g_free (got);
+  g_strfreev (names);
+}
+
+static void
+expect_bad_pattern (const gchar *location, const gchar *part)
+{
+  GError *error = NULL;
+
+  fail_unless (gst_train_shard_pattern_expand (location, &error) == NULL);
+  fail_unless (strstr (error->message, part) != NULL, "%s", error->message);
+  g_error_free (error);
+}
+
+GST_START_TEST (test_patterns)
+{
+  expect_expansion ("a-{000..002}.tar", "a-000.tar a-001.tar a-002.tar");
+  expect_expansion ("d/{8..10}.tar  e.tar", "d/8.tar d/9.tar d/10.tar e.tar");
+  expect_expansion ("{0..10..5}", "0 5 10");
+  expect_expansion ("{3..1}", "3 2 1");
+  expect_expansion ("{a..c}", "a b c");
+  expect_expansion ("{train,val}-{0..1}", "train-0 train-1 val-0 val-1");
+  expect_expansion ("x{a,b{1..2}}y", "xay xb1y xb2y");
+  expect_expansion (
+      "http://h/s-{01..02}.tar", "http://h/s-01.tar http://h/s-02.tar");
+  expect_bad_pattern ("a{1..}.tar", "not two numbers");
+  expect_bad_pattern ("a{1..3.tar", "without its");
+  expect_bad_pattern ("a1}.tar", "without its");
+  expect_bad_pattern ("{1..5..0}", "step");
+  expect_bad_pattern ("{0..99999999}", "more than");
+  expect_bad_pattern ("  ", "no shard");
+
+  fail_unless (gst_train_shard_location_is_shards ("/d/a.tar"));
+  fail_unless (gst_train_shard_location_is_shards ("/d/a-{0..3}"));
+  fail_unless (gst_train_shard_location_is_shards ("https://h/x"));
+  fail_unless (gst_train_shard_location_is_shards ("/d/list.txt /d/b.tar"));
+  fail_if (gst_train_shard_location_is_shards ("/data/train"));
+  fail_if (gst_train_shard_location_is_shards ("/data/list.txt"));
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  const guint8 *data;
+  gsize size, at, step;
+} MemorySource;
+
+/* Reads in odd steps, so that members straddle the reader's buffer. */
+static gssize
+memory_read (gpointer source, guint8 *data, gsize size, GError **error)
+{
+  MemorySource *m = source;
+  gsize n = MIN (MIN (size, m->step), m->size - m->at);
+
+  memcpy (data, m->data + m->at, n);
+  m->at += n;
+  return n;
+}
+
+static const GstTrainShardSourceFuncs memory_funcs = { memory_read, NULL };
+
+/* Long names (PAX and ustar prefix-less GNU "L"), folders, members without
+ * a key, upper-case extensions, other members: the samples are what
+ * WebDataset makes of them. */
+GST_START_TEST (test_reader_formats)
+{
+  GByteArray *tar = g_byte_array_new ();
+  gchar *long_dir = g_strnfill (120, 'd');
+  gchar *long_key = g_strdup_printf ("%s/sample", long_dir);
+  gchar *long_jpg = g_strdup_printf ("%s.jpg", long_key);
+  GstTrainShardSample sample = { 0 };
+  GstTrainShardReader *reader;
+  MemorySource m;
+  guint step;
+
+  tar_header (tar, "dir/", 0, '5');
+  tar_member (tar, "README", "x", 1);
+  tar_pax_path (tar, long_jpg);
+  tar_member (tar, "ignored-name.jpg", "JPEGDATA", 8);
+  {
+    gchar *cls = g_strdup_printf ("%s.cls", long_key);
+
+    tar_pax_path (tar, cls);
+    g_free (cls);
+  }
+  tar_member (tar, "x.cls", " 3\n", 3);
+  tar_member (tar, "b/k.JPEG", "IMG", 3);
+  tar_member (tar, "b/k.cls", "-2", 2);
+  tar_member (tar, "b/k.seg.png", "P", 1);
+  tar_member (tar, "c.cls", "abc", 3);
+  tar_finish (tar);
+
+  for (step = 1; step < 2000; step += 499) {
+    m = (MemorySource){ tar->data, tar->len, 0, step * 512 + step % 3 };
+    reader = gst_train_shard_reader_new (&memory_funcs, &m, 0, 0, TRUE);
+    fail_unless_equals_int (
+        gst_train_shard_reader_next (reader, &sample, NULL), 1);
+    fail_unless_equals_string (sample.key, long_key);
+    fail_unless_equals_string (sample.image_member, long_jpg);
+    fail_unless_equals_int (sample.image_size, 8);
+    fail_unless (memcmp (sample.image, "JPEGDATA", 8) == 0);
+    fail_unless_equals_int (sample.label_status, GST_TRAIN_SHARD_LABEL_OK);
+    fail_unless_equals_int (sample.label, 3);
+    fail_unless_equals_int (sample.ordinal, 0);
+    fail_unless_equals_int (
+        gst_train_shard_reader_next (reader, &sample, NULL), 1);
+    fail_unless_equals_string (sample.key, "b/k");
+    fail_unless_equals_string (sample.image_member, "b/k.JPEG");
+    fail_unless_equals_int (sample.label, -2);
+    fail_unless_equals_int (sample.ordinal, 1);
+    fail_unless_equals_int (
+        gst_train_shard_reader_next (reader, &sample, NULL), 1);
+    fail_unless_equals_string (sample.key, "c");
+    fail_unless (sample.image_member == NULL);
+    fail_unless_equals_int (
+        sample.label_status, GST_TRAIN_SHARD_LABEL_NOT_A_NUMBER);
+    fail_unless_equals_string (sample.label_text, "abc");
+    fail_unless_equals_int (
+        gst_train_shard_reader_next (reader, &sample, NULL), 0);
+    fail_unless_equals_int (
+        gst_train_shard_reader_next (reader, &sample, NULL), 0);
+    gst_train_shard_reader_free (reader);
+  }
+
+  /* cut anywhere: the samples before the cut, then an error at its byte */
+  for (step = 0; step < tar->len - 1024; step += 97) {
+    GError *error = NULL;
+    gint got, n = 0;
+
+    m = (MemorySource){ tar->data, step, 0, 700 };
+    reader = gst_train_shard_reader_new (&memory_funcs, &m, 0, 0, FALSE);
+    while ((got = gst_train_shard_reader_next (reader, &sample, &error)) == 1)
+      n++;
+    fail_unless (n <= 3);
+    if (got == -1) {
+      fail_unless (g_error_matches (
+          error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_DAMAGED));
+      fail_unless (strstr (error->message, "damaged at byte") != NULL);
+      g_error_free (error);
+    }
+    gst_train_shard_reader_free (reader);
+  }
+  gst_train_shard_sample_clear (&sample);
+  g_byte_array_unref (tar);
+  g_free (long_dir);
+  g_free (long_key);
+  g_free (long_jpg);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_split_and_order)
+{
+  guint n, *mine = gst_train_shard_split (7, 1, 3, &n), order[3], again[3];
+
+  fail_unless_equals_int (n, 2);
+  fail_unless (mine[0] == 1 && mine[1] == 4);
+  g_free (mine);
+  mine = gst_train_shard_split (7, 0, 3, &n);
+  fail_unless_equals_int (n, 3);
+  gst_train_shard_epoch_order (mine, order, n, 1, 0, FALSE);
+  fail_unless (order[0] == 0 && order[1] == 3 && order[2] == 6);
+  gst_train_shard_epoch_order (mine, order, n, 1, 4, TRUE);
+  gst_train_shard_epoch_order (mine, again, n, 1, 4, TRUE);
+  fail_unless (memcmp (order, again, sizeof (order)) == 0);
+  fail_unless_equals_int (order[0] + order[1] + order[2], 9);
+  g_free (mine);
+}
+
+GST_END_TEST;
+
+/* ---- the element ---- */
+
+/* shuffle=false: the shards in the order written, each front to back; the
+ * sample meta names the shard and the member; tags say the classes. */
+GST_START_TEST (test_shard_order_unshuffled)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *extra = g_strdup_printf ("%s/shard-002.tar", dir);
+  gchar *location;
+  GstTrainDatasetInfo info;
+  RunResult *r;
+  guint i;
+
+  write_shards (dir, 3, 4);
+  /* several patterns and files, separated by spaces, in the order written */
+  location = g_strdup_printf ("%s %s/shard-{000..001}.tar", extra, dir);
+  r = run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 24);
+  for (i = 0; i < r->samples->len; i++) {
+    RunSample *s = run_result_sample (r, i);
+    guint place = i % 12, shard = (place / 4 + 2) % 3, member = place % 4;
+    gchar *want = g_strdup_printf (
+        "%s/shard-%03u.tar#s%u_%04u.jpg", dir, shard, shard, member);
+
+    fail_unless (s->has_meta);
+    fail_unless_equals_string (s->location, want);
+    fail_unless_equals_int (s->label, (shard * 4 + member) % NUM_CLASSES);
+    fail_unless_equals_int (s->epoch, i / 12);
+    /* the index: the place of the shard in the list, and of the sample */
+    fail_unless_equals_uint64 (s->index, ((guint64)(place / 4) << 32) | member);
+    g_free (want);
+  }
+  fail_unless_equals_int (r->warnings->len, 0);
+  fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
+  fail_unless_equals_int (info.num_classes, NUM_CLASSES);
+  fail_unless_equals_int (info.num_shards, 1);
+  gst_train_dataset_info_clear (&info);
+  run_result_free (r);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (extra);
+  g_free (location);
+}
+
+GST_END_TEST;
+
+/* The index of each sample @r read in @epoch, in order. */
+static GArray *
+epoch_indices (RunResult *r, gint epoch)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
+  guint i;
+
+  fail_unless (r->error == NULL, "%s", r->error);
+  for (i = 0; i < r->samples->len; i++)
+    if (run_result_sample (r, i)->epoch == epoch)
+      g_array_append_val (out, run_result_sample (r, i)->index);
+  return out;
+}
+
+static gboolean
+same (GArray *a, GArray *b)
+{
+  return a->len == b->len
+      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
+}
+
+static gint
+compare_indices (gconstpointer a, gconstpointer b)
+{
+  guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* Every sample of the 4 shards of 5 once: a permutation. */
+static void
+expect_permutation (GArray *indices)
+{
+  GArray *sorted = g_array_copy (indices);
+  guint i;
+
+  g_array_sort (sorted, compare_indices);
+  fail_unless_equals_int (sorted->len, 20);
+  for (i = 0; i < 20; i++)
+    fail_unless_equals_uint64 (
+        g_array_index (sorted, guint64, i), ((guint64)(i / 5) << 32) | (i % 5));
+  g_array_unref (sorted);
+}
+
+/* The shard order is drawn per epoch from the seed, then the shuffle
+ * buffer mixes samples; the same seed gives the same order, every epoch
+ * is a permutation; with a buffer of one, each shard is read front to
+ * back, in one run. */
+GST_START_TEST (test_shuffle_as_webdataset)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *location = shard_pattern (dir, 4);
+  RunResult *a, *b, *c, *d;
+  GArray *a0, *a1, *b0, *c0, *d0;
+  guint i;
+
+  write_shards (dir, 4, 5);
+  a = run_src (location,
+      "seed=5 num-epochs=2 shuffle-buffer-size=6 "
+      "num-classes=10");
+  b = run_src (location,
+      "seed=5 num-epochs=1 shuffle-buffer-size=6 "
+      "num-classes=10");
+  c = run_src (location,
+      "seed=6 num-epochs=1 shuffle-buffer-size=6 "
+      "num-classes=10");
+  d = run_src (location,
+      "seed=5 num-epochs=1 shuffle-buffer-size=1 "
+      "num-classes=10");
+  a0 = epoch_indices (a, 0);
+  a1 = epoch_indices (a, 1);
+  b0 = epoch_indices (b, 0);
+  c0 = epoch_indices (c, 0);
+  d0 = epoch_indices (d, 0);
+  expect_permutation (a0);
+  expect_permutation (a1);
+  expect_permutation (c0);
+  expect_permutation (d0);
+  fail_unless (same (a0, b0), "the same seed gave another order");
+  fail_if (same (a0, a1), "epochs 0 and 1 came in the same order");
+  fail_if (same (a0, c0), "seeds 5 and 6 gave the same order");
+  /* one slot: shards front to back, in an order that is not 0 1 2 3 */
+  for (i = 0; i < 20; i++) {
+    guint64 head = g_array_index (d0, guint64, i / 5 * 5);
+
+    fail_unless_equals_uint64 (g_array_index (d0, guint64, i), head + i % 5);
+  }
+  for (i = 0; i < 4; i++)
+    if (g_array_index (d0, guint64, i * 5) >> 32 != i)
+      break;
+  fail_unless (i < 4, "shards in the order written");
+
+  g_array_unref (a0);
+  g_array_unref (a1);
+  g_array_unref (b0);
+  g_array_unref (c0);
+  g_array_unref (d0);
+  run_result_free (a);
+  run_result_free (b);
+  run_result_free (c);
+  run_result_free (d);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (location);
+}
+
+GST_END_TEST;
+
+/* Samples with no label, a label that is not a number or is out of range,
+ * or no image: each skipped with a warning once per run and counted; with
+ * on-error=fail the first is an error. */
+GST_START_TEST (test_bad_samples)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *path = g_strdup_printf ("%s/bad.tar", dir);
+  GByteArray *tar = g_byte_array_new ();
+  RunResult *r;
+  guint i;
+
+  tar_sample (tar, "good0", 1, "1");
+  tar_sample (tar, "nolabel", 2, NULL);
+  tar_sample (tar, "word", 3, "cat");
+  tar_sample (tar, "big", 4, "10");
+  tar_member (tar, "noimage.cls", "2", 1);
+  tar_sample (tar, "good1", 5, " 9\n");
+  tar_finish (tar);
+  fixture_write_file (path, tar->data, tar->len);
+
+  r = run_src (path, "shuffle=false num-epochs=2 num-classes=10");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 4);
+  for (i = 0; i < 4; i++)
+    fail_unless_equals_int (run_result_sample (r, i)->label, i % 2 ? 9 : 1);
+  fail_unless_equals_int (r->warnings->len, 4);
+  fail_unless (run_result_has_warning (r, "nolabel", "no cls member"));
+  fail_unless (run_result_has_warning (r, "\"cat\"", "not a number"));
+  fail_unless (run_result_has_warning (r, "big", "10 is out of range"));
+  fail_unless (run_result_has_warning (r, "noimage", "no jpg or jpeg"));
+  fail_unless (run_result_has_warning (r, path, "Skipping sample"));
+  run_result_free (r);
+
+  r = run_src (path, "shuffle=false num-classes=10 on-error=fail");
+  fail_unless (r->error != NULL);
+  fail_unless (strstr (r->error, "nolabel") != NULL, "%s", r->error);
+  fail_unless (strstr (r->error, path) != NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 1);
+  run_result_free (r);
+
+  g_byte_array_unref (tar);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+/* A shard cut short: the samples before the damage go out, one warning
+ * names the shard and the byte, counted once per run; the next shard is
+ * read whole. */
+GST_START_TEST (test_truncated_shard)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *shard0 = g_strdup_printf ("%s/shard-000.tar", dir);
+  gchar *location = shard_pattern (dir, 2);
+  gchar *contents, *props, *cut;
+  gsize length;
+  RunResult *r;
+  GstElement *pipeline, *src;
+  guint64 skipped = 0;
+  gchar *error;
+
+  write_shards (dir, 2, 4);
+  fail_unless (g_file_get_contents (shard0, &contents, &length, NULL));
+  /* cut in the third sample's image */
+  for (cut = contents; cut + 11 < contents + length; cut++)
+    if (memcmp (cut, "s0_0002.jpg", 11) == 0)
+      break;
+  fail_unless (cut + 11 < contents + length);
+  fixture_write_file (shard0, (const guint8 *)contents, cut - contents + 600);
+  g_free (contents);
+
+  r = run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 2 * (2 + 4));
+  fail_unless_equals_string (run_result_sample (r, 1)->location,
+      strstr (run_result_sample (r, 1)->location, dir));
+  fail_unless (g_str_has_suffix (
+      run_result_sample (r, 1)->location, "shard-000.tar#s0_0001.jpg"));
+  fail_unless (g_str_has_suffix (
+      run_result_sample (r, 2)->location, "shard-001.tar#s1_0000.jpg"));
+  fail_unless_equals_int (r->warnings->len, 1);
+  fail_unless (run_result_has_warning (r, shard0, "damaged at byte"));
+  fail_unless (run_result_has_warning (r, "ends inside", "before the damage"));
+  run_result_free (r);
+
+  props = g_strdup_printf ("datasetsrc name=src location=\"%s\" shuffle=false "
+                           "num-epochs=3 num-classes=10 ! fakesink",
+      location);
+  pipeline = gst_parse_launch (props, NULL);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s", error);
+  g_object_get (src, "files-skipped", &skipped, NULL);
+  fail_unless_equals_uint64 (skipped, 1);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+
+  fixture_remove_tree (dir);
+  g_free (props);
+  g_free (dir);
+  g_free (shard0);
+  g_free (location);
+}
+
+GST_END_TEST;
+
+static void
+expect_error (const gchar *location, const gchar *props, const gchar *part1,
+    const gchar *part2)
+{
+  RunResult *r = run_src (location, props);
+
+  fail_unless (r->error != NULL, "no error for %s", location);
+  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"", part1,
+      r->error);
+  if (part2 != NULL)
+    fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
+        part2, r->error);
+  fail_unless (g_str_has_prefix (r->error, "datasetsrc"), "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 0);
+  run_result_free (r);
+}
+
+GST_START_TEST (test_errors_name_the_cause)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *location = shard_pattern (dir, 3);
+  gchar *missing = g_strdup_printf ("%s/shard-002.tar", dir);
+
+  write_shards (dir, 2, 2);
+  expect_error (location, "num-classes=10", missing, "No such file");
+  g_free (location);
+  location = shard_pattern (dir, 2);
+  expect_error (location, "", "set num-classes", NULL);
+  expect_error (location, "num-classes=10 shard-index=0 num-shards=3",
+      "names 2 shards for 3 ranks", NULL);
+  expect_error (location, "num-classes=10 shard-index=3 num-shards=3",
+      "shard-index 3", NULL);
+  expect_error (
+      "x-{1..}.tar", "num-classes=10", "x-{1..}.tar", "not two numbers");
+  g_free (missing);
+  missing = g_build_filename (dir, "tree", "a", "x.jpg", NULL);
+  fixture_write_jpeg (missing, 8, 8, 1);
+  g_free (missing);
+  missing = g_build_filename (dir, "tree", NULL);
+  expect_error (missing, "num-classes=3", "holds 1 classes", NULL);
+
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (location);
+  g_free (missing);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_stop_mid_stream)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *location = shard_pattern (dir, 3);
+  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
+                                   "num-classes=10 ! fakesink",
+      location);
+
+  write_shards (dir, 3, 5);
+  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (location);
+  g_free (launch);
+}
+
+GST_END_TEST;
+
+static Suite *
+datasetsrc_shards_suite (void)
+{
+  Suite *s = suite_create ("datasetsrc-shards");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_patterns);
+  tcase_add_test (tc, test_reader_formats);
+  tcase_add_test (tc, test_split_and_order);
+  tcase_add_test (tc, test_shard_order_unshuffled);
+  tcase_add_test (tc, test_shuffle_as_webdataset);
+  tcase_add_test (tc, test_bad_samples);
+  tcase_add_test (tc, test_truncated_shard);
+  tcase_add_test (tc, test_errors_name_the_cause);
+  tcase_add_test (tc, test_stop_mid_stream);
+  return s;
+}
+
+GST_CHECK_MAIN (datasetsrc_shards);
