@@ -1,11 +1,20 @@
 /* gst-train-dataset: turns IDX image/label pairs (MNIST, Fashion-MNIST, ...)
- * into an ImageFolder tree of JPEGs.
+ * into an ImageFolder tree of JPEGs or WebDataset shards, and an
+ * ImageFolder into shards.
  *
  *   gst-train-dataset idx --images FILE --labels FILE --output DIR
- *       [--class-names a,b,c] [--quality 95] [--limit N]
+ *       [--class-names a,b,c] [--quality 95] [--limit N] [--shard-size N]
  *   gst-train-dataset fashion-mnist --output DIR
  *       [--source /usr/share/datasets/fashion-mnist] [--quality 95]
- *       [--limit-train N] [--limit-test N]
+ *       [--limit-train N] [--limit-test N] [--shard-size N]
+ *   gst-train-dataset shards --input DIR --output DIR [--prefix NAME]
+ *       [--shard-size 1000] [--seed 0] [--keep-order]
+ *
+ * With --shard-size N the IDX commands write shards of N samples instead
+ * of a tree: DIR/<split>-000000.tar, ... ("shard-" for idx), each sample
+ * "<index>.jpg" and "<index>.cls" (shard-writer.c), in IDX order, which
+ * WebDataset and datasetsrc read. "shards" writes an ImageFolder's files
+ * as they are, in an order shuffled from --seed (imagefolder-shards.c).
  *
  * Class folders are named "<label>_<name>" (the label zero-padded to the
  * digits of the largest label) so that sorting the folder names, as
@@ -35,11 +44,11 @@
 #include <turbojpeg.h>
 
 #include "idx-reader.h"
+#include "imagefolder-shards.h"
+#include "output-dir.h"
+#include "shard-writer.h"
 
 #define PROGRAM "gst-train-dataset"
-
-#define MARKER_COMPLETE ".complete"
-#define MARKER_PARTIAL ".partial"
 
 #define FASHION_MNIST_SOURCE "/usr/share/datasets/fashion-mnist"
 
@@ -65,6 +74,8 @@ typedef struct
   IdxFile images;
   IdxFile labels;
   guint32 written;
+  guint n_shards; /* written as shards: how many, and their pattern */
+  char *shards_pattern;
 } Split;
 
 static void
@@ -72,6 +83,7 @@ split_clear (Split *s)
 {
   g_free (s->images_path);
   g_free (s->labels_path);
+  g_free (s->shards_pattern);
   idx_file_clear (&s->images);
   idx_file_clear (&s->labels);
 }
@@ -154,86 +166,6 @@ make_class_folders (char **names, guint n_classes)
   return folders;
 }
 
-static gboolean write_file_at (int dirfd, const char *dir, const char *name,
-    const char *tmp_name, const void *data, gsize len, GError **error);
-
-/* Writes text to dir/name via dir/name.tmp and a rename. */
-static gboolean
-write_text_atomic (
-    const char *dir, const char *name, const char *text, GError **error)
-{
-  char *tmp = g_strconcat (name, ".tmp", NULL);
-  int dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  gboolean ok;
-
-  if (dirfd < 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: cannot open folder: %s", dir, g_strerror (errno));
-    g_free (tmp);
-    return FALSE;
-  }
-  ok = write_file_at (dirfd, dir, name, tmp, text, strlen (text), error);
-  close (dirfd);
-  g_free (tmp);
-  return ok;
-}
-
-static gboolean
-make_dir (const char *path, GError **error)
-{
-  if (g_mkdir_with_parents (path, 0755) != 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: cannot create folder: %s", path, g_strerror (errno));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Writes len bytes to dirfd/name via dirfd/tmp_name and a rename. */
-static gboolean
-write_file_at (int dirfd, const char *dir, const char *name,
-    const char *tmp_name, const void *data, gsize len, GError **error)
-{
-  const guint8 *p = data;
-  gsize done = 0;
-  int fd;
-
-  fd = openat (dirfd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s/%s: cannot create: %s", dir, tmp_name, g_strerror (errno));
-    return FALSE;
-  }
-  while (done < len) {
-    ssize_t w = write (fd, p + done, len - done);
-
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-          "%s/%s: write failed: %s", dir, tmp_name, g_strerror (errno));
-      close (fd);
-      unlinkat (dirfd, tmp_name, 0);
-      return FALSE;
-    }
-    done += (gsize)w;
-  }
-  if (close (fd) != 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s/%s: write failed: %s", dir, tmp_name, g_strerror (errno));
-    unlinkat (dirfd, tmp_name, 0);
-    return FALSE;
-  }
-  if (renameat (dirfd, tmp_name, dirfd, name) != 0) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s/%s: cannot rename to %s: %s", dir, tmp_name, name,
-        g_strerror (errno));
-    unlinkat (dirfd, tmp_name, 0);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* Shared by the workers writing one split. */
 typedef struct
 {
@@ -241,11 +173,12 @@ typedef struct
   guint32 n;      /* images to write */
   int name_width; /* digits of the file names */
   int quality;
-  char **dirs;  /* class folder paths, for messages */
-  int *dirfds;  /* class folders, open */
-  gint next;    /* next block of images to take (atomic) */
-  gint written; /* images written (atomic) */
-  gint failed;  /* set once a worker fails (atomic) */
+  char **dirs;      /* class folder paths, for messages */
+  int *dirfds;      /* class folders, open */
+  GBytes **encoded; /* shards: the JPEGs kept in memory, in order */
+  gint next;        /* next block of images to take (atomic) */
+  gint written;     /* images written (atomic) */
+  gint failed;      /* set once a worker fails (atomic) */
   GMutex lock;
   GError *error; /* the first failure */
 } WriteJob;
@@ -307,10 +240,14 @@ write_worker (gpointer data)
             tjGetErrorStr2 (tj));
         goto out;
       }
+      if (job->encoded != NULL) {
+        job->encoded[k] = g_bytes_new (out, out_size);
+        continue;
+      }
       g_snprintf (name, sizeof (name), "%0*u.jpg", job->name_width, k);
       g_snprintf (tmp_name, sizeof (tmp_name), "%s.tmp", name);
-      if (!write_file_at (job->dirfds[label], job->dirs[label], name, tmp_name,
-              out, out_size, &error))
+      if (!output_write_file_at (job->dirfds[label], job->dirs[label], name,
+              tmp_name, out, out_size, &error))
         goto out;
     }
     g_atomic_int_add (&job->written, (gint)(last - first));
@@ -333,11 +270,39 @@ out:
   return NULL;
 }
 
-/* Encodes and writes the images of one split into root/<class>/, with
- * n_jobs threads, each reusing one TurboJPEG handle. */
+/* Shards of @shard_size samples named after the split (root/train-NNNNNN.tar;
+ * "shard-" for a split without a name) from the images @job encoded, keys
+ * the images' indices as the ImageFolder's file names are. */
+static gboolean
+split_write_shards (Split *s, const WriteJob *job, const char *root,
+    guint shard_size, GError **error)
+{
+  ShardWriter *writer =
+      shard_writer_new (root, s->name ? s->name : "shard", shard_size);
+  gboolean ok = TRUE;
+  guint32 k;
+  char key[32];
+
+  for (k = 0; k < job->n && ok; k++) {
+    gsize size;
+    const void *jpeg = g_bytes_get_data (job->encoded[k], &size);
+
+    g_snprintf (key, sizeof (key), "%0*u", job->name_width, k);
+    ok = shard_writer_add (writer, key, jpeg, size, s->labels.data[k], error);
+  }
+  g_free (s->shards_pattern);
+  if (!shard_writer_finish (
+          writer, &s->n_shards, &s->shards_pattern, ok ? error : NULL))
+    ok = FALSE;
+  return ok;
+}
+
+/* Encodes and writes the images of one split into root/<class>/ (or, with
+ * @shard_size, into shards in root), with n_jobs threads, each reusing one
+ * TurboJPEG handle. */
 static gboolean
 split_write (Split *s, const char *root, GPtrArray *folders, int quality,
-    guint n_jobs, GError **error)
+    guint shard_size, guint n_jobs, GError **error)
 {
   WriteJob job;
   GThread **threads;
@@ -354,10 +319,12 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
   g_mutex_init (&job.lock);
   for (i = 0; i < folders->len; i++)
     job.dirfds[i] = -1;
+  if (shard_size > 0)
+    job.encoded = g_new0 (GBytes *, MAX (job.n, 1));
 
-  for (i = 0; i < folders->len; i++) {
+  for (i = 0; i < folders->len && shard_size == 0; i++) {
     job.dirs[i] = g_build_filename (root, g_ptr_array_index (folders, i), NULL);
-    if (!make_dir (job.dirs[i], error))
+    if (!output_make_dir (job.dirs[i], error))
       goto out;
     job.dirfds[i] = open (job.dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (job.dirfds[i] < 0) {
@@ -387,9 +354,13 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
     job.error = NULL;
     goto out;
   }
-  ok = TRUE;
+  ok = shard_size == 0 || split_write_shards (s, &job, root, shard_size, error);
 
 out:
+  for (i = 0; job.encoded != NULL && i < job.n; i++)
+    if (job.encoded[i] != NULL)
+      g_bytes_unref (job.encoded[i]);
+  g_free (job.encoded);
   for (i = 0; i < folders->len; i++) {
     if (job.dirfds[i] >= 0)
       close (job.dirfds[i]);
@@ -401,122 +372,18 @@ out:
 }
 
 static char *
-read_marker_line (const char *contents, const char *key)
-{
-  char **lines = g_strsplit (contents, "\n", -1);
-  char *found = NULL;
-  gsize klen = strlen (key);
-  guint i;
-
-  for (i = 0; lines[i]; i++) {
-    if (strncmp (lines[i], key, klen) == 0 && lines[i][klen] == '=') {
-      found = g_strdup (lines[i] + klen + 1);
-      break;
-    }
-  }
-  g_strfreev (lines);
-  return found;
-}
-
-typedef enum
-{
-  OUTPUT_FRESH,    /* nothing there yet, or an interrupted run to redo */
-  OUTPUT_COMPLETE, /* done earlier with the same settings */
-  OUTPUT_ERROR,
-} OutputState;
-
-/* Decides what to do with the output folder given this run's settings. */
-static OutputState
-check_output (const char *out_dir, const char *settings, GError **error)
-{
-  /* A marker file names the settings that made the tree beside it: made
-   * with ours, a complete tree is done and an unfinished one (an
-   * interrupted run) is redone; made with others, either is an error. */
-  static const struct
-  {
-    const char *file;
-    const char *tree;
-    OutputState same_settings;
-  } markers[] = {
-    { MARKER_COMPLETE, "a complete", OUTPUT_COMPLETE },
-    { MARKER_PARTIAL, "an unfinished", OUTPUT_FRESH },
-  };
-  char *contents = NULL;
-  char *old = NULL;
-  OutputState state = OUTPUT_ERROR;
-  GDir *dir;
-  guint i;
-
-  if (!g_file_test (out_dir, G_FILE_TEST_EXISTS)) {
-    state = OUTPUT_FRESH;
-    goto out;
-  }
-  if (!g_file_test (out_dir, G_FILE_TEST_IS_DIR)) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: exists and is not a folder", out_dir);
-    goto out;
-  }
-
-  for (i = 0; i < G_N_ELEMENTS (markers); i++) {
-    char *path = g_build_filename (out_dir, markers[i].file, NULL);
-    gboolean found = g_file_get_contents (path, &contents, NULL, NULL);
-
-    g_free (path);
-    if (!found)
-      continue;
-    old = read_marker_line (contents, "settings");
-    if (old && strcmp (old, settings) == 0) {
-      state = markers[i].same_settings;
-    } else {
-      g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-          "%s: holds %s tree made with other settings\n"
-          "  that run: %s\n  this run: %s\n"
-          "remove the folder or choose another --output",
-          out_dir, markers[i].tree, old ? old : "(unknown)", settings);
-    }
-    goto out;
-  }
-
-  dir = g_dir_open (out_dir, 0, error);
-  if (!dir)
-    goto out;
-  if (g_dir_read_name (dir) != NULL) {
-    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
-        "%s: folder is not empty and holds no tree made by " PROGRAM
-        "; remove it or choose another --output",
-        out_dir);
-  } else {
-    state = OUTPUT_FRESH;
-  }
-  g_dir_close (dir);
-
-out:
-  if (state == OUTPUT_COMPLETE) {
-    char *classes = read_marker_line (contents, "classes");
-    char *counts = read_marker_line (contents, "counts");
-
-    g_print ("%s: already complete (%s, %s classes); nothing to do\n", out_dir,
-        counts ? counts : "?", classes ? classes : "?");
-    g_free (classes);
-    g_free (counts);
-  }
-  g_free (old);
-  g_free (contents);
-  return state;
-}
-
-static char *
 absolute_path (const char *path)
 {
   return g_canonicalize_filename (path, NULL);
 }
 
 /* Loads, checks and writes all splits; each split goes to out_dir/name, or
- * to out_dir itself when its name is NULL. */
+ * to out_dir itself when its name is NULL; with @shard_size, to shards
+ * out_dir/name-NNNNNN.tar. */
 static gboolean
 run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
-    const char *names_from, int quality, guint n_jobs, const char *settings,
-    GError **error)
+    const char *names_from, int quality, guint shard_size, guint n_jobs,
+    const char *settings, GError **error)
 {
   GPtrArray *folders = NULL;
   GString *marker = NULL;
@@ -526,7 +393,7 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
   gboolean ok = FALSE;
   guint i;
 
-  switch (check_output (out_dir, settings, error)) {
+  switch (output_check (out_dir, settings, error)) {
     case OUTPUT_COMPLETE:
       return TRUE;
     case OUTPUT_ERROR:
@@ -555,19 +422,21 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
   }
   folders = make_class_folders (class_names, n_classes);
 
-  if (!make_dir (out_dir, error))
+  if (!output_make_dir (out_dir, error))
     goto out;
   marker = g_string_new (NULL);
   g_string_append_printf (marker, "settings=%s\n", settings);
-  if (!write_text_atomic (out_dir, MARKER_PARTIAL, marker->str, error))
+  if (!output_write_text (out_dir, MARKER_PARTIAL, marker->str, error))
     goto out;
 
   counts = g_string_new (NULL);
   for (i = 0; i < n_splits; i++) {
     Split *s = &splits[i];
-    char *root = s->name ? g_build_filename (out_dir, s->name, NULL)
-                         : g_strdup (out_dir);
-    gboolean written = split_write (s, root, folders, quality, n_jobs, error);
+    char *root = s->name && shard_size == 0
+        ? g_build_filename (out_dir, s->name, NULL)
+        : g_strdup (out_dir);
+    gboolean written =
+        split_write (s, root, folders, quality, shard_size, n_jobs, error);
 
     g_free (root);
     if (!written)
@@ -578,6 +447,9 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
       g_string_append_printf (counts, "%s %u images", s->name, s->written);
     else
       g_string_append_printf (counts, "%u images", s->written);
+    if (shard_size > 0)
+      g_string_append_printf (counts, " in %u shard%s (%s)", s->n_shards,
+          s->n_shards == 1 ? "" : "s", s->shards_pattern);
   }
 
   /* Marker last: the tree is only complete once it is there. */
@@ -590,11 +462,11 @@ run (Split *splits, guint n_splits, const char *out_dir, char **class_names,
         s->name ? "-" : "", "images", s->written);
   }
   g_string_append (marker, "folders=");
-  for (i = 0; i < folders->len; i++)
+  for (i = 0; i < folders->len && shard_size == 0; i++)
     g_string_append_printf (
         marker, "%s%s", i ? "," : "", (char *)g_ptr_array_index (folders, i));
   g_string_append_c (marker, '\n');
-  if (!write_text_atomic (out_dir, MARKER_COMPLETE, marker->str, error))
+  if (!output_write_text (out_dir, MARKER_COMPLETE, marker->str, error))
     goto out;
   {
     char *partial = g_build_filename (out_dir, MARKER_PARTIAL, NULL);
@@ -653,6 +525,7 @@ typedef struct
 {
   int quality;
   int jobs;
+  int shard_size;
 } EncodeOptions;
 
 /* Parses a command's options: its own @entries, then quality and jobs into
@@ -668,6 +541,11 @@ parse_command (int *argc, char ***argv, const char *parameter,
         "JPEG quality 1..100 (default 95)", "Q" },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &encode->jobs,
         "Encoder threads (default 0: one per CPU)", "N" },
+    { "shard-size", 0, 0, G_OPTION_ARG_INT, &encode->shard_size,
+        "Write WebDataset tar shards of N samples each (NAME-000000.tar, "
+        "...; KEY.jpg and KEY.cls per sample) instead of an ImageFolder "
+        "(default 0: an ImageFolder)",
+        "N" },
     { NULL },
   };
   GOptionContext *ctx = g_option_context_new (parameter);
@@ -675,6 +553,7 @@ parse_command (int *argc, char ***argv, const char *parameter,
 
   encode->quality = 95;
   encode->jobs = 0;
+  encode->shard_size = 0;
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_main_entries (ctx, encode_entries, NULL);
   g_option_context_set_summary (ctx, summary);
@@ -686,7 +565,21 @@ parse_command (int *argc, char ***argv, const char *parameter,
     ok = FALSE;
   }
   return ok && check_quality (encode->quality, error)
-      && check_limit ("--jobs", encode->jobs, error);
+      && check_limit ("--jobs", encode->jobs, error)
+      && check_limit ("--shard-size", encode->shard_size, error);
+}
+
+/* The shard size as the settings in the markers say it ("" for an
+ * ImageFolder, so that older markers still match). */
+static const char *
+shard_setting (const EncodeOptions *encode)
+{
+  static char text[32];
+
+  if (encode->shard_size == 0)
+    return "";
+  g_snprintf (text, sizeof (text), " shard-size=%d", encode->shard_size);
+  return text;
 }
 
 static int
@@ -741,15 +634,16 @@ cmd_idx (int argc, char **argv, GError **error)
     char *labels_abs = absolute_path (labels);
 
     settings = g_strdup_printf (
-        "idx images=%s labels=%s quality=%d limit=%d class-names=%s",
+        "idx images=%s labels=%s quality=%d limit=%d class-names=%s%s",
         images_abs, labels_abs, encode.quality, limit,
-        joined ? joined : "(labels)");
+        joined ? joined : "(labels)", shard_setting (&encode));
     g_free (labels_abs);
     g_free (images_abs);
     g_free (joined);
   }
   if (run (&split, 1, output, class_names, "--class-names gives",
-          encode.quality, effective_jobs (encode.jobs), settings, error))
+          encode.quality, encode.shard_size, effective_jobs (encode.jobs),
+          settings, error))
     status = 0;
 
 out:
@@ -849,10 +743,11 @@ cmd_fashion_mnist (int argc, char **argv, GError **error)
     class_names[i] = g_strdup (fashion_mnist_classes[i]);
 
   settings = g_strdup_printf (
-      "fashion-mnist source=%s quality=%d limit-train=%d limit-test=%d",
-      source_abs, encode.quality, limit_train, limit_test);
+      "fashion-mnist source=%s quality=%d limit-train=%d limit-test=%d%s",
+      source_abs, encode.quality, limit_train, limit_test,
+      shard_setting (&encode));
   if (run (splits, 2, output, class_names, "Fashion-MNIST has", encode.quality,
-          effective_jobs (encode.jobs), settings, error))
+          encode.shard_size, effective_jobs (encode.jobs), settings, error))
     status = 0;
 
 out:
@@ -866,6 +761,71 @@ out:
   return status;
 }
 
+static int
+cmd_shards (int argc, char **argv, GError **error)
+{
+  char *input = NULL, *output = NULL, *prefix = NULL;
+  int shard_size = 1000;
+  gint64 seed = 0;
+  gboolean keep_order = FALSE;
+  GOptionEntry entries[] = {
+    { "input", 'i', 0, G_OPTION_ARG_FILENAME, &input,
+        "ImageFolder tree (or list file) of JPEGs", "DIR" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        "Output folder for the shards", "DIR" },
+    { "prefix", 'p', 0, G_OPTION_ARG_STRING, &prefix,
+        "Shard names: PREFIX-000000.tar, ... (default: the input folder's "
+        "name)",
+        "PREFIX" },
+    { "shard-size", 0, 0, G_OPTION_ARG_INT, &shard_size,
+        "Samples per shard (default 1000)", "N" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+        "Seed of the order the samples are written in (default 0)", "S" },
+    { "keep-order", 0, 0, G_OPTION_ARG_NONE, &keep_order,
+        "Write the samples in dataset order (one class after another) "
+        "instead of shuffled",
+        NULL },
+    { NULL },
+  };
+  GOptionContext *ctx = g_option_context_new ("- ImageFolder to shards");
+  int status = 1;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_summary (ctx,
+      "Writes the JPEGs of an ImageFolder (labels in torchvision's order) as "
+      "WebDataset\nshards DIR/PREFIX-NNNNNN.tar: KEY.jpg and KEY.cls per "
+      "sample, the files' bytes unchanged.");
+  if (!g_option_context_parse (ctx, &argc, &argv, error))
+    goto out;
+  if (argc > 1) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "unexpected argument \"%s\"", argv[1]);
+    goto out;
+  }
+  if (!input || !output || shard_size < 1) {
+    g_set_error (error, DATASET_ERROR, DATASET_ERROR_FAILED,
+        "shards needs --input and --output, and a --shard-size of 1 or "
+        "more (see \"" PROGRAM " shards --help\")");
+    goto out;
+  }
+  if (prefix == NULL) {
+    char *canonical = g_canonicalize_filename (input, NULL);
+
+    prefix = g_path_get_basename (canonical);
+    g_free (canonical);
+  }
+  if (imagefolder_to_shards (input, output, prefix, (guint)shard_size,
+          (guint64)seed, keep_order, error))
+    status = 0;
+
+out:
+  g_option_context_free (ctx);
+  g_free (input);
+  g_free (output);
+  g_free (prefix);
+  return status;
+}
+
 static void
 usage (FILE *to)
 {
@@ -876,6 +836,8 @@ usage (FILE *to)
       "  " PROGRAM " fashion-mnist --output DIR [--source " FASHION_MNIST_SOURCE
       "]\n"
       "      [--quality 95] [--limit-train N] [--limit-test N] [--jobs N]\n"
+      "  " PROGRAM " shards --input DIR --output DIR [--prefix NAME]\n"
+      "      [--shard-size 1000] [--seed 0] [--keep-order]\n"
       "\n"
       "Turns IDX image/label files (gzip or plain) into an ImageFolder tree\n"
       "of JPEGs: DIR/<label>_<class>/<index>.jpg.  \"" PROGRAM
@@ -912,6 +874,8 @@ main (int argc, char **argv)
     status = cmd_idx (argc - 1, argv + 1, &error);
   } else if (strcmp (cmd, "fashion-mnist") == 0) {
     status = cmd_fashion_mnist (argc - 1, argv + 1, &error);
+  } else if (strcmp (cmd, "shards") == 0) {
+    status = cmd_shards (argc - 1, argv + 1, &error);
   } else {
     fprintf (stderr, PROGRAM ": unknown command \"%s\"\n\n", cmd);
     usage (stderr);
