@@ -490,6 +490,73 @@ GST_START_TEST (test_shuffle_as_webdataset)
 
 GST_END_TEST;
 
+/* In a job of 3 ranks (the launcher's environment) each rank reads shards
+ * of its own, rank r shards r, r + 3, ...: every sample once per epoch
+ * across the job; shard-index/num-shards do the same by hand; fewer shards
+ * than ranks is an error that names both. */
+GST_START_TEST (test_shards_split_across_ranks)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *location = shard_pattern (dir, 7);
+  guint seen[7 * 3] = { 0 }, i;
+  gint rank;
+
+  write_shards (dir, 7, 3);
+  for (rank = 0; rank < 3; rank++) {
+    gchar *props =
+        g_strdup_printf ("seed=2 num-epochs=2 shuffle-buffer-size=4 "
+                         "num-classes=10 shard-index=%d num-shards=3",
+            rank);
+    RunResult *r, *by_hand = run_src (location, props);
+    GstTrainDatasetInfo info;
+
+    fixture_set_launcher (rank, 3);
+    r = run_src (location,
+        "seed=2 num-epochs=2 shuffle-buffer-size=4 "
+        "num-classes=10");
+    fixture_set_launcher (-1, 0);
+    fail_unless (r->error == NULL, "%s", r->error);
+    /* shards r, r + 3, (r + 6): 3 or 2 shards of 3 samples, 2 epochs */
+    fail_unless_equals_int (r->samples->len, 2 * 3 * (rank == 0 ? 3 : 2));
+    for (i = 0; i < r->samples->len; i++) {
+      RunSample *s = run_result_sample (r, i);
+      guint shard = (guint)(s->index >> 32);
+
+      fail_unless_equals_int (shard % 3, rank);
+      fail_unless_equals_uint64 (
+          s->index, run_result_sample (by_hand, i)->index);
+      if (s->epoch == 0)
+        seen[shard * 3 + (s->index & 0xffffffff)]++;
+    }
+    fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
+    fail_unless_equals_int (info.shard_index, rank);
+    fail_unless_equals_int (info.num_shards, 3);
+    gst_train_dataset_info_clear (&info);
+    run_result_free (r);
+    run_result_free (by_hand);
+    g_free (props);
+  }
+  for (i = 0; i < G_N_ELEMENTS (seen); i++)
+    fail_unless_equals_int (seen[i], 1);
+
+  /* 7 shards for 8 ranks */
+  fixture_set_launcher (7, 8);
+  {
+    RunResult *r = run_src (location, "num-classes=10");
+
+    fail_unless (r->error != NULL);
+    fail_unless (strstr (r->error, "names 7 shards for 8 ranks") != NULL, "%s",
+        r->error);
+    run_result_free (r);
+  }
+  fixture_set_launcher (-1, 0);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (location);
+}
+
+GST_END_TEST;
+
 /* Samples with no label, a label that is not a number or is out of range,
  * or no image: each skipped with a warning once per run and counted; with
  * on-error=fail the first is an error. */
@@ -678,6 +745,7 @@ datasetsrc_shards_suite (void)
   tcase_add_test (tc, test_split_and_order);
   tcase_add_test (tc, test_shard_order_unshuffled);
   tcase_add_test (tc, test_shuffle_as_webdataset);
+  tcase_add_test (tc, test_shards_split_across_ranks);
   tcase_add_test (tc, test_bad_samples);
   tcase_add_test (tc, test_truncated_shard);
   tcase_add_test (tc, test_errors_name_the_cause);
