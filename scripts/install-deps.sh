@@ -12,22 +12,32 @@ packages="
   libopenmpi-dev openmpi-bin libcurl4-openssl-dev
   dataset-fashion-mnist graphviz mate-backgrounds
   python3 python3-pil python3-torch python3-torchvision python3-venv
-  python3-matplotlib python3-gi gir1.2-gstreamer-1.0
+  python3-matplotlib python3-gi gir1.2-gstreamer-1.0 python3-pip
 "
+
+# TensorBoard, whose reader the tests check cudatrainsink's event files
+# with, is not a Debian package: from PyPI, into the system Python.
+pip_packages() {
+  /usr/bin/python3 -c "import tensorboard" 2>/dev/null && return 0
+  echo "install-deps: installing tensorboard (pip)"
+  $sudo /usr/bin/python3 -m pip install --break-system-packages -q tensorboard
+}
 
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing="$missing $p"
 done
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ -z "$missing" ]; then
   echo "install-deps: all packages present"
+  pip_packages
   exit 0
 fi
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "install-deps: installing$missing"
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+pip_packages

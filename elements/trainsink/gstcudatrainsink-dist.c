@@ -248,6 +248,15 @@ enum
   ROW_FIELDS
 };
 
+/* The seconds of the interval a rank spent outside the gradients'
+ * reduction: waiting for its batches and in its steps, less the
+ * reduction. */
+static gdouble
+own_time (const gdouble *row)
+{
+  return row[ROW_WAIT] + row[ROW_STEP] - row[ROW_COMM];
+}
+
 gboolean
 gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
 {
@@ -287,8 +296,15 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   global->wait_seconds = global->comm_seconds = 0;
   global->step_seconds = global->busy_seconds = 0;
   sink->global_epoch_samples = 0;
+  global->slowest_rank = 0;
   for (r = 0; r < size; r++) {
     row = rows + (gsize)r * ROW_FIELDS;
+    /* the rank the others waited for in the reduction spent the most time
+     * outside it, waiting for data or computing */
+    if (r > 0
+        && own_time (row)
+            > own_time (rows + (gsize)global->slowest_rank * ROW_FIELDS))
+      global->slowest_rank = r;
     global->images += (guint64)row[ROW_IMAGES];
     global->fresh_images += (guint64)row[ROW_FRESH];
     global->interval_images += (guint64)row[ROW_INTERVAL_IMAGES];

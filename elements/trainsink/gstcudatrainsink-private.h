@@ -11,7 +11,9 @@
  *   gstcudatrainsink-dist.c     its part in a data-parallel job: joining,
  *                               agreeing to start, gathering, leaving, the
  *                               error watchdog
- *   gstcudatrainsink-report.c   the messages it posts and the metrics file
+ *   gstcudatrainsink-report.c   the messages it posts, the metrics file
+ *                               and the TensorBoard event file (through
+ *                               tb-writer.c)
  *
  * The element calls steps, trainer (the resume query), dist and report;
  * steps calls trainer, dist and report; trainer calls dist and report;
@@ -31,6 +33,8 @@ GST_DEBUG_CATEGORY_EXTERN (gst_cuda_train_sink_debug);
 
 /* The metrics file: JSON lines appended (gstcudatrainsink-report.c). */
 typedef struct _GstTrainMetrics GstTrainMetrics;
+/* A TensorBoard event file (tb-writer.h). */
+typedef struct _TbWriter TbWriter;
 
 /* A batch buffer (a ref) with its two memories mapped, and the GtBatch
  * that points into them; all zero when nothing is mapped. */
@@ -71,7 +75,9 @@ struct _GstCudaTrainSink
   /* set by the "stop" action signal, from any thread; read by the
    * streaming thread (g_atomic_int) */
   gint stop_requested;
-  GstTrainMetrics *metrics; /* metrics-location, open from start to stop */
+  GstTrainMetrics *metrics;    /* metrics-location, open from start to stop */
+  TbWriter *tensorboard;       /* tensorboard-logdir's file, the same */
+  gboolean tensorboard_warned; /* a write failed this run, and said so */
   TrainStats stats;
   /* @stats of every rank as the last gather made them (summed, or the
    * slowest rank's), and the samples in an epoch of all the ranks' shards:
@@ -234,22 +240,27 @@ void gst_cuda_train_sink_watchdog_disarm (GstCudaTrainSink *sink);
 
 /* ---- gstcudatrainsink-report.c ---- */
 
-/* Opens @path to append JSON lines to; NULL with @error set when it cannot
- * be opened. */
-GstTrainMetrics *gst_train_metrics_open (const gchar *path, GError **error);
+/* At start, on rank 0: opens metrics-location, and makes tensorboard-logdir
+ * and a new event file in it; FALSE with an error posted (naming the path)
+ * when either cannot be written, and neither left open. */
+gboolean gst_cuda_train_sink_report_start (GstCudaTrainSink *sink);
+/* The trainer is made (and resumed): in train mode, the event file says
+ * that the run goes on from the trainer's step, so that TensorBoard shows
+ * one series across resumes. */
+void gst_cuda_train_sink_report_run_begins (GstCudaTrainSink *sink);
+/* At stop: closes both files. */
+void gst_cuda_train_sink_report_stop (GstCudaTrainSink *sink);
 /* Appends @s as a JSON line, {"type": NAME, fields}, and flushes it, so
  * that a reader sees whole lines while the run goes on; nothing when
  * @metrics is NULL (no metrics-location, or not rank 0). */
 void gst_train_metrics_write (GstTrainMetrics *metrics, const GstStructure *s);
-/* Closes the file. */
-void gst_train_metrics_close (GstTrainMetrics *metrics);
 
 /* Posts the train-stats message of the interval that ends now, from the
  * counts of every rank as the caller just gathered them, and writes it to
- * the metrics; starts the next interval. */
+ * the metrics and the event file; starts the next interval. */
 void gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink);
 /* Posts the eval-result message of an eval run and writes it to the
- * metrics. */
+ * metrics and the event file. */
 void gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink);
 
 G_END_DECLS

@@ -58,6 +58,7 @@ enum
   PROP_MAX_STEPS,
   PROP_STATS_INTERVAL,
   PROP_METRICS_LOCATION,
+  PROP_TENSORBOARD_LOGDIR,
   PROP_NUM_THREADS,
   PROP_SNAPSHOT_INTERVAL,
   PROP_SNAPSHOT_LOCATION,
@@ -97,6 +98,7 @@ static const gsize settings_offsets[N_PROPERTIES] = {
   [PROP_MAX_STEPS] = FIELD (max_steps),
   [PROP_STATS_INTERVAL] = FIELD (stats_interval),
   [PROP_METRICS_LOCATION] = FIELD (metrics_location),
+  [PROP_TENSORBOARD_LOGDIR] = FIELD (tensorboard_logdir),
   [PROP_NUM_THREADS] = FIELD (num_threads),
   [PROP_SNAPSHOT_INTERVAL] = FIELD (snapshot_interval),
   [PROP_SNAPSHOT_LOCATION] = FIELD (snapshot_location),
@@ -214,6 +216,15 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       g_param_spec_string ("metrics-location", "Metrics location",
           "File the train-stats (and eval-result) fields are appended to as "
           "JSON lines; NULL: none",
+          NULL, flags);
+  properties[PROP_TENSORBOARD_LOGDIR] =
+      g_param_spec_string ("tensorboard-logdir", "TensorBoard log folder",
+          "Folder (made if missing) where a TensorBoard event file "
+          "(events.out.tfevents.TIME.HOST.PID) gets the train-stats and "
+          "eval-result numbers as scalars, the step as x, written at every "
+          "stats interval; a resumed run adds a file there and TensorBoard "
+          "shows one series (tensorboard --logdir on this folder or its "
+          "parent); rank 0 writes; NULL: none",
           NULL, flags);
   properties[PROP_NUM_THREADS] = g_param_spec_int ("num-threads",
       "Number of threads", "CPU backend threads (0: one per online CPU)", 0,
@@ -402,6 +413,7 @@ gst_cuda_train_sink_settings_copy (
   dst->checkpoint_location = g_strdup (src->checkpoint_location);
   dst->resume_from = g_strdup (src->resume_from);
   dst->metrics_location = g_strdup (src->metrics_location);
+  dst->tensorboard_logdir = g_strdup (src->tensorboard_logdir);
   dst->snapshot_location = g_strdup (src->snapshot_location);
 }
 
@@ -413,6 +425,7 @@ gst_cuda_train_sink_settings_clear (GstCudaTrainSinkSettings *settings)
   g_clear_pointer (&settings->checkpoint_location, g_free);
   g_clear_pointer (&settings->resume_from, g_free);
   g_clear_pointer (&settings->metrics_location, g_free);
+  g_clear_pointer (&settings->tensorboard_logdir, g_free);
   g_clear_pointer (&settings->snapshot_location, g_free);
 }
 

@@ -38,6 +38,7 @@ typedef struct
   guint64 max_steps;
   guint stats_interval;
   gchar *metrics_location;
+  gchar *tensorboard_logdir;
   gint num_threads;
   guint64 snapshot_interval;
   gchar *snapshot_location;

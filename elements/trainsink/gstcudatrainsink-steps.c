@@ -158,6 +158,9 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   step.fresh = fresh;
   step.loss = result.loss;
   step.lr = result.lr;
+  step.correct_top1 = (guint)MAX (0, result.correct_top1);
+  step.correct_top5 = (guint)MAX (0, result.correct_top5);
+  step.scored = (guint64)MAX (0, result.global_samples);
   step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
   step.busy = result.busy_seconds;
   step.comm = result.comm_seconds;
@@ -313,6 +316,7 @@ gst_cuda_train_sink_start_run (GstCudaTrainSink *sink, gint64 arrival)
           gst_message_new_eos (GST_OBJECT_CAST (sink)));
       return GST_FLOW_EOS;
   }
+  gst_cuda_train_sink_report_run_begins (sink);
   train_stats_begin_interval (&sink->stats, arrival);
   return GST_FLOW_OK;
 }

@@ -25,6 +25,9 @@
  *   size, else 0)
  * - `loss` (gdouble): mean training loss over the interval
  * - `lr` (gdouble): the learning rate of the last step
+ * - `top1`, `top5` (gdouble): the share of the interval's images whose
+ *   label was the model's first guess, or among its first five, in the
+ *   training step (before the step's update, augmented, as trained on)
  * - `images`, `fresh-images` (guint64): images trained on so far, and how
  *   many of them were fresh (not echo repeats), in this run
  * - `images-per-second`, `fresh-images-per-second` (gdouble): over the
@@ -41,6 +44,9 @@
  * - `comm-time` (gdouble): seconds of the interval the steps spent
  *   averaging the gradients over the ranks, waiting there for the slowest
  *   rank included (on the GPU: waiting for the reduction), 0 alone
+ * - `slowest-rank` (gint): the rank the others waited for over the
+ *   interval: the one that spent the most time outside the reduction
+ *   (waiting for data and computing); 0 alone
  * - `rank`, `world-size` (gint): the rank that posted the message, and how
  *   many there are (0 and 1 alone)
  * - `compute` (gchararray): what the trainer runs on: on the CPU the BLAS,
@@ -56,13 +62,40 @@
  *
  * In a data-parallel job the statistics are the job's: `images` and
  * `fresh-images` (and the per-second rates) summed over the ranks, `epoch`
- * over all the shards, `loss` over every rank's batches, and
+ * over all the shards, `loss`, `top1` and `top5` over every rank's
+ * batches, and
  * `data-wait-fraction`, `comm-time`, `step-time` and `busy-time` the
  * slowest rank's; the memory fractions are the posting rank's own.
  *
  * With @mode=eval it posts an `eval-result` element message at EOS (and
  * writes it as a JSON line): `loss` (gdouble, mean), `top1`, `top5`
  * (gdouble, fractions) and `images` (guint64).
+ *
+ * ## TensorBoard
+ *
+ * With @tensorboard-logdir the same numbers go to a TensorBoard event file
+ * in that folder (made if missing), `events.out.tfevents.TIME.HOST.PID`,
+ * as scalars with the step as x, written at each train-stats (so that a
+ * running `tensorboard --logdir` shows the run live) and at the
+ * eval-result: `train/loss`, `train/lr`, `train/top1`, `train/top5`,
+ * `train/epoch`, `speed/images_per_second`,
+ * `speed/fresh_images_per_second`, `time/step_time`, `time/busy_time`,
+ * `time/data_wait_fraction`; `echo/factor` once an echo repeat was
+ * trained on (the sink sees echo only through its repeats); in a
+ * data-parallel job `dist/comm_time` and `dist/slowest_rank` (rank 0
+ * writes); and from an evaluation `eval/loss`, `eval/top1`, `eval/top5`
+ * at the step of the checkpoint evaluated. Point an evaluation at its
+ * training run's folder and TensorBoard shows both together. Each run
+ * writes a new file, which starts by saying at which step the run
+ * (re)starts (a SessionLog START event, as PyTorch's
+ * `SummaryWriter(purge_step=)` writes it): a run resumed from a checkpoint
+ * continues the curves of the runs before it in the same folder, and
+ * TensorBoard drops what an earlier run wrote after that checkpoint, so
+ * that each step shows once. A fresh run (step 0) in a folder that holds
+ * another replaces it. A folder that cannot be made or written is an
+ * error at start; a write that fails later (a full disk) is one warning,
+ * training goes on, the file keeps its whole records, and later reports
+ * are written again once there is room.
  *
  * Checkpoints (safetensors, written atomically; see the trainer's docs)
  * go to @checkpoint-location every @checkpoint-interval steps and at the
@@ -260,14 +293,15 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "the CPU. Takes other/tensors of types uint8,int32 and dimensions "
       "C:W:H:N,N (N uint8 NHWC images, C 1 or 3, and N int32 labels), as "
       "batcher makes them. Posts element messages: train-stats every "
-      "stats-interval steps and at the end (step, epoch, loss, lr, images, "
-      "fresh-images, images-per-second, fresh-images-per-second, "
-      "echo-factor, step-time, busy-time, data-wait-fraction, "
-      "sink-memory-fraction, pinned-fraction, comm-time, rank, world-size, "
-      "compute, time), and with "
+      "stats-interval steps and at the end (step, epoch, loss, lr, top1, "
+      "top5, images, fresh-images, images-per-second, "
+      "fresh-images-per-second, echo-factor, step-time, busy-time, "
+      "data-wait-fraction, sink-memory-fraction, pinned-fraction, comm-time, "
+      "slowest-rank, rank, world-size, compute, time), and with "
       "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
       "also appended to metrics-location as JSON lines, with a snapshot "
-      "line for each snapshot (mark, fresh-images, images, step, time). "
+      "line for each snapshot (mark, fresh-images, images, step, time), "
+      "and written as TensorBoard scalars to tensorboard-logdir. "
       "Action signal stop: finish the step in flight, write the final "
       "statistics and checkpoint, and post EOS. Data-parallel under mpirun "
       "or srun (distributed): one model over the ranks, gradients averaged "
@@ -469,7 +503,6 @@ gst_cuda_train_sink_start (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
   const GstCudaTrainSinkSettings *s = &sink->settings;
-  GError *error = NULL;
 
   /* a start that failed left its copy behind: stop was not called */
   gst_cuda_train_sink_settings_clear (&sink->settings);
@@ -502,20 +535,12 @@ gst_cuda_train_sink_start (GstBaseSink *base)
     return FALSE;
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   gst_cuda_train_sink_steps_reset (sink);
-  /* data-parallel: rank 0 writes the job's metrics */
-  if (s->metrics_location && sink->rank == 0) {
-    sink->metrics = gst_train_metrics_open (s->metrics_location, &error);
-    if (sink->metrics == NULL) {
-      GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
-          ("Could not open metrics file \"%s\": %s.", s->metrics_location,
-              error->message),
-          (NULL));
-      g_error_free (error);
-      gst_cuda_train_sink_dist_stop (sink);
-      gst_cuda_train_sink_watchdog_disarm (sink);
-      g_clear_pointer (&sink->comm, gt_comm_free);
-      return FALSE;
-    }
+  /* the metrics and TensorBoard files (rank 0's) */
+  if (!gst_cuda_train_sink_report_start (sink)) {
+    gst_cuda_train_sink_dist_stop (sink);
+    gst_cuda_train_sink_watchdog_disarm (sink);
+    g_clear_pointer (&sink->comm, gt_comm_free);
+    return FALSE;
   }
   if (gst_debug_category_get_threshold (GST_CAT_DEFAULT) >= GST_LEVEL_INFO) {
     gchar *text = gst_cuda_train_sink_settings_describe (s);
@@ -548,7 +573,7 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   g_clear_pointer (&sink->trainer, gt_trainer_free);
   g_clear_pointer (&sink->comm, gt_comm_free);
   g_clear_pointer (&sink->compute, g_free);
-  g_clear_pointer (&sink->metrics, gst_train_metrics_close);
+  gst_cuda_train_sink_report_stop (sink);
   gst_cuda_train_sink_settings_clear (&sink->settings);
   if (sink->have_dataset)
     gst_train_dataset_info_clear (&sink->dataset);

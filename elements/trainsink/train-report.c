@@ -23,6 +23,7 @@ train_stats_begin_interval (TrainStats *stats, gint64 now)
   stats->step_seconds = stats->busy_seconds = stats->wait_seconds = 0;
   stats->comm_seconds = 0;
   stats->sink_memory_steps = stats->pinned_steps = 0;
+  stats->correct_top1 = stats->correct_top5 = stats->scored_images = 0;
 }
 
 void
@@ -53,6 +54,9 @@ train_stats_add_step (TrainStats *stats, const TrainStepStats *step)
   stats->comm_seconds += step->comm;
   stats->sink_memory_steps += step->in_sink_memory ? 1 : 0;
   stats->pinned_steps += step->pinned ? 1 : 0;
+  stats->correct_top1 += step->correct_top1;
+  stats->correct_top5 += step->correct_top5;
+  stats->scored_images += step->scored;
 }
 
 gdouble
@@ -82,6 +86,12 @@ train_stats_take_report (TrainStats *stats, guint64 epoch_samples, gint64 now,
   report->epoch = train_stats_epoch (stats, epoch_samples);
   report->loss = stats->loss_sum / steps;
   report->lr = stats->lr;
+  report->top1 = stats->scored_images
+      ? (gdouble)stats->correct_top1 / stats->scored_images
+      : 0.0;
+  report->top5 = stats->scored_images
+      ? (gdouble)stats->correct_top5 / stats->scored_images
+      : 0.0;
   report->images = stats->images;
   report->fresh_images = stats->fresh_images;
   report->images_per_second = stats->interval_images / wall;
@@ -94,6 +104,7 @@ train_stats_take_report (TrainStats *stats, guint64 epoch_samples, gint64 now,
   report->pinned_fraction = (gdouble)stats->pinned_steps / steps;
   report->data_wait_fraction = MIN (1.0, stats->wait_seconds / wall);
   report->comm_time = stats->comm_seconds;
+  report->slowest_rank = stats->slowest_rank;
   report->time = train_stats_elapsed (stats, now);
   train_stats_begin_interval (stats, now);
 }

@@ -38,6 +38,15 @@ typedef struct
   gdouble comm_seconds;    /* data-parallel: reducing, or waiting for it */
   guint sink_memory_steps; /* batches whose images were in the sink's pool */
   guint pinned_steps;      /* ... in page-locked memory */
+  /* images whose label was the top prediction, or among the top five, and
+   * the images they are out of (in a job, every rank's: the trainer adds
+   * them up in the step) */
+  guint64 correct_top1;
+  guint64 correct_top5;
+  guint64 scored_images;
+  /* data-parallel: the rank the others waited for over the interval, as
+   * the last gather found it (gstcudatrainsink-dist.c); 0 alone */
+  gint slowest_rank;
 } TrainStats;
 
 /* The fields of a train-stats report, as cudatrainsink documents them
@@ -47,6 +56,8 @@ typedef struct
   gdouble epoch;
   gdouble loss;
   gdouble lr;
+  gdouble top1;
+  gdouble top5;
   guint64 images;
   guint64 fresh_images;
   gdouble images_per_second;
@@ -58,6 +69,7 @@ typedef struct
   gdouble pinned_fraction;
   gdouble data_wait_fraction;
   gdouble comm_time;
+  gint slowest_rank;
   gdouble time;
 } TrainStatsReport;
 
@@ -71,15 +83,20 @@ void train_stats_add_wait (TrainStats *stats, gint64 now);
 /* The sink handed a batch back at @now. */
 void train_stats_batch_done (TrainStats *stats, gint64 now);
 /* A step is done: its @images (@fresh of them not repeats), @loss and
- * @lr, the @seconds from its start to its end, the @busy seconds the
- * trainer says it computed, the @comm seconds it spent on the ranks'
- * reduction, and where its images were. */
+ * @lr, how many of the @scored images (every rank's in a job) had their
+ * label first (@correct_top1) or in the top five (@correct_top5), the
+ * @seconds from its start to its end, the @busy seconds the trainer says
+ * it computed, the @comm seconds it spent on the ranks' reduction, and
+ * where its images were. */
 typedef struct
 {
   guint images;
   guint fresh;
   gdouble loss;
   gdouble lr;
+  guint correct_top1;
+  guint correct_top5;
+  guint64 scored;
   gdouble seconds;
   gdouble busy;
   gdouble comm;
