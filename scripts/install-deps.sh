@@ -16,11 +16,14 @@ packages="
 "
 
 # TensorBoard, whose reader the tests check cudatrainsink's event files
-# with, is not a Debian package: from PyPI, into the system Python.
+# with, and webdataset, which reads and writes the tests' shards, are not
+# Debian packages: from PyPI, into the system Python.
 pip_packages() {
-  /usr/bin/python3 -c "import tensorboard" 2>/dev/null && return 0
-  echo "install-deps: installing tensorboard (pip)"
-  $sudo /usr/bin/python3 -m pip install --break-system-packages -q tensorboard
+  for module in tensorboard webdataset; do
+    /usr/bin/python3 -c "import $module" 2>/dev/null && continue
+    echo "install-deps: installing $module (pip)"
+    $sudo /usr/bin/python3 -m pip install --break-system-packages -q "$module"
+  done
 }
 
 missing=""

@@ -25,9 +25,7 @@ gst_dataset_src_shard_item_free (gpointer data)
   g_free (item);
 }
 
-/* Posts an error for @error of the shard pieces (a shard missing, a
- * transfer that failed) and returns what create() returns for it. */
-static GstFlowReturn
+GstFlowReturn
 gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error)
 {
   GstFlowReturn ret = GST_FLOW_ERROR;
@@ -365,6 +363,16 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
     if (sh->done)
       return GST_FLOW_EOS;
     if (sh->epoch < 0 || (sh->input_done && sh->buffer.items->len == 0)) {
+      if (sh->epoch >= 0 && sh->epoch_emitted == 0) {
+        /* another epoch would find nothing either */
+        GST_ELEMENT_ERROR (src, RESOURCE, READ,
+            ("The %u shard%s of \"%s\" read by shard %u of %u hold no good "
+             "sample.",
+                sh->n_mine, sh->n_mine == 1 ? "" : "s", s->location,
+                s->shard_index, s->num_shards),
+            (NULL));
+        return GST_FLOW_ERROR;
+      }
       if (!gst_dataset_src_shards_enter_epoch (s, sh, sh->epoch + 1)) {
         GST_DEBUG_OBJECT (src, "all epochs read, EOS");
         sh->done = TRUE;

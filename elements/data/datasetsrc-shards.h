@@ -70,6 +70,11 @@ gboolean gst_dataset_src_shards_enter_epoch (
 GstFlowReturn gst_dataset_src_shards_open (
     GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal);
 
+/* Posts an error for @error of the shard pieces (a shard missing, a
+ * transfer that failed; a flush posts nothing) and returns what create()
+ * returns for it. Takes @error. */
+GstFlowReturn gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error);
+
 /* What is wrong with @sample, as a new string in *@why (returned too), or
  * NULL when it is a good one: an image, a label below @num_classes. */
 const gchar *gst_dataset_src_shard_check (

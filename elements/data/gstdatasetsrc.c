@@ -79,7 +79,15 @@
  * shuffle buffer needs, and the answer, when there is one, replaces
  * @start-position. So `cudatrainsink resume-from=` alone starts the source
  * where the checkpoint stopped. The position counts samples pushed: a file
- * skipped as unreadable before it (on-error=skip) shifts it by one.
+ * skipped as unreadable before it (on-error=skip) shifts it by one. On
+ * shards the source finds the place without reading an image before it:
+ * it counts the good samples of the shards the place needs from their tar
+ * headers (a local shard is read header by header, seeking over the
+ * images; over HTTP a shard is fetched all the same), replays the shard
+ * orders and the shuffle buffer's draws up to the place, then goes on from
+ * the middle of the current shard and reads the samples the buffer held
+ * one by one (a seek, or an HTTP range request) as they go out. A place
+ * past epoch 0 counts every shard of the rank (the size of an epoch).
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the

@@ -13,8 +13,11 @@
 
 #define BLOCK 512
 /* what the reader keeps in hand: headers and small members come from it,
- * large members are read straight into their own memory */
+ * large members are read straight into their own memory; when it passes
+ * over images (a count), little more than a sample's headers and label,
+ * so that it reads no more than those */
 #define BUFFER_SIZE (64 * 1024)
+#define SCAN_BUFFER_SIZE (4 * BLOCK)
 /* a long name or a PAX header larger than this is damage */
 #define MAX_META_SIZE (1024 * 1024)
 /* image memory grows as its data arrives, so that a header that claims a
@@ -36,7 +39,7 @@ struct _GstTrainShardReader
   gpointer source;
   gboolean read_images;
   guint8 *buffer;
-  gsize buffer_pos, buffer_len;
+  gsize buffer_size, buffer_pos, buffer_len;
   gboolean source_ended;
   guint64 offset;  /* of the next byte the parser takes */
   guint64 ordinal; /* of the next new key */
@@ -58,7 +61,8 @@ gst_train_shard_reader_new (const GstTrainShardSourceFuncs *funcs,
   reader->funcs = funcs;
   reader->source = source;
   reader->read_images = read_images;
-  reader->buffer = g_malloc (BUFFER_SIZE);
+  reader->buffer_size = read_images ? BUFFER_SIZE : SCAN_BUFFER_SIZE;
+  reader->buffer = g_malloc (reader->buffer_size);
   reader->offset = offset;
   reader->ordinal = ordinal;
   reader->state = 1;
@@ -118,13 +122,13 @@ shard_take (GstTrainShardReader *r, guint8 *data, guint64 size)
         r->source_ended = TRUE;
       break;
     }
-    if (data != NULL && size - done >= BUFFER_SIZE) {
+    if (data != NULL && size - done >= r->buffer_size) {
       got = r->funcs->read (r->source, data + done, size - done, &r->error);
       if (got > 0)
         done += got;
     } else {
       r->buffer_pos = r->buffer_len = 0;
-      got = r->funcs->read (r->source, r->buffer, BUFFER_SIZE, &r->error);
+      got = r->funcs->read (r->source, r->buffer, r->buffer_size, &r->error);
       if (got > 0)
         r->buffer_len = got;
     }
@@ -380,6 +384,7 @@ shard_read_header (GstTrainShardReader *r, ShardMember *m)
 {
   gchar *long_name = NULL;
   guint64 long_size = G_MAXUINT64;
+  guint64 chain_at = r->offset; /* the first of the headers */
   guint8 header[BLOCK];
 
   for (;;) {
@@ -404,7 +409,7 @@ shard_read_header (GstTrainShardReader *r, ShardMember *m)
       shard_damaged (r, at, "not a tar header (checksum)");
       break;
     }
-    m->at = at;
+    m->at = chain_at;
     m->type = header[156];
     if (long_size != G_MAXUINT64)
       m->size = long_size;

@@ -53,7 +53,8 @@ typedef struct
 {
   gchar *key;
   /* its place among the shard's samples (from 0, every key counted, bad
-   * ones too), and the offset of its first member's header */
+   * ones too), and the offset of its first member's header (of the PAX or
+   * GNU header before it, if any): a reader started there reads it */
   guint64 ordinal;
   guint64 offset;
   /* the image member ("jpg" or "jpeg"): its name (NULL when the sample

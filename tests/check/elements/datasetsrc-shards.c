@@ -666,6 +666,115 @@ GST_START_TEST (test_truncated_shard)
 
 GST_END_TEST;
 
+/* Whether samples @a[from..] and @b[0..] are the same: meta and bytes. */
+static void
+expect_tail (RunResult *whole, guint from, RunResult *tail)
+{
+  guint i;
+
+  fail_unless (tail->error == NULL, "%s", tail->error);
+  fail_unless_equals_int (tail->samples->len, whole->samples->len - from);
+  for (i = 0; i < tail->samples->len; i++) {
+    RunSample *a = run_result_sample (whole, from + i);
+    RunSample *b = run_result_sample (tail, i);
+    GstBuffer *x = gst_sample_get_buffer (a->sample);
+    GstBuffer *y = gst_sample_get_buffer (b->sample);
+    GstMapInfo mx, my;
+
+    fail_unless_equals_uint64 (a->index, b->index);
+    fail_unless_equals_int (a->epoch, b->epoch);
+    fail_unless_equals_int (a->label, b->label);
+    fail_unless_equals_string (a->location, b->location);
+    fail_unless (gst_buffer_map (x, &mx, GST_MAP_READ));
+    fail_unless (gst_buffer_map (y, &my, GST_MAP_READ));
+    fail_unless (mx.size == my.size && memcmp (mx.data, my.data, mx.size) == 0,
+        "sample %u from %u: other bytes", i, from);
+    gst_buffer_unmap (x, &mx);
+    gst_buffer_unmap (y, &my);
+  }
+}
+
+/* Overwrites the image data of the member @location names
+ * ("SHARD#MEMBER"), keeping its size. */
+static void
+spoil_image (const gchar *location)
+{
+  gchar **parts = g_strsplit (location, "#", 2);
+  gchar *contents;
+  gsize length, at;
+  guint64 size;
+
+  fail_unless (g_file_get_contents (parts[0], &contents, &length, NULL));
+  for (at = 0; at + 512 <= length; at += 512)
+    if (strcmp (contents + at, parts[1]) == 0)
+      break;
+  fail_unless (at + 512 <= length, "%s not found", location);
+  size = g_ascii_strtoull (contents + at + 124, NULL, 8);
+  memset (contents + at + 512, 0x55, size);
+  fixture_write_file (parts[0], (const guint8 *)contents, length);
+  g_free (contents);
+  g_strfreev (parts);
+}
+
+/* start-position, within an epoch, at a shard's end, across epochs, past
+ * the end: the same samples as the tail of the whole run, bytes and meta,
+ * bad samples and all; the images before the place are not read (spoiled,
+ * they go unnoticed). */
+GST_START_TEST (test_start_position)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *extra = g_strdup_printf ("%s/extra.tar", dir);
+  gchar *location = g_strdup_printf ("%s/shard-{000..003}.tar %s", dir, extra);
+  const gchar *common = "seed=4 shuffle-buffer-size=3 num-classes=10";
+  GByteArray *tar = g_byte_array_new ();
+  guint starts[] = { 1, 4, 7, 11, 22, 25, 49, 66 }, i;
+  RunResult *whole, *tail;
+  gchar *props;
+
+  write_shards (dir, 4, 5);
+  tar_sample (tar, "e0", 1, "1");
+  tar_sample (tar, "e1", 2, "x");
+  tar_sample (tar, "e2", 3, "2");
+  tar_finish (tar);
+  fixture_write_file (extra, tar->data, tar->len);
+
+  props = g_strdup_printf ("%s num-epochs=3", common);
+  whole = run_src (location, props);
+  g_free (props);
+  fail_unless (whole->error == NULL, "%s", whole->error);
+  fail_unless_equals_int (whole->samples->len, 3 * 22);
+  for (i = 0; i < G_N_ELEMENTS (starts); i++) {
+    props = g_strdup_printf (
+        "%s num-epochs=3 start-position=%u", common, starts[i]);
+    tail = run_src (location, props);
+    expect_tail (whole, starts[i], tail);
+    run_result_free (tail);
+    g_free (props);
+  }
+  run_result_free (whole);
+
+  /* one epoch, shard order: the images before sample 13 spoiled */
+  props = g_strdup_printf ("%s shuffle=false", common);
+  whole = run_src (location, props);
+  g_free (props);
+  for (i = 0; i < 13; i++)
+    spoil_image (run_result_sample (whole, i)->location);
+  props = g_strdup_printf ("%s shuffle=false start-position=13", common);
+  tail = run_src (location, props);
+  expect_tail (whole, 13, tail);
+  run_result_free (tail);
+  g_free (props);
+  run_result_free (whole);
+
+  g_byte_array_unref (tar);
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (extra);
+  g_free (location);
+}
+
+GST_END_TEST;
+
 static void
 expect_error (const gchar *location, const gchar *props, const gchar *part1,
     const gchar *part2)
@@ -748,6 +857,7 @@ datasetsrc_shards_suite (void)
   tcase_add_test (tc, test_shards_split_across_ranks);
   tcase_add_test (tc, test_bad_samples);
   tcase_add_test (tc, test_truncated_shard);
+  tcase_add_test (tc, test_start_position);
   tcase_add_test (tc, test_errors_name_the_cause);
   tcase_add_test (tc, test_stop_mid_stream);
   return s;
