@@ -10,7 +10,7 @@
 # On the GPU when one is usable (resnet50, 224x224, bf16), else on the CPU
 # (resnet20, 32x32). Outputs in build-release/demo/: the checkpoint
 # (MODEL.safetensors, loads into torchvision), metrics.jsonl, loss.png,
-# pipeline.png, summary.json.
+# tensorboard/ (tensorboard --logdir), pipeline.png, summary.json.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -55,7 +55,7 @@ build-release/pipelines/gst-train --dot-dir "$out/dots" \
   ! cudatrainsink model=$model device=$device precision=$precision lr=0.1 \
       warmup-steps=50 total-steps="$steps" max-steps="$steps" stats-interval=25 \
       checkpoint-interval=200 checkpoint-location="$checkpoint" \
-      metrics-location="$out/metrics.jsonl"
+      metrics-location="$out/metrics.jsonl" tensorboard-logdir="$out/tensorboard"
 
 echo "demo: evaluating on $data/test (10,000 images) ..."
 build-release/pipelines/gst-train --summary "$out/eval.json" \
@@ -64,7 +64,7 @@ build-release/pipelines/gst-train --summary "$out/eval.json" \
   ! augment width=$size height=$size crop=resize \
   ! batcher batch-size=256 drop-remainder=false \
   ! cudatrainsink mode=eval model=$model device=$device precision=$precision \
-      resume-from="$checkpoint"
+      resume-from="$checkpoint" tensorboard-logdir="$out/tensorboard"
 
 /usr/bin/python3 pipelines/plot-metrics.py "$out/metrics.jsonl" "$out/loss.png" \
   "$model on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'
@@ -75,3 +75,4 @@ dump=$(ls "$out"/dots/*-eos.dot 2>/dev/null | head -1)
 dot -Tpng "$dump" -o "$out/pipeline.png"
 echo "demo: the pipeline as it ran: $out/pipeline.png (from $dump)"
 echo "demo: loss curve: $out/loss.png; checkpoint: $checkpoint"
+echo "demo: in TensorBoard: tensorboard --logdir $out/tensorboard"

@@ -90,6 +90,7 @@ main (int argc, char **argv)
   g_autofree gchar *summary = NULL;
   g_autofree gchar *launch = NULL;
   g_autofree gchar *resume = NULL;
+  g_autofree gchar *tensorboard = NULL;
   gboolean quiet = FALSE;
   GOptionEntry entries[] = {
     { "file", 'f', 0, G_OPTION_ARG_FILENAME, &file,
@@ -107,6 +108,11 @@ main (int argc, char **argv)
         "resume-from): with the same pipeline and seeds, training goes on "
         "exactly where CKPT stopped, the source starting there",
         "CKPT" },
+    { "tensorboard", 0, 0, G_OPTION_ARG_FILENAME, &tensorboard,
+        "Write TensorBoard event files to DIR (every cudatrainsink's "
+        "tensorboard-logdir; with several, DIR/NAME each): tensorboard "
+        "--logdir DIR shows the run live",
+        "DIR" },
     { NULL },
   };
   GOptionContext *context;
@@ -203,6 +209,20 @@ main (int argc, char **argv)
   }
   for (l = app.sinks; resume != NULL && l != NULL; l = l->next)
     g_object_set (l->data, "resume-from", resume, NULL);
+  if (tensorboard != NULL && app.sinks == NULL) {
+    g_printerr ("%sgst-train: --tensorboard: the pipeline has no %s\n",
+        app.rank_prefix, TRAIN_SINK_FACTORY);
+    gst_object_unref (app.pipeline);
+    return 2;
+  }
+  for (l = app.sinks; tensorboard != NULL && l != NULL; l = l->next) {
+    /* several sinks: a run each, as TensorBoard shows folders */
+    g_autofree gchar *dir = app.sinks->next
+        ? g_build_filename (tensorboard, GST_OBJECT_NAME (l->data), NULL)
+        : g_strdup (tensorboard);
+
+    g_object_set (l->data, "tensorboard-logdir", dir, NULL);
+  }
   progress_init (&app.progress, app.sinks, quiet, start);
   app.loop = g_main_loop_new (NULL, FALSE);
   bus = gst_element_get_bus (app.pipeline);

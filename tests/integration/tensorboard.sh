@@ -9,14 +9,16 @@
 #   once echo repeats; a folder that cannot be made or written is an error
 #   at start that names it, before any training; a disk that fills during
 #   the run is one warning, training goes on to the end, and the file keeps
-#   what it had, readable. The 2-rank job: dist-tensorboard.sh.
+#   what it had, readable; gst-train --tensorboard sets the property. The
+#   2-rank job: dist-tensorboard.sh.
 # The read-only and the full disk are small tmpfs mounts in a private mount
 # namespace (unshare: root, as CI runs), gone when the namespace ends.
-# Usage: tensorboard.sh DATASET-TOOL
+# Usage: tensorboard.sh DATASET-TOOL GST-TRAIN
 set -eu
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 fashion_mnist_slice "$1" tensorboard 64 16
+app=$2
 
 line="datasetsrc location=$work/fm/train seed=3 num-epochs=-1 ! imagedec
   ! augment width=16 height=16 ! batcher batch-size=8
@@ -66,6 +68,13 @@ train max-steps=6 tensorboard-logdir="$runs/b" metrics-location="$work/b3.jsonl"
   resume-from="$work/b4.safetensors"
 check "$runs/b" --files 3 --run "$work/b1.jsonl@1" --run "$work/b2.jsonl@5" \
   --run "$work/b3.jsonl@5" --steps 2,4,6
+
+# -- gst-train --tensorboard DIR: the same, through the application
+# shellcheck disable=SC2086
+"$app" -q --tensorboard "$runs/app" $line max-steps=4 \
+  metrics-location="$work/app.jsonl" >"$work/log" 2>&1 || {
+  cat "$work/log"; fail "gst-train --tensorboard"; }
+check "$runs/app" --files 1 --run "$work/app.jsonl@1" --steps 2,4
 
 # -- echo: its factor too
 line="datasetsrc location=$work/fm/train seed=3 num-epochs=-1 ! imagedec
