@@ -1,4 +1,5 @@
-/* train-meta.c: GstTrainSampleMeta and the dataset-info tags. */
+/* train-meta.c: GstTrainSampleMeta and the dataset-info tags, the resume
+ * query, the region meta, and the one error line of a failed start. */
 #include "train-meta.h"
 
 #include <string.h>
@@ -444,4 +445,44 @@ gst_buffer_add_train_region_meta (GstBuffer *buffer, gint full_width,
   meta->full_height = full_height;
   meta->region = *region;
   return meta;
+}
+
+/* The state change (its state and next state) in which @element posted an
+ * error of its own, plus one; 0 for none. */
+#define ERROR_IN_STATE_CHANGE "gst-train-error-in-state-change"
+
+gboolean
+gst_train_element_keep_message (GstElement *element, GstMessage *message)
+{
+  GError *error = NULL;
+  gchar *debug = NULL;
+  gboolean fallback;
+  gint change, posted;
+
+  if (GST_MESSAGE_TYPE (message) != GST_MESSAGE_ERROR
+      || GST_MESSAGE_SRC (message) != GST_OBJECT_CAST (element))
+    return TRUE;
+  GST_OBJECT_LOCK (element);
+  change = GST_STATE_NEXT (element) == GST_STATE_VOID_PENDING
+      ? 0
+      : 1 + (GST_STATE (element) << 8 | GST_STATE_NEXT (element));
+  GST_OBJECT_UNLOCK (element);
+  gst_message_parse_error (message, &error, &debug);
+  /* gstbasesrc.c and gstbasesink.c: GST_ELEMENT_ERROR (.., CORE,
+   * STATE_CHANGE, (NULL), ("Failed to start")) */
+  fallback =
+      g_error_matches (error, GST_CORE_ERROR, GST_CORE_ERROR_STATE_CHANGE)
+      && debug != NULL && strstr (debug, "Failed to start") != NULL;
+  g_error_free (error);
+  g_free (debug);
+  posted = GPOINTER_TO_INT (
+      g_object_get_data (G_OBJECT (element), ERROR_IN_STATE_CHANGE));
+  if (fallback) {
+    g_object_set_data (G_OBJECT (element), ERROR_IN_STATE_CHANGE, NULL);
+    return change == 0 || posted != change;
+  }
+  if (change != 0)
+    g_object_set_data (
+        G_OBJECT (element), ERROR_IN_STATE_CHANGE, GINT_TO_POINTER (change));
+  return TRUE;
 }

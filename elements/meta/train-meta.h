@@ -259,6 +259,21 @@ GST_TRAIN_META_API GstTrainRegionMeta *gst_buffer_add_train_region_meta (
     GstBuffer *buffer, gint full_width, gint full_height,
     const GstTrainRegion *region);
 
+/* ---- one error line for a start that failed ----
+ *
+ * GstBaseSrc and GstBaseSink post an error of their own after a start
+ * that failed ("state change failed and some element failed to post a
+ * proper error message with the reason for the failure"), even when the
+ * element posted the reason: a second line that contradicts the first.
+ * gst-train's source and sink pass each message they post through this
+ * from their post_message. */
+
+/* FALSE for the base class's fallback error after a start that failed,
+ * when @element posted an error of its own in the same state change (the
+ * element then drops @message); TRUE for every other message. */
+GST_TRAIN_META_API gboolean gst_train_element_keep_message (
+    GstElement *element, GstMessage *message);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_META_H__ */

@@ -456,6 +456,12 @@ gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
   gint rank = g_atomic_int_get (&sink->message_rank);
 
+  /* a start that failed posted its reason: GstBaseSink's own error after
+   * it ("failed to post a proper error message") would contradict it */
+  if (!gst_train_element_keep_message (element, message)) {
+    gst_message_unref (message);
+    return TRUE;
+  }
   if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR
       && GST_MESSAGE_SRC (message) == GST_OBJECT_CAST (element))
     gst_cuda_train_sink_watchdog_arm (sink);
