@@ -1,8 +1,8 @@
 /* bus.c: what gst-train does with each message on the pipeline's bus. It
  * hands statistics and results to progress.c and dumps to dot-dump.c,
- * prints warnings and errors (every rank prints its own), and ends the
- * main loop at EOS and at the first error, whose text it keeps for the
- * summary.
+ * prints info messages, warnings and errors on stderr (every rank prints
+ * its own), and ends the main loop at EOS and at the first error, whose
+ * text it keeps for the summary.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -49,6 +49,17 @@ bus_on_message (GstBus *bus, GstMessage *message, gpointer data)
           progress_on_playing (&app->progress);
       }
       break;
+    case GST_MESSAGE_INFO: {
+      GError *error = NULL;
+
+      /* what the elements say about the run: the classes trained on, the
+       * ranks of a job, the device */
+      gst_message_parse_info (message, &error, NULL);
+      g_printerr ("%sinfo from %s: %s\n", app->rank_prefix,
+          GST_OBJECT_NAME (message->src), without_rank (app, error->message));
+      g_error_free (error);
+      break;
+    }
     case GST_MESSAGE_WARNING: {
       GError *error = NULL;
 

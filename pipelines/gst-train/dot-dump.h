@@ -1,4 +1,5 @@
-/* dot-dump.h: graphviz dot dumps of the pipeline, every property shown.
+/* dot-dump.h: graphviz dot dumps of the pipeline: one to look at, with the
+ * properties that differ from their defaults, and one with every property.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -15,8 +16,10 @@ typedef struct
   gint count;
 } DotDumps;
 
-/* Writes DIR/NNNN-@name.dot, the bin @pipeline with every property of
- * every element; a failure is said on stderr. Nothing without a folder. */
+/* Writes DIR/NNNN-@name.dot, the bin @pipeline with the properties that
+ * differ from each element's defaults (a long chain in two rows), and
+ * DIR/NNNN-@name.full.dot, with every property and state; a failure is
+ * said on stderr. Nothing without a folder. */
 void dot_dumps_write (DotDumps *dumps, GstElement *pipeline, const gchar *name);
 
 #endif

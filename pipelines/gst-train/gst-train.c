@@ -21,7 +21,9 @@
  * CKPT, training goes on exactly where it stopped, and datasetsrc starts
  * there without reading what was trained on. Exit status: 0 when the
  * pipeline reached EOS, 1 on an error (its text on stderr), 2 on bad usage
- * (a bad property value included), 130 when aborted.
+ * (a bad property value or a property the element does not have included,
+ * said with what comes closest: "did you mean max-steps?"), 130 when
+ * aborted.
  *
  * Under a launcher (mpirun -np N gst-train ..., srun: one process per rank
  * of a data-parallel job, docs/distributed.md) rank 0 alone prints progress,
@@ -184,12 +186,18 @@ main (int argc, char **argv)
   app.pipeline = gst_parse_launch (launch, &error);
   parse_log_end (&parse_log);
   if (app.pipeline == NULL || error != NULL) {
-    g_printerr ("%sgst-train: the pipeline does not parse: %s\n",
-        app.rank_prefix, error ? error->message : "unknown error");
+    gint status = 1;
+
+    /* a misspelt property or element: what comes closest */
+    if (error)
+      status = report_parse_error (app.pipeline, error, app.rank_prefix);
+    else
+      g_printerr (
+          "%sgst-train: the pipeline does not parse\n", app.rank_prefix);
     if (app.pipeline)
       gst_object_unref (app.pipeline);
     g_ptr_array_unref (parse_log.messages);
-    return 1;
+    return status;
   }
   if (parse_log.messages->len > 0) {
     /* GLib kept the default and would go on: nothing runs */

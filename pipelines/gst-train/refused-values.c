@@ -182,3 +182,279 @@ done:
   g_free (value);
   g_free (property);
 }
+
+/* ---- misspellings in the launch line ---- */
+
+/* Edit distance between @a and @b: insertions, deletions, substitutions
+ * and swaps of two neighbours, ASCII case ignored. */
+static guint
+edit_distance (const gchar *a, const gchar *b)
+{
+  gsize la = strlen (a), lb = strlen (b), i, j;
+  guint *d = g_new (guint, (la + 1) * (lb + 1)), distance;
+
+#define D(I, J) d[(I) * (lb + 1) + (J)]
+  for (i = 0; i <= la; i++)
+    D (i, 0) = i;
+  for (j = 0; j <= lb; j++)
+    D (0, j) = j;
+  for (i = 1; i <= la; i++)
+    for (j = 1; j <= lb; j++) {
+      gchar x = g_ascii_tolower (a[i - 1]), y = g_ascii_tolower (b[j - 1]);
+      guint best = MIN (D (i - 1, j), D (i, j - 1)) + 1;
+
+      best = MIN (best, D (i - 1, j - 1) + (x != y));
+      if (i > 1 && j > 1 && x == g_ascii_tolower (b[j - 2])
+          && g_ascii_tolower (a[i - 2]) == y)
+        best = MIN (best, D (i - 2, j - 2) + 1);
+      D (i, j) = best;
+    }
+  distance = D (la, lb);
+#undef D
+  g_free (d);
+  return distance;
+}
+
+/* Whether @candidate may be what @typed meant: the same first letter (a
+ * slip there is rare, and "gpu" is not "cpu"). */
+static gboolean
+same_start (const gchar *typed, const gchar *candidate)
+{
+  return g_ascii_tolower (typed[0]) == g_ascii_tolower (candidate[0]);
+}
+
+/* "; did you mean A?" (or "A or B", at most three) for the @candidates
+ * nearest to @typed, when they are near enough to be what was meant (an
+ * edit per three characters, at least one, and the same first letter);
+ * "" when none is. */
+static gchar *
+did_you_mean (const gchar *typed, GPtrArray *candidates)
+{
+  guint best = G_MAXUINT, limit = MAX (1, (guint)strlen (typed) / 3), i;
+  GString *text = g_string_new (NULL);
+  guint shown = 0;
+
+  for (i = 0; i < candidates->len; i++)
+    if (same_start (typed, candidates->pdata[i]))
+      best = MIN (best, edit_distance (typed, candidates->pdata[i]));
+  for (i = 0; i < candidates->len && best <= limit && shown < 3; i++) {
+    if (!same_start (typed, candidates->pdata[i])
+        || edit_distance (typed, candidates->pdata[i]) != best)
+      continue;
+    g_string_append (text, shown++ ? " or " : "; did you mean ");
+    g_string_append (text, candidates->pdata[i]);
+  }
+  if (shown)
+    g_string_append_c (text, '?');
+  return g_string_free (text, FALSE);
+}
+
+/* The @n-th "quoted" string of @message (from 0), or NULL. The last one
+ * runs to the last quote, so that a value with quotes in it stays whole. */
+static gchar *
+quoted (const gchar *message, guint n, gboolean last)
+{
+  const gchar *start = message, *end;
+  guint i;
+
+  for (i = 0; i <= n; i++) {
+    start = strchr (start, '"');
+    if (start == NULL)
+      return NULL;
+    start++;
+    end = last && i == n ? strrchr (start, '"') : strchr (start, '"');
+    if (end == NULL || end < start)
+      return NULL;
+    if (i < n)
+      start = end + 1;
+  }
+  return g_strndup (start, end - start);
+}
+
+/* The class of the element the parser named @name (a ref): the element of
+ * @pipeline so named, or the factory of that name, or of that name without
+ * the number GStreamer appends. NULL when none is found. */
+static GObjectClass *
+element_class_named (GstElement *pipeline, const gchar *name)
+{
+  GstElementFactory *factory = NULL;
+  GObjectClass *klass = NULL;
+  gchar *stem;
+
+  if (pipeline && GST_IS_BIN (pipeline)) {
+    GstElement *element = gst_bin_get_by_name (GST_BIN (pipeline), name);
+
+    if (element) {
+      klass = g_type_class_ref (G_OBJECT_TYPE (element));
+      gst_object_unref (element);
+      return klass;
+    }
+  }
+  factory = gst_element_factory_find (name);
+  if (factory == NULL) {
+    stem = g_strdup (name);
+    g_strchomp (stem);
+    while (*stem && g_ascii_isdigit (stem[strlen (stem) - 1]))
+      stem[strlen (stem) - 1] = '\0';
+    factory = gst_element_factory_find (stem);
+    g_free (stem);
+  }
+  if (factory) {
+    factory = GST_ELEMENT_FACTORY (
+        gst_plugin_feature_load (GST_PLUGIN_FEATURE (factory)));
+    if (factory && gst_element_factory_get_element_type (factory))
+      klass = g_type_class_ref (gst_element_factory_get_element_type (factory));
+    gst_clear_object (&factory);
+  }
+  return klass;
+}
+
+/* What values @pspec takes, in words: "resnet18, resnet34, ...", "true or
+ * false", "a number from 0 to 1000". */
+static gchar *
+describe_values (GParamSpec *pspec)
+{
+  GString *text = g_string_new (NULL);
+  gchar *range = describe_range (pspec);
+  guint i;
+
+  if (G_IS_PARAM_SPEC_ENUM (pspec)) {
+    GEnumClass *values = G_PARAM_SPEC_ENUM (pspec)->enum_class;
+
+    for (i = 0; i < values->n_values; i++)
+      g_string_append_printf (
+          text, "%s%s", i ? ", " : "", values->values[i].value_nick);
+  } else if (G_IS_PARAM_SPEC_FLAGS (pspec)) {
+    GFlagsClass *values = G_PARAM_SPEC_FLAGS (pspec)->flags_class;
+
+    for (i = 0; i < values->n_values; i++)
+      g_string_append_printf (
+          text, "%s%s", i ? ", " : "", values->values[i].value_nick);
+    g_string_append (text, " (several joined by +)");
+  } else if (G_IS_PARAM_SPEC_BOOLEAN (pspec)) {
+    g_string_append (text, "true or false");
+  } else if (range) {
+    g_string_append_printf (text, "a number from %s", range);
+  } else {
+    g_string_append_printf (text, "a %s", g_type_name (pspec->value_type));
+  }
+  g_free (range);
+  return g_string_free (text, FALSE);
+}
+
+/* The names of the properties of @klass. */
+static GPtrArray *
+property_names (GObjectClass *klass)
+{
+  GPtrArray *names = g_ptr_array_new ();
+  GParamSpec **pspecs;
+  guint n, i;
+
+  pspecs = g_object_class_list_properties (klass, &n);
+  for (i = 0; i < n; i++)
+    g_ptr_array_add (names, (gpointer)pspecs[i]->name);
+  g_free (pspecs);
+  return names;
+}
+
+/* "name=value is not a value name takes[; did you mean X?]: name takes
+ * ...", for a value the parser could not turn into @pspec's type. */
+static void
+report_wrong_value (const gchar *prefix, const gchar *element,
+    GParamSpec *pspec, const gchar *value)
+{
+  GPtrArray *nicks = g_ptr_array_new ();
+  gchar *mean, *values = describe_values (pspec);
+  guint i;
+
+  if (G_IS_PARAM_SPEC_ENUM (pspec)) {
+    GEnumClass *enums = G_PARAM_SPEC_ENUM (pspec)->enum_class;
+
+    for (i = 0; i < enums->n_values; i++)
+      g_ptr_array_add (nicks, (gpointer)enums->values[i].value_nick);
+  }
+  mean = did_you_mean (value, nicks);
+  g_printerr ("%sgst-train: %s: %s=%s is not a value %s takes%s %s takes %s\n",
+      prefix, element, pspec->name, value, pspec->name, *mean ? mean : ";",
+      pspec->name, values);
+  g_free (mean);
+  g_free (values);
+  g_ptr_array_unref (nicks);
+}
+
+/* The names of every element factory GStreamer found. */
+static GPtrArray *
+factory_names (GList **features)
+{
+  GPtrArray *names = g_ptr_array_new ();
+  GList *l;
+
+  *features = gst_registry_get_feature_list (
+      gst_registry_get (), GST_TYPE_ELEMENT_FACTORY);
+  for (l = *features; l; l = l->next)
+    g_ptr_array_add (names, (gpointer)GST_OBJECT_NAME (l->data));
+  return names;
+}
+
+gint
+report_parse_error (
+    GstElement *pipeline, const GError *error, const gchar *prefix)
+{
+  gchar *first = quoted (error->message, 0, FALSE);
+  gchar *element = quoted (error->message, 1, FALSE);
+  GObjectClass *klass = NULL;
+  gint status = 1;
+
+  if (error->domain != GST_PARSE_ERROR || first == NULL)
+    goto as_it_is;
+  if (error->code == GST_PARSE_ERROR_NO_SUCH_ELEMENT) {
+    GList *features;
+    GPtrArray *names = factory_names (&features);
+    gchar *mean = did_you_mean (first, names);
+
+    g_printerr ("%sgst-train: the pipeline does not parse: no element %s%s "
+                "(gst-inspect-1.0 lists the elements there are)\n",
+        prefix, first, mean);
+    g_free (mean);
+    g_ptr_array_unref (names);
+    gst_plugin_feature_list_free (features);
+    goto done;
+  }
+  if (element)
+    klass = element_class_named (pipeline, element);
+  if (klass == NULL)
+    goto as_it_is;
+  if (error->code == GST_PARSE_ERROR_NO_SUCH_PROPERTY) {
+    GPtrArray *names = property_names (klass);
+    gchar *mean = did_you_mean (first, names);
+
+    g_printerr ("%sgst-train: %s has no property %s%s (gst-inspect-1.0 %s "
+                "lists its properties)\n",
+        prefix, element, first, mean, element);
+    g_free (mean);
+    g_ptr_array_unref (names);
+    status = 2;
+    goto done;
+  }
+  if (error->code == GST_PARSE_ERROR_COULD_NOT_SET_PROPERTY) {
+    GParamSpec *pspec = g_object_class_find_property (klass, first);
+    gchar *value = quoted (error->message, 2, TRUE);
+
+    if (pspec && value) {
+      report_wrong_value (prefix, element, pspec, value);
+      g_free (value);
+      status = 2;
+      goto done;
+    }
+    g_free (value);
+  }
+as_it_is:
+  g_printerr (
+      "%sgst-train: the pipeline does not parse: %s\n", prefix, error->message);
+done:
+  if (klass)
+    g_type_class_unref (klass);
+  g_free (first);
+  g_free (element);
+  return status;
+}

@@ -5,10 +5,11 @@ of the sink, Ctrl-C stops within a few steps (once cudatrainsink has its
 "stop" action signal); SIGTERM does what Ctrl-C does; a line says that the
 pipeline plays before the first progress line (not with --quiet);
 --dot-dir writes dot files that graphviz parses, one at EOS that shows
-default-valued properties too; --summary; the exit statuses (0, 1 with the
-error on stderr, 2 for bad usage, a property value out of its range
-included, before anything runs); Ctrl-C then --resume is bitwise the run
-that was not interrupted; a second Ctrl-C aborts with exit status 130.
+the properties set or changed, in two rows, and its full form every one;
+--summary; the exit statuses (0, 1 with the error on stderr, 2 for bad
+usage, a property value out of its range included, before anything
+runs); Ctrl-C then --resume is bitwise the run that was not interrupted; a
+second Ctrl-C aborts with exit status 130.
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
@@ -309,10 +310,18 @@ with tempfile.TemporaryDirectory() as work:
     if eos_dots:
         with open(eos_dots[0]) as f:
             eos_dot = f.read()
-        # shuffle and model are at their defaults in training_line
-        check("\\nshuffle=TRUE" in eos_dot and "\\nmodel=resnet20" in eos_dot
-              and "\\nmax-steps=2" in eos_dot,
-              "the EOS dot file does not show default-valued properties")
+        with open(eos_dots[0][:-len(".dot")] + ".full.dot") as f:
+            full_dot = f.read()
+        # shuffle is at its default in training_line, model and max-steps
+        # are set; sync=FALSE is the sink's own default
+        check("\\nmodel=resnet20" in eos_dot and "\\nmax-steps=2" in eos_dot
+              and "\\nshuffle=" not in eos_dot and "\\nsync=" not in eos_dot,
+              "the EOS dot file shows other properties than those set or changed")
+        # a chain of five elements, in two rows
+        check("constraint=false" in eos_dot, "the EOS dot file is not folded")
+        check("\\nshuffle=TRUE" in full_dot and "\\nmodel=resnet20" in full_dot
+              and "\\nmax-steps=2" in full_dot,
+              "the full EOS dot file does not show default-valued properties")
     check("playing" not in result.stdout, f"--quiet printed: {result.stdout}")
     with open(summary) as f:
         data = json.load(f)
