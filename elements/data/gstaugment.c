@@ -40,14 +40,17 @@
  * input since the element started. In a data-parallel job (mpirun, srun:
  * more than one rank in the launcher's environment) every rank but rank 0
  * mixes its rank into @seed, so that one launch line gives each rank its
- * own draws.
+ * own draws. (Until issue 17 the draws came from one generator in buffer
+ * order: the crops of a given seed changed then.)
  *
  * Since the crop box is all that crop=random-resized reads, augment tells
  * an imagedec linked directly to it, when asked, the box of each sample
  * with a sample meta (GST_TRAIN_REGION_QUERY, train-common.h), and takes the
  * decoded rectangle (#GstTrainRegionMeta) in place of the whole image: same
  * draws, same output, less decoding. Through a queue, echo or any other
- * element it does not answer.
+ * element it does not answer. A #GstTrainRegionMeta whose rectangle does
+ * not hold augment's box is an error naming the sample (set
+ * decode-region=false on the decoder).
  *
  * Images are resampled whole on the worker threads that the data elements
  * of a process share (one thread budget, by default the cores the process
@@ -67,7 +70,8 @@
  * the pipeline): scale-min above scale-max or ratio-min above ratio-max (at
  * start, naming the properties), an image before any caps or smaller than
  * its caps say (naming the sample), caps that are not RGB, downstream
- * refusing the output size.
+ * refusing the output size, a region meta whose rectangle does not hold
+ * the crop box.
  *
  * ## Example launch lines
  * |[

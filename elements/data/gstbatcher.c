@@ -15,7 +15,8 @@
  * the one buffer, so a batch survives serialisation (gdppay, tcp). A
  * #GstTrainBatchMeta on the batch says how many of its images were fresh
  * (sample meta emissions 0), so that a sink can count fresh and repeated
- * images wherever an echo sits.
+ * images wherever an echo sits. Each batch's buffer offset is its number
+ * (the @batches-out count before it).
  *
  * Memory: when downstream answers the allocation query with a buffer pool
  * whose buffers hold at least a batch's images (W * H * 3 * N bytes), the

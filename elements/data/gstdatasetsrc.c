@@ -9,6 +9,16 @@
  * sorted class names exactly as torchvision's ImageFolder numbers them) or a
  * list file of `relative/path<TAB>label` lines.
  *
+ * ImageFolder order in detail: class folders sorted by code point (`"B"`
+ * before `"a"`), hidden folders included; inside a class, the files of
+ * nested folders too, folders in sorted path order and files sorted by
+ * name. A list file's paths are relative to the list file (absolute paths
+ * are taken as they are); the last TAB separates the label; blank lines
+ * and lines that start with `#` are skipped; labels are integers in
+ * [0, 2^20). Its class names are the label numbers, and its class count is
+ * the largest label plus one. Each buffer's offset is the sample's index
+ * in the dataset (that of its #GstTrainSampleMeta).
+ *
  * Each epoch visits the dataset in a fresh random order drawn from @seed and
  * the epoch number (or in dataset order with shuffle=false). With
  * @num-shards > 1 every shard takes every num-shards-th sample of the same
@@ -17,7 +27,9 @@
  * with drop_last=False, except that no shard is padded with repeats: shards
  * differ by at most one sample. Files are read ahead of the stream on the
  * threads the data elements of a process share (unless @n-threads is 0), at
- * most @read-ahead samples in flight.
+ * most @read-ahead samples in flight. @num-samples cuts each epoch's shard
+ * to the first N of that epoch's order, so with shuffle=true each epoch
+ * uses a different subset.
  *
  * In a data-parallel job (mpirun, srun: the launcher's environment says
  * more than one rank; see docs/distributed.md), when neither @shard-index
@@ -107,8 +119,10 @@
  * * A warning (GST_RESOURCE_ERROR_NOT_FOUND) at start for each class folder
  *   that holds no image: its label stays reserved.
  * * Errors at start: no location, a dataset that is missing, unreadable or
- *   holds no image, shard-index not below num-shards, a shard that gets no
- *   sample.
+ *   holds no image, a folder with no class sub-folders, a list-file line
+ *   that is not `path<TAB>label` or whose label is not an integer in range
+ *   (the message gives `FILE:LINE`), shard-index not below num-shards, a
+ *   shard that gets no sample.
  *
  * ## Example launch lines
  * |[

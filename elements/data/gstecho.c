@@ -111,8 +111,10 @@
  * downstream alone would run dry with its buffers here, and upstream,
  * waiting for a free one, would never send what lets echo release them. So
  * echo raises the most buffers of every bounded pool in the answer by
- * what it can hold (an unbounded pool stays unbounded): the pool grows
- * rather than deadlocks. Held buffers are never copied.
+ * what it can hold, @shuffle-buffer-size + 2 (the items it holds, one more
+ * entering, and in adaptive mode the one being pushed; an unbounded pool
+ * stays unbounded): the pool grows rather than deadlocks. Held buffers are
+ * never copied.
  *
  * ## Message
  *
@@ -149,7 +151,9 @@
  * while the buffer is bounded by its item count (not @max-size-bytes) and
  * @factor is not changed while playing. In adaptive mode, whose output
  * depends on timing, the source restarts after the fresh items trained on
- * and echo starts empty.
+ * and echo starts empty. Behind batcher (batch echoing) echo's items are
+ * batches: it reads the answer's samples as batches (over the batch size
+ * the sink gives), and the window it asks for counts batches.
  *
  * ## Example launch lines
  * |[
@@ -271,7 +275,8 @@ gst_echo_class_init (GstEchoClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_FACTOR,
       g_param_spec_double ("factor", "Echo factor",
-          "mode=fixed: emit each item floor(factor) times, plus once more "
+          "mode=fixed only (mode=adaptive ignores it and repeats up to "
+          "max-factor): emit each item floor(factor) times, plus once more "
           "with probability factor - floor(factor)",
           1.0, MAX_FACTOR, DEFAULT_FACTOR,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
@@ -286,11 +291,13 @@ gst_echo_class_init (GstEchoClass *klass)
               | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_SHUFFLE_BUFFER_SIZE,
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
-          "fixed: copies that wait and leave in random order (0 = copies go "
-          "out back to back); adaptive: items kept for repeats and fresh "
-          "items waiting (0 counts as 1); an item's copies go out at least "
-          "this / ceil(max-factor) emissions apart, and half this apart "
-          "while the rate allows",
+          "Items held back and sent in random order, so that the copies of "
+          "an item leave far apart and rarely share a batch; larger spreads "
+          "them further and holds more memory (see max-size-bytes). "
+          "mode=fixed: 0 sends an item's copies back to back. mode=adaptive: "
+          "the items kept for repeats and the fresh ones waiting (0 counts "
+          "as 1); an item's copies go out at least this / ceil(max-factor) "
+          "emissions apart, and half this apart while the rate allows",
           0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));

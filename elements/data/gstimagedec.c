@@ -36,9 +36,10 @@
  * buffer, as jpegdec does. The sample meta (#GstTrainSampleMeta) and every
  * other untagged meta of the input travel on to the output.
  *
- * A corrupt, truncated, empty or non-JPEG buffer is a warning that names the
- * sample and its file, and is dropped (on-error=skip, at most @max-errors
- * times), or an error that stops the pipeline (on-error=fail). A file is
+ * A corrupt, truncated, empty or non-JPEG buffer, or one whose header
+ * claims more than 2^28 pixels, is a warning that names the sample and its
+ * file, and is dropped (on-error=skip, at most @max-errors times), or an
+ * error that stops the pipeline (on-error=fail). A file is
  * warned about and counted once per run: datasetsrc reads it again every
  * epoch, and imagedec then drops it quietly (a debug line), by the file (or
  * the dataset index) in its #GstTrainSampleMeta.

@@ -33,7 +33,8 @@ typedef enum
 
 #define GST_TRAIN_MODEL_RESNET18_DESCRIPTION "ResNet-18 (torchvision)"
 #define GST_TRAIN_MODEL_RESNET34_DESCRIPTION "ResNet-34 (torchvision)"
-#define GST_TRAIN_MODEL_RESNET50_DESCRIPTION "ResNet-50 v1.5 (torchvision)"
+#define GST_TRAIN_MODEL_RESNET50_DESCRIPTION                                   \
+  "ResNet-50 v1.5 (torchvision), for ImageNet-sized images on a GPU"
 #define GST_TRAIN_MODEL_RESNET101_DESCRIPTION "ResNet-101 v1.5 (torchvision)"
 #define GST_TRAIN_MODEL_RESNET20_DESCRIPTION                                   \
   "ResNet-20, CIFAR layout, for small images"
@@ -65,7 +66,8 @@ typedef enum
 #define GST_TRAIN_PRECISION_BF16_DESCRIPTION                                   \
   "bfloat16 activations, fp32 master weights"
 #define GST_TRAIN_PRECISION_FP16_DESCRIPTION                                   \
-  "float16 activations with dynamic loss scaling"
+  "float16 activations: not supported yet (the CUDA backend refuses it; "      \
+  "use bf16)"
 #define GST_TRAIN_PRECISION_FP32_DESCRIPTION "float32 throughout"
 
 /* How the learning rate falls after the warmup: GtLrSchedule. */

@@ -130,7 +130,10 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
   properties[PROP_MODEL] = g_param_spec_enum ("model", "Model",
-      "The network to train", GST_TYPE_TRAIN_MODEL, DEFAULT_MODEL, flags);
+      "The network to train. The default, resnet50, is ImageNet's, for a "
+      "GPU; on the CPU or for small images (32x32) take resnet20 or "
+      "resnet32",
+      GST_TYPE_TRAIN_MODEL, DEFAULT_MODEL, flags);
   properties[PROP_NUM_CLASSES] =
       g_param_spec_uint ("num-classes", "Number of classes",
           "Outputs of the classifier (0: the number the source announces in "
@@ -144,7 +147,8 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       "its machine in a data-parallel job, 0 alone)",
       -1, G_MAXINT, DEFAULT_GPU_ID, flags);
   properties[PROP_PRECISION] = g_param_spec_enum ("precision", "Precision",
-      "Arithmetic of activations on the GPU (the CPU backend is fp32)",
+      "Arithmetic of activations on the GPU. The CPU backend computes in "
+      "fp32 whatever this says, so the default, bf16, is the GPU's alone",
       GST_TYPE_TRAIN_PRECISION, DEFAULT_PRECISION, flags);
   properties[PROP_LR] = g_param_spec_double ("lr", "Learning rate",
       "Peak learning rate of SGD (after the warmup)", 0, 1e6, DEFAULT_LR,
@@ -210,8 +214,9 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
           0, G_MAXINT64, DEFAULT_MAX_STEPS, flags);
   properties[PROP_STATS_INTERVAL] =
       g_param_spec_uint ("stats-interval", "Statistics interval",
-          "Post a train-stats message every this many steps (0: never)", 0,
-          G_MAXUINT, DEFAULT_STATS_INTERVAL, flags);
+          "Post a train-stats message at every step that is a multiple of "
+          "this, resumed runs included, and at the end (0: never)",
+          0, G_MAXUINT, DEFAULT_STATS_INTERVAL, flags);
   properties[PROP_METRICS_LOCATION] =
       g_param_spec_string ("metrics-location", "Metrics location",
           "File the train-stats (and eval-result) fields are appended to as "
@@ -226,9 +231,12 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
           "shows one series (tensorboard --logdir on this folder or its "
           "parent); rank 0 writes; NULL: none",
           NULL, flags);
-  properties[PROP_NUM_THREADS] = g_param_spec_int ("num-threads",
-      "Number of threads", "CPU backend threads (0: one per online CPU)", 0,
-      1024, DEFAULT_NUM_THREADS, flags);
+  properties[PROP_NUM_THREADS] =
+      g_param_spec_int ("num-threads", "Number of threads",
+          "CPU backend threads (0: the CPUs this process may run on, its "
+          "affinity mask, divided by the ranks of a data-parallel job on this "
+          "machine)",
+          0, 1024, DEFAULT_NUM_THREADS, flags);
   properties[PROP_SNAPSHOT_INTERVAL] =
       g_param_spec_uint64 ("snapshot-interval", "Snapshot interval",
           "Save the weights to snapshot-location every this many fresh "

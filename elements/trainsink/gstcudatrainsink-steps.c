@@ -168,7 +168,11 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
       "step %" G_GINT64_FORMAT " done: loss %g, %d images (%d fresh)",
       result.step, result.loss, samples, fresh);
   train_stats_add_step (&sink->stats, &step);
-  stats_due = s->stats_interval && sink->stats.steps >= s->stats_interval;
+  /* at the multiples of stats-interval, as checkpoint-interval: a run
+   * resumed at step 109 reports at 125, 150, ... (its first interval is
+   * shorter) */
+  stats_due =
+      s->stats_interval && (guint64)result.step % s->stats_interval == 0;
   checkpoint_due = s->checkpoint_interval
       && (guint64)result.step % s->checkpoint_interval == 0;
   /* snapshots follow the fresh images of every rank: a gather each step */

@@ -367,6 +367,115 @@ gst_cuda_train_sink_make_config (
   return TRUE;
 }
 
+/* Whether @name is that of a dataset's split rather than of a class. */
+static gboolean
+gst_cuda_train_sink_is_split_name (const gchar *name)
+{
+  static const gchar *const splits[] = { "train", "training", "test", "testing",
+    "val", "valid", "validation", "eval", "dev", NULL };
+
+  return name != NULL && g_strv_contains (splits, name);
+}
+
+/* "10 classes (from the dataset: A, B, ...)", "10 classes (num-classes)". */
+static gchar *
+gst_cuda_train_sink_describe_classes (GstCudaTrainSink *sink, gint num_classes)
+{
+  const GstTrainDatasetInfo *info = &sink->dataset;
+  GString *text = g_string_new (NULL);
+  guint i, shown;
+
+  g_string_append_printf (
+      text, "%d class%s", num_classes, num_classes == 1 ? "" : "es");
+  if (sink->settings.num_classes != 0) {
+    g_string_append (text, " (num-classes)");
+  } else if (sink->have_dataset && info->class_names != NULL) {
+    shown = MIN (info->num_classes, 12);
+    g_string_append (text, " (from the dataset: ");
+    for (i = 0; i < shown && info->class_names[i]; i++)
+      g_string_append_printf (
+          text, "%s%s", i ? ", " : "", info->class_names[i]);
+    if (info->num_classes > shown)
+      g_string_append_printf (text, " and %u more", info->num_classes - shown);
+    g_string_append_c (text, ')');
+  }
+  return g_string_free (text, FALSE);
+}
+
+/* Says, once the trainer is made, what runs (an info message, which
+ * gst-train and gst-launch-1.0 print, rank 0's in a job): the model, the
+ * classes and where their count came from, the images per epoch and the
+ * batches, and on the CPU the arithmetic it does whatever precision says.
+ * In a job of more than one rank every rank says what it joined: the
+ * world size, the global batch and its shard. A warning when the classes
+ * are named as a dataset's splits: datasetsrc's location is then the
+ * folder above them. */
+static void
+gst_cuda_train_sink_announce (
+    GstCudaTrainSink *sink, const GtTrainerConfig *config)
+{
+  const GstCudaTrainSinkSettings *s = &sink->settings;
+  const GstTrainDatasetInfo *info = &sink->dataset;
+  gboolean train = s->mode == GST_TRAIN_MODE_TRAIN;
+  gchar *classes, *text;
+  GString *what;
+  guint i, splits = 0;
+
+  if (sink->world_size > 1) {
+    text = g_strdup_printf ("Joined a data-parallel job as rank %d of %d: "
+                            "global batch %d (%d per rank); this rank's shard "
+                            "holds %" G_GUINT64_FORMAT " of the "
+                            "%" G_GUINT64_FORMAT " images of an epoch.",
+        sink->rank, sink->world_size, sink->batch_size * sink->world_size,
+        sink->batch_size, sink->have_dataset ? info->epoch_samples : 0,
+        sink->have_dataset ? info->num_samples : 0);
+    GST_ELEMENT_INFO (sink, RESOURCE, SETTINGS, ("%s", text), ("%s", text));
+    g_free (text);
+  }
+  if (sink->rank != 0)
+    return;
+  classes = gst_cuda_train_sink_describe_classes (sink, config->num_classes);
+  what = g_string_new (NULL);
+  g_string_append_printf (what, "%s %s on %s",
+      train ? "Training" : "Evaluating", gt_model_name (config->model),
+      classes);
+  if (sink->have_dataset && info->epoch_samples && sink->world_size == 1)
+    g_string_append_printf (
+        what, ", %" G_GUINT64_FORMAT " images an epoch", info->epoch_samples);
+  g_string_append_printf (what, ", batches of %d images of %dx%d",
+      sink->batch_size * sink->world_size, sink->width, sink->height);
+  if (config->backend == GT_BACKEND_CPU
+      && s->precision != GST_TRAIN_PRECISION_FP32)
+    g_string_append_printf (what,
+        "; on the CPU in fp32 (precision=%s is for "
+        "a GPU)",
+        s->precision == GST_TRAIN_PRECISION_BF16 ? "bf16" : "fp16");
+  if (config->backend == GT_BACKEND_CPU && config->model == GT_MODEL_RESNET50)
+    g_string_append (what,
+        "; resnet50 (the default model) is slow on a "
+        "CPU: resnet20 or resnet32 suit small images");
+  g_string_append_c (what, '.');
+  GST_ELEMENT_INFO (
+      sink, RESOURCE, SETTINGS, ("%s", what->str), ("%s", what->str));
+  g_string_free (what, TRUE);
+  for (i = 0; sink->have_dataset && info->class_names && i < info->num_classes
+       && info->class_names[i];
+       i++)
+    splits += gst_cuda_train_sink_is_split_name (info->class_names[i]);
+  if (splits >= 2 && splits == info->num_classes && train) {
+    text = g_strjoinv (", ", info->class_names);
+    GST_ELEMENT_WARNING (sink, STREAM, FAILED,
+        ("The dataset's classes are named %s, as a dataset's splits: "
+         "datasetsrc's location is probably the folder above them. Point it "
+         "at one split (location=.../train), whose sub-folders are the "
+         "classes.",
+            text),
+        (NULL));
+    g_free (text);
+  }
+  g_free (classes);
+}
+
 GstTrainSetupResult
 gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
 {
@@ -400,8 +509,10 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
   if (!gst_cuda_train_sink_create_trainer (sink, &config, use_cuda, cuda_why))
     return GST_TRAIN_SETUP_FAILED;
   sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
-  return gst_cuda_train_sink_resume (sink, resume) ? GST_TRAIN_SETUP_OK
-                                                   : GST_TRAIN_SETUP_FAILED;
+  if (!gst_cuda_train_sink_resume (sink, resume))
+    return GST_TRAIN_SETUP_FAILED;
+  gst_cuda_train_sink_announce (sink, &config);
+  return GST_TRAIN_SETUP_OK;
 }
 
 gboolean

@@ -9,13 +9,29 @@
  * `other/tensors` with `types="uint8,int32"` and
  * `dimensions="C:W:H:N,N"`: N images of WxH pixels with C channels (1 or 3),
  * uint8, NHWC, in the first memory, and their N int32 labels in the second
- * (the pad template can fix the types, not the sizes). @device=auto trains
+ * (the pad template can fix the types, not the sizes); a one-channel batch
+ * is trained on as grey (R = G = B). Batches that change image size, or
+ * grow beyond the first batch's N, during training are an error.
+ * @device=auto trains
  * on the GPU when the CUDA backend is built and a GPU is usable, else on the
  * CPU reference backend: with a warning when the machine has the NVIDIA
  * driver (the GPU was to be expected), with an info message when it does
  * not. The CPU backend computes in fp32 whatever @precision says.
  *
- * Every @stats-interval steps, and once more at the end, it posts a
+ * The trainer is made at the first batch, once the caps and the dataset
+ * facts are known. An info message then says what runs: the model, the
+ * classes (their count and names from the dataset tags, or num-classes),
+ * the images of an epoch and the batches, and on the CPU the fp32 it
+ * computes in whatever @precision says (rank 0's in a job); in a job of
+ * more than one rank every rank also says what it joined: the world size,
+ * the global batch and how many images its shard holds. Classes that are
+ * all named as a dataset's splits (train, test, val, ...) are a warning:
+ * datasetsrc's location is then the folder above the splits. A step begins
+ * when a batch arrives and ends when the next one arrives (or at EOS), so
+ * that a GPU computes while upstream prepares the next batch.
+ *
+ * At every step that is a multiple of @stats-interval (on the same steps
+ * after a resume), and once more at the end, it posts a
  * `train-stats` element message (and appends the same fields as a JSON
  * line, `{"type": "train-stats", ...}`, to @metrics-location):
  *
@@ -71,11 +87,16 @@
  * writes it as a JSON line): `loss` (gdouble, mean), `top1`, `top5`
  * (gdouble, fractions) and `images` (guint64).
  *
+ * @metrics-location is opened (to append to) at start, on rank 0: a file
+ * that cannot be opened is an error then, with the OS reason. In its JSON
+ * lines a number that is not finite is written as null (JSON has no NaN).
+ *
  * ## TensorBoard
  *
  * With @tensorboard-logdir the same numbers go to a TensorBoard event file
  * in that folder (made if missing), `events.out.tfevents.TIME.HOST.PID`,
- * as scalars with the step as x, written at each train-stats (so that a
+ * as scalars (float32, TensorBoard's simple_value) with the step as x,
+ * written at each train-stats (so that a
  * running `tensorboard --logdir` shows the run live) and at the
  * eval-result: `train/loss`, `train/lr`, `train/top1`, `train/top5`,
  * `train/epoch`, `speed/images_per_second`,
@@ -111,14 +132,18 @@
  * echo turns that into the window its shuffle buffer needs, and the source
  * starts there. When no source asks (another source, or a checkpoint from
  * another world size), the sink skips, as before, as many batches as the
- * steps already done. With
+ * steps already done. At EOS in train mode the final checkpoint is written
+ * unless one was just written at that step; mode=eval writes none, and an
+ * EOS that follows an error writes nothing (the last checkpoint stays).
+ * With
  * @max-steps the sink returns EOS upstream once the global step reaches it,
  * so the pipeline ends by itself, at the same step whether or not it was
  * resumed; a checkpoint already at max-steps is a warning, trains nothing
  * and is left as it is.
  *
  * The action signal `stop` ends a run in the same way from the
- * application (gst-train emits it on Ctrl-C): the step in flight is
+ * application; it may be emitted from any thread (gst-train emits it on
+ * Ctrl-C and on SIGTERM): the step in flight is
  * finished, the last train-stats and the final checkpoint are written and
  * EOS is posted, without training on the batches queued upstream (with
  * @mode=eval: the eval-result of the batches so far, and EOS). A
@@ -142,8 +167,14 @@
  * same model, classes, batch shape, mode and intervals (checked before the
  * first step). When a rank's data ends first (or it is stopped, or fails),
  * every rank stops at the same step: the others say "rank R left at step
- * S: stopping with it" (an info message) and end as at EOS, rank 0 with the
- * final statistics and checkpoint. A non-finite loss on any rank stops
+ * S: stopping with it." (a warning: the batches they still had are not
+ * trained on) and end as at EOS, rank 0 with the final statistics and
+ * checkpoint. A rank that cannot start (an error before its first step, or
+ * no data) ends its peers before their first step, with a warning that
+ * names it. @resume-from is read by rank 0 and its state sent to the
+ * others; a resume whose checkpoint was trained with another global batch
+ * is a warning that gives the learning rate the linear scaling rule
+ * suggests. A non-finite loss on any rank stops
  * every rank at the same step with the error below, naming the rank. A
  * rank that dies ends the job through the launcher. Messages of the sink
  * start with "rank R: " in a job of more than one rank. See
@@ -155,7 +186,9 @@
  * as a `snapshot` JSON line in @metrics-location (not a message): `mark`
  * (guint64: the multiple it passed, which names the file), `fresh-images`,
  * `images`, `step` (guint64) and `time` (gdouble): where training stood;
- * evaluate them afterwards with @mode=eval.
+ * evaluate them afterwards with @mode=eval. @snapshot-interval without
+ * @snapshot-location is an error at start; the folder is made when
+ * missing.
  *
  * Other messages: a warning for a one-class dataset (nothing to learn), for
  * a last batch too small to train on (dropped), and for the cases above;
@@ -266,8 +299,9 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       first_status_prop + PROP_GLOBAL_BATCH_SIZE,
       g_param_spec_int ("global-batch-size", "Global batch size",
           "Images per step over the whole job: the batch times world-size "
-          "(0 until the first batch caps arrive); the learning rate goes "
-          "with it (linear scaling rule)",
+          "(0 until the first batch caps arrive). The sink does not scale lr "
+          "with it: set lr for this global batch (by the linear scaling "
+          "rule, lr times global / reference batch)",
           0, G_MAXINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   /**
@@ -305,7 +339,7 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "Action signal stop: finish the step in flight, write the final "
       "statistics and checkpoint, and post EOS. Data-parallel under mpirun "
       "or srun (distributed): one model over the ranks, gradients averaged "
-      "every step, rank 0 writes",
+      "every step, checkpoints and metrics written by rank 0 alone.",
       "gst-train developers");
   gst_element_class_add_static_pad_template (element_class, &sink_template);
 

@@ -153,6 +153,8 @@ train_json_object_add_value (
     g_string_append_printf (object->text, "%d", g_value_get_int (value));
   else if (G_VALUE_HOLDS_UINT (value))
     g_string_append_printf (object->text, "%u", g_value_get_uint (value));
+  else if (G_VALUE_HOLDS_STRING (value) && g_value_get_string (value))
+    train_json_append_string (object->text, g_value_get_string (value));
   else
     g_string_append (object->text, "null");
 }

@@ -130,8 +130,8 @@ void train_json_object_begin (TrainJsonObject *object, GString *text);
 void train_json_object_add_string (
     TrainJsonObject *object, const gchar *name, const gchar *value);
 /* Adds "@name": @value: a double as %.6g (null when not finite, as JSON
- * has no NaN or infinity), an integer (gint, guint, guint64) as it is, any
- * other type as null. */
+ * has no NaN or infinity), an integer (gint, guint, guint64) as it is, a
+ * string as a JSON string, any other type (or a NULL string) as null. */
 void train_json_object_add_value (
     TrainJsonObject *object, const gchar *name, const GValue *value);
 /* train_json_object_add_value as a GstStructureForeachFunc: @object is the

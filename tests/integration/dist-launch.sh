@@ -2,9 +2,11 @@
 # Data-parallel training with an unchanged gst-launch-1.0 line under
 # mpirun: two ranks read disjoint shards that together are the dataset,
 # train one model, and rank 0 alone writes one checkpoint (torchvision's
-# names, strict) and the metrics; a source whose shard is not its rank's is
-# an error that names both; gst-train under mpirun prints progress and its
-# closing line once (rank 0) and trains to the same step.
+# names, strict) and the metrics; each rank says that it joined (world
+# size, global batch, its shard), under gst-launch-1.0 and gst-train; a
+# source whose shard is not its rank's is an error that names both;
+# gst-train under mpirun prints progress and its closing line once (rank 0)
+# and trains to the same step.
 # Usage: dist-launch.sh HAVE-MPI DATASET-TOOL GST-TRAIN
 set -eu
 . "$(dirname "$0")/dist-common.sh"
@@ -40,6 +42,13 @@ common=$(comm -12 "$work/read-0s.txt" "$work/read-1s.txt" | wc -l)
 [ "$common" -eq 0 ] || fail "the ranks' shards share $common samples"
 sort -n "$work/read-0.txt" "$work/read-1.txt" >"$work/read-all.txt"
 seq 0 47 | cmp -s - "$work/read-all.txt" || fail "the shards do not cover 0..47"
+
+# each rank says it joined: the world size, the global batch and its shard
+for r in 0 1; do
+  cat "$work/out/1/rank.$r/stdout" "$work/out/1/rank.$r/stderr" 2>/dev/null \
+    | grep -q "Joined a data-parallel job as rank $r of 2: global batch 8 (4 per rank); this rank's shard holds 24 of the 48 images of an epoch\." \
+    || { cat "$work/out/1/rank.$r/stdout"; fail "rank $r did not say it joined"; }
+done
 
 # one model: rank 0's checkpoint at the common step, loadable as it is
 [ "$(ckpt meta "$work/run.safetensors" gst_train.step)" = 6 ] \
@@ -91,5 +100,10 @@ mpi 2 "$app" datasetsrc location=$work/fm/train seed=3 ! imagedec \
   || { cat "$work/app.log"; fail "expected one closing line at step 6"; }
 [ "$(ckpt meta "$work/app.safetensors" gst_train.step)" = 6 ] \
   || fail "gst-train's checkpoint is not at step 6"
+# and every rank's line that it joined, once, with its rank
+for r in 0 1; do
+  [ "$(grep -c "^rank $r: info from cudatrainsink0: Joined a data-parallel job as rank $r of 2: global batch 8 (4 per rank)" "$work/app.err")" -eq 1 ] \
+    || { cat "$work/app.err"; fail "gst-train: no line that rank $r joined"; }
+done
 
-echo "ok: disjoint complete shards, one checkpoint at step 6 (strict), rank 0's metrics, shard mismatch named, gst-train quiet on rank 1"
+echo "ok: disjoint complete shards, each rank's line that it joined, one checkpoint at step 6 (strict), rank 0's metrics, shard mismatch named, gst-train quiet on rank 1"
