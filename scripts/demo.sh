@@ -9,18 +9,27 @@
 #
 # On the GPU when one is usable (resnet50, 224x224, bf16), else on the CPU
 # (resnet20, 32x32). Outputs in build-release/demo/: the checkpoint
-# (MODEL.safetensors, loads into torchvision), metrics.jsonl, loss.png,
+# (resnet20.safetensors, or resnet50.safetensors on the GPU, with
+# torchvision's names: the README shows how to load it into PyTorch),
+# metrics.jsonl (with the evaluation's result), loss.png,
 # tensorboard/ (tensorboard --logdir), pipeline.png, summary.json.
 set -eu
 cd "$(dirname "$0")/.."
 
-sh scripts/install-deps.sh
+# Quiet until the first line, which says where it trains and why: what is
+# installed (nothing when all is there) and the build's output, which goes
+# to a log that is shown when it fails.
+sh scripts/install-deps.sh --quiet
 [ -d /usr/local/cuda/bin ] && PATH="/usr/local/cuda/bin:$PATH"
 
+log=$(mktemp)
 if [ ! -d build-release ]; then
-  meson setup build-release --buildtype=release >/dev/null
+  meson setup build-release --buildtype=release >"$log" 2>&1 \
+    || { cat "$log"; echo "demo: meson setup failed (above)"; exit 1; }
 fi
-ninja -C build-release
+ninja -C build-release >"$log" 2>&1 \
+  || { cat "$log"; echo "demo: the build failed (above)"; exit 1; }
+rm -f "$log"
 
 data=${GST_TRAIN_DATA:-data/fashion-mnist}
 steps=${DEMO_STEPS:-800}
@@ -64,7 +73,8 @@ build-release/pipelines/gst-train --summary "$out/eval.json" \
   ! augment width=$size height=$size crop=resize \
   ! batcher batch-size=256 drop-remainder=false \
   ! cudatrainsink mode=eval model=$model device=$device precision=$precision \
-      resume-from="$checkpoint" tensorboard-logdir="$out/tensorboard"
+      resume-from="$checkpoint" tensorboard-logdir="$out/tensorboard" \
+      metrics-location="$out/metrics.jsonl"
 
 /usr/bin/python3 pipelines/plot-metrics.py "$out/metrics.jsonl" "$out/loss.png" \
   "$model on Fashion-MNIST, adaptive echo before augmentation" | sed 's/^/demo: /'

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what gst-train needs to build, test and run its demo on Debian 12.
 # The CUDA toolkit is not a Debian package: when /usr/local/cuda is there the
-# CUDA backend is built too, else it is left out.
+# CUDA backend is built too, else it is left out. With --quiet it prints
+# nothing when nothing is missing.
 set -eu
 
 packages="
@@ -34,7 +35,8 @@ done
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ -z "$missing" ]; then
-  echo "install-deps: all packages present"
+  # --quiet (the demo): nothing to say when nothing is missing
+  [ "${1:-}" = --quiet ] || echo "install-deps: all packages present"
   pip_packages
   exit 0
 fi

@@ -3,9 +3,11 @@
 # and runs the whole suite, then builds again under AddressSanitizer (with
 # LeakSanitizer) and runs it a second time. GPU tests (suite gpu) skip
 # (exit 77) where no GPU is usable; any other skip counts as a failure, and
-# with REQUIRE_GPU=1 a GPU skip does too. A third stage builds the libFuzzer
-# targets with clang (tests/fuzz) and runs each for 30 s from its committed
-# corpus: a crash, or no libFuzzer to run them with, is a failure.
+# with REQUIRE_GPU=1 a GPU skip does too. Between the two, the release
+# configuration (the demo's) is compiled with warnings as errors. A last
+# stage builds the libFuzzer targets with clang (tests/fuzz) and runs each
+# for 30 s from its committed corpus: a crash, or no libFuzzer to run them
+# with, is a failure. It prints each stage's minutes and the whole's.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -117,10 +119,45 @@ $dir: $passed passed, $failed failed, 0 skipped (fuzz executions:$executions)"
   total_failed=$(( total_failed + failed ))
 }
 
-run_suite build
-run_suite build-asan -Db_sanitize=address -Db_lundef=false
-fuzz_suite
+# The release configuration the demo and the benchmarks build, with warnings
+# as errors: -O3 inlines more and warns where -O2 does not (-Wformat-
+# truncation). Every C file compiled, nothing linked or run (the stages
+# above test the code; nvcc's flags do not depend on the build type, so the
+# first stage checked the CUDA files). One passed or failed.
+release_check() {
+  dir=build-release-werror
+  if [ -d "$dir" ]; then
+    meson setup --reconfigure "$dir" --buildtype=release -Dwerror=true >/dev/null
+  else
+    meson setup "$dir" --buildtype=release -Dwerror=true >/dev/null
+  fi
+  # shellcheck disable=SC2046
+  if ninja -C "$dir" $(ninja -C "$dir" -t targets all \
+      | sed -n 's/^\([^:]*\.c\.o\): .*/\1/p'); then
+    result="1 passed, 0 failed"
+    total_passed=$(( ${total_passed:-0} + 1 ))
+  else
+    result="0 passed, 1 failed"
+    total_failed=$(( total_failed + 1 ))
+  fi
+  summary="$summary
+$dir: $result, 0 skipped (release, -Werror, compiled only)"
+}
+
+# Runs stage $1 (a function and its arguments) and notes its minutes.
+timed() {
+  began=$(date +%s)
+  "$@"
+  summary="$summary in $(( ($(date +%s) - began + 30) / 60 )) min"
+}
+
+started=$(date +%s)
+timed run_suite build
+timed release_check
+timed run_suite build-asan -Db_sanitize=address -Db_lundef=false
+timed fuzz_suite
 
 echo "$summary"
+echo "test.sh took $(( ($(date +%s) - started + 30) / 60 )) min"
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
 [ "$total_failed" -eq 0 ]

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """pipelines/plot-metrics.py on metrics files: one run, a resumed run (the
 step goes on: still one curve), two runs appended to one file (the step goes
-back: two curves, said so), and a file without train-stats (an error)."""
+back: two curves, said so), a run with its learning rate, training accuracy
+and an evaluation after it (its top-1 said), and a file without train-stats
+(an error)."""
 import json
 import os
 import subprocess
@@ -46,6 +48,10 @@ check(code == 0 and drawn and "runs in one file" not in out,
 code, out, drawn = plot([stats(s) for s in (10, 20, 30, 10, 20)])
 check(code == 0 and drawn and "2 runs in one file" in out,
       "two runs in one file: two curves, said so (%s)" % out.strip().splitlines()[0])
+code, out, drawn = plot([dict(stats(s), lr=0.1 / s, top1=0.5) for s in (10, 20)]
+                        + [{"type": "eval-result", "loss": 1.0, "top1": 0.8, "images": 10}])
+check(code == 0 and drawn and "eval top-1 80.0%" in out,
+      "an eval-result after training: drawn at the last step (%s)" % out.strip())
 code, out, drawn = plot([{"type": "eval-result", "loss": 1.0}])
 check(code == 1 and not drawn and "no train-stats" in out, "no train-stats: an error")
 sys.exit(1 if failures else 0)
