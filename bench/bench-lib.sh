@@ -53,17 +53,19 @@ bench_default_output() {
   : "${OUTPUT:=$ROOT/docs/benchmarks/$BENCH_NAME.md}"
 }
 
-# bench_build TARGET...: builds TARGETs in build-bench/, the release build,
+# bench_build TARGET...: builds TARGETs in $BENCH_BUILD (build-bench/ unless
+# the environment names another folder of the tree), the release build,
 # set up first when it is not there. meson's and ninja's output go to
 # bench/out/logs/; the last 30 lines of a failure to stderr.
+BENCH_BUILD=${BENCH_BUILD:-build-bench}
 bench_build() {
   mkdir -p "$OUT/logs"
-  if [ ! -f "$ROOT/build-bench/build.ninja" ]; then
-    log "configuring build-bench (release)"
-    (cd "$ROOT" && meson setup build-bench --buildtype=release) \
+  if [ ! -f "$ROOT/$BENCH_BUILD/build.ninja" ]; then
+    log "configuring $BENCH_BUILD (release)"
+    (cd "$ROOT" && meson setup "$BENCH_BUILD" --buildtype=release) \
       >"$OUT/logs/meson-setup.txt" 2>&1 ||
       { tail -30 "$OUT/logs/meson-setup.txt" >&2; die "meson setup failed"; }
   fi
-  ninja -C "$ROOT/build-bench" "$@" >"$OUT/logs/ninja.txt" 2>&1 ||
+  ninja -C "$ROOT/$BENCH_BUILD" "$@" >"$OUT/logs/ninja.txt" 2>&1 ||
     { tail -30 "$OUT/logs/ninja.txt" >&2; die "build failed"; }
 }

@@ -6,6 +6,11 @@
  *                           --classes 10 --threads T --warmup 2 --steps 10
  *   dist-bench --no-comm ...     one process, no communicator (the
  *                                baseline a job is measured against)
+ *   --collective-timeout S       bound every collective to S seconds
+ *                                (gt_comm_set_timeout: non-blocking MPI
+ *                                calls polled against a deadline), as
+ *                                cudatrainsink's collective-timeout; 0
+ *                                (the default): MPI's blocking calls
  *
  * Every rank trains on its own random batch of --batch samples with --threads
  * threads. Each step is timed on every rank from the call to its return; a
@@ -27,7 +32,8 @@ usage (const char *program)
 {
   fprintf (stderr,
       "usage: [mpirun -np N] %s [--no-comm] [--model M] [--size S] "
-      "[--batch N] [--classes C] [--threads T] [--warmup W] [--steps K]\n",
+      "[--batch N] [--classes C] [--threads T] [--warmup W] [--steps K] "
+      "[--collective-timeout S]\n",
       program);
 }
 
@@ -46,7 +52,7 @@ main (int argc, char **argv)
   GtBatch batch;
   GtStepResult result;
   int use_comm = 1, warmup, steps, rank = 0, ranks = 1, i;
-  double *step_seconds, *comm_low, *comm_high;
+  double *step_seconds, *comm_low, *comm_high, collective_timeout = 0;
   char why[512];
 
   for (i = 1; i < argc; i++) {
@@ -59,6 +65,11 @@ main (int argc, char **argv)
     if (value == NULL) {
       usage (argv[0]);
       return 2;
+    }
+    if (!strcmp (argv[i], "--collective-timeout")) {
+      collective_timeout = atof (value);
+      i++;
+      continue;
     }
     if (!bench_option (&options, argv[i], value)) {
       usage (argv[0]);
@@ -81,6 +92,7 @@ main (int argc, char **argv)
     }
     rank = gt_comm_rank (comm);
     ranks = gt_comm_size (comm);
+    gt_comm_set_timeout (comm, collective_timeout);
   }
   if (bench_config (&config, &options) < 0)
     return 2;
@@ -128,9 +140,9 @@ main (int argc, char **argv)
 
     printf ("{\"impl\": \"gst-train\", \"model\": \"%s\", \"size\": %d, "
             "\"batch_per_rank\": %d, \"ranks\": %d, \"threads_per_rank\": %d, "
-            "\"comm\": %s, \"step_seconds\": [",
+            "\"comm\": %s, \"collective_timeout\": %g, \"step_seconds\": [",
         options.model, options.size, options.batch_size, ranks, options.threads,
-        comm ? "true" : "false");
+        comm ? "true" : "false", collective_timeout);
     for (i = 0; i < steps; i++)
       printf ("%s%.4f", i ? ", " : "", step_seconds[i]);
     step_median = bench_median (step_seconds, steps);

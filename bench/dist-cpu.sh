@@ -5,7 +5,8 @@
 #   bench/dist-cpu.sh [--runs N] [--steps K] [--quick] [--no-resnet50]
 #                     [--output FILE]
 #
-# Builds its own release build (build-bench/), then for resnet20 at 32x32
+# Builds its own release build (build-bench/, or the folder BENCH_BUILD
+# names), then for resnet20 at 32x32
 # with 32 samples per rank (10 classes) and resnet50 at 64x64 with 8 per rank
 # (10 classes) runs, N times over, interleaved (1, 2, 1, 2, ...):
 #   ours:    bench/dist-bench --no-comm with T/2 threads    (1 rank)
@@ -13,7 +14,11 @@
 #            bench/dist-bench --no-comm with T threads      (1 rank, all cores)
 #   PyTorch: bench/torch-ddp-cpu.py in the same three shapes (2 ranks: DDP
 #            over gloo)
-# where T is the number of online CPUs (threads per rank = cores / ranks).
+# where T is the number of online CPUs (threads per rank = cores / ranks);
+# and, for resnet20, the same 2-rank job with --collective-timeout 600
+# (cudatrainsink's default: every collective non-blocking, polled against
+# its deadline) against the blocking calls above (0), for the cost of the
+# bound per step.
 # Every run times K steps after 2 of warm-up and reports its median step
 # (the slowest rank's); the report takes the median over the runs. Scaling
 # efficiency = 2-rank images/s / (2 x 1-rank images/s at the same threads
@@ -54,7 +59,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 bench_build bench/dist-bench
-BENCH=$ROOT/build-bench/bench/dist-bench
+BENCH=$ROOT/$BENCH_BUILD/bench/dist-bench
 
 configs=("resnet20 32 32 10")
 if [ "$RESNET50" = 1 ]; then
@@ -75,9 +80,10 @@ cpu = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines()
             if l.startswith("Model name")), "?")
 
 
-def pick(impl, model, ranks, threads, key="images_per_second"):
+def pick(impl, model, ranks, threads, key="images_per_second", timeout=0):
     return [r[key] for r in rows if r["impl"].startswith(impl) and r["model"] == model
-            and r["ranks"] == ranks and r["threads_per_rank"] == threads]
+            and r["ranks"] == ranks and r["threads_per_rank"] == threads
+            and r.get("collective_timeout", 0) == timeout]
 
 
 def med(values):
@@ -139,6 +145,28 @@ for model, size, batch in summary:
             cells.append(f"{step * 1e3:.0f} ms")
         cells += [f"{two / (2 * one):.2f}", f"{two / full:.2f}"]
     lines.append(f"| {model} {size}x{size}, {batch} per rank | " + " | ".join(cells) + " |")
+bounded = [s for s in summary if pick("gst-train", s[0], 2, half, timeout=600)]
+if bounded:
+    lines += [
+        "",
+        "The bound on every collective (cudatrainsink's collective-timeout, 600 s by default: "
+        "MPI_Iallreduce polled against its deadline) against MPI's blocking MPI_Allreduce "
+        "(collective-timeout=0), the same 2-rank job, interleaved:",
+        "",
+        "| model | step, blocking | step, bounded | all-reduce, blocking | all-reduce, bounded "
+        "| cost per step (bounded - blocking) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model, size, batch in bounded:
+        step0 = med(pick("gst-train", model, 2, half, "step_seconds_median"))
+        step1 = med(pick("gst-train", model, 2, half, "step_seconds_median", 600))
+        comm0 = med(pick("gst-train", model, 2, half, "allreduce_seconds_median"))
+        comm1 = med(pick("gst-train", model, 2, half, "allreduce_seconds_median", 600))
+        lines.append(
+            f"| {model} {size}x{size}, {batch} per rank | {step0 * 1e3:.1f} ms | {step1 * 1e3:.1f} ms "
+            f"| {comm0 * 1e3:.2f} ms | {comm1 * 1e3:.2f} ms | step {(step1 - step0) * 1e3:+.1f} ms "
+            f"({(step1 - step0) / step0 * 100:+.1f}%), all-reduce {(comm1 - comm0) * 1e3:+.2f} ms "
+            f"({(comm1 - comm0) / step0 * 100:+.2f}% of the step) |")
 lines.append("")
 text = "\n".join(lines)
 if quiet != "quiet":
@@ -166,6 +194,10 @@ for run in $(seq 1 "$RUNS"); do
     {
       "$BENCH" --no-comm --threads "$HALF" "${shape[@]}"
       mpirun --bind-to none -np 2 "$BENCH" --threads "$HALF" "${shape[@]}"
+      if [ "$1" = resnet20 ]; then
+        mpirun --bind-to none -np 2 "$BENCH" --threads "$HALF" "${shape[@]}" \
+          --collective-timeout 600
+      fi
       "$BENCH" --no-comm --threads "$CORES" "${shape[@]}"
       "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 1 --threads "$HALF" "${shape[@]}"
       "$PY" "$ROOT/bench/torch-ddp-cpu.py" --ranks 2 --threads "$HALF" "${shape[@]}"

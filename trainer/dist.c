@@ -127,6 +127,42 @@ gt_comm_abort (GtComm *comm, int code, const char *message)
   mpi->abort (comm, code, message);
 }
 
+void
+gt_comm_set_timeout (GtComm *comm, double seconds)
+{
+  if (comm != NULL)
+    mpi->set_timeout (comm, seconds);
+}
+
+double
+gt_comm_timeout (const GtComm *comm)
+{
+  return comm ? mpi->timeout (comm) : 0;
+}
+
+void
+gt_comm_set_activity (GtComm *comm, const char *what, int64_t step)
+{
+  if (comm != NULL)
+    mpi->set_activity (comm, what, step);
+}
+
+int
+gt_comm_gave_up (GtComm *comm, char *why, size_t why_size)
+{
+  if (comm == NULL) {
+    snprintf (why, why_size, "no communicator");
+    return GT_ERROR_INVALID;
+  }
+  return mpi->gave_up (comm, why, why_size);
+}
+
+int
+gt_comm_timed_out (const GtComm *comm)
+{
+  return comm ? mpi->timed_out (comm) : 0;
+}
+
 /* Only trainers with a communicator call these: the module is loaded. */
 void
 gt_dist_trainer_joined (void)
@@ -161,7 +197,8 @@ gt_dist_trailer_read (GtComm *comm, const float *summed, int local_nonfinite,
   int size = gt_comm_size (comm);
   /* the lowest rank that left and the lowest whose loss was not finite */
   int64_t culprits[2];
-  char reason[256];
+  char reason[768];
+  int status;
 
   result->global_samples = (int64_t)summed[GT_DIST_SAMPLES];
   result->correct_top1 = (int)summed[GT_DIST_TOP1];
@@ -174,11 +211,11 @@ gt_dist_trailer_read (GtComm *comm, const float *summed, int local_nonfinite,
 
   culprits[0] = local_active ? size : gt_comm_rank (comm);
   culprits[1] = local_nonfinite ? gt_comm_rank (comm) : size;
-  if (gt_comm_allreduce (comm, culprits, 2, GT_COMM_INT64, GT_COMM_MIN, reason,
-          sizeof (reason))
-      < 0) {
+  status = gt_comm_allreduce (
+      comm, culprits, 2, GT_COMM_INT64, GT_COMM_MIN, reason, sizeof (reason));
+  if (status < 0) {
     snprintf (why, why_size, "finding the rank that stopped: %s", reason);
-    return GT_ERROR_DEVICE;
+    return status == GT_ERROR_TIMEOUT ? status : GT_ERROR_DEVICE;
   }
   if (summed[GT_DIST_ACTIVE] < (float)size - 0.5f) {
     snprintf (why, why_size,
@@ -202,15 +239,15 @@ gt_dist_reduce_step (GtComm *comm, float *buffer, size_t num_grads,
     size_t why_size)
 {
   struct timespec start, end;
-  char reason[256];
+  char reason[768];
   int status;
 
   clock_gettime (CLOCK_MONOTONIC, &start);
-  if (gt_comm_allreduce (comm, buffer, num_grads + GT_DIST_TRAILER,
-          GT_COMM_FLOAT, GT_COMM_SUM, reason, sizeof (reason))
-      < 0) {
+  status = gt_comm_allreduce (comm, buffer, num_grads + GT_DIST_TRAILER,
+      GT_COMM_FLOAT, GT_COMM_SUM, reason, sizeof (reason));
+  if (status < 0) {
     snprintf (why, why_size, "reducing the gradients: %s", reason);
-    return GT_ERROR_DEVICE;
+    return status == GT_ERROR_TIMEOUT ? status : GT_ERROR_DEVICE;
   }
   status = gt_dist_trailer_read (comm, buffer + num_grads, local_nonfinite,
       local_active, result, why, why_size);

@@ -9,7 +9,7 @@
 #include "trainer.h"
 
 /* Raise when GtMpiModule or what it points to changes meaning. */
-#define GT_MPI_MODULE_ABI 1
+#define GT_MPI_MODULE_ABI 2
 #define GT_MPI_MODULE_SYMBOL "gt_mpi_module"
 
 typedef struct
@@ -30,6 +30,14 @@ typedef struct
    * aborts the job when one has not left) */
   void (*trainer_joined) (void);
   void (*trainer_left) (void);
+  /* collective-timeout: the bound of every collective (0: none), what
+   * this rank's next ones are for, and the round that names the ranks that
+   * did not arrive after a wait outside MPI (NCCL's) gave up (trainer.h) */
+  void (*set_timeout) (GtComm *comm, double seconds);
+  double (*timeout) (const GtComm *comm);
+  void (*set_activity) (GtComm *comm, const char *what, int64_t step);
+  int (*gave_up) (GtComm *comm, char *why, size_t why_size);
+  int (*timed_out) (const GtComm *comm);
 } GtMpiModule;
 
 #endif /* GT_MPI_MODULE_H */

@@ -31,6 +31,8 @@ gt_status_name (GtStatus status)
       return "checkpoint mismatch";
     case GT_ERROR_STOPPED:
       return "stopped: a rank left";
+    case GT_ERROR_TIMEOUT:
+      return "collective timed out";
   }
   return "unknown";
 }
@@ -168,6 +170,13 @@ leave_job (GtTrainer *trainer)
   }
 }
 
+/* The status of a failed collective: its timeout, or a device error. */
+static int
+comm_status (int status)
+{
+  return status == GT_ERROR_TIMEOUT ? status : GT_ERROR_DEVICE;
+}
+
 /* Broadcasts rank 0's whole state (weights, momentum, statistics, step,
  * RNG, samples seen, metadata) to every rank: a collective. */
 static int
@@ -176,7 +185,7 @@ share_state (GtTrainer *trainer)
   GtComm *comm = trainer->config.comm;
   const GtModelSpec *spec = &trainer->spec;
   GtHostState state;
-  char why[256], *text = NULL;
+  char why[768], *text = NULL;
   int64_t numbers[3], length = 0;
   int status, i;
 
@@ -198,28 +207,29 @@ share_state (GtTrainer *trainer)
       length += sprintf (text + length, "%s", trainer->metadata[i].value) + 1;
     }
   }
-  if (gt_comm_broadcast (comm, state.params, spec->num_params * sizeof (float),
-          0, why, sizeof (why))
-      || gt_comm_broadcast (comm, state.momentum,
-          spec->num_params * sizeof (float), 0, why, sizeof (why))
-      || gt_comm_broadcast (comm, state.stats, spec->num_stats * sizeof (float),
-          0, why, sizeof (why))
-      || gt_comm_broadcast (
-          comm, numbers, sizeof (numbers), 0, why, sizeof (why))
-      || gt_comm_broadcast (
-          comm, &trainer->rng, sizeof (trainer->rng), 0, why, sizeof (why))
-      || gt_comm_broadcast (
-          comm, &length, sizeof (length), 0, why, sizeof (why))) {
+  if ((status = gt_comm_broadcast (comm, state.params,
+           spec->num_params * sizeof (float), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (comm, state.momentum,
+              spec->num_params * sizeof (float), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (comm, state.stats,
+              spec->num_stats * sizeof (float), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (
+              comm, numbers, sizeof (numbers), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (
+              comm, &trainer->rng, sizeof (trainer->rng), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (
+              comm, &length, sizeof (length), 0, why, sizeof (why)))) {
     free (text);
     return gt_trainer_fail (
-        trainer, GT_ERROR_DEVICE, "sharing rank 0's state: %s", why);
+        trainer, comm_status (status), "sharing rank 0's state: %s", why);
   }
   if (text == NULL && (text = malloc (length + 1)) == NULL)
     gt_comm_abort (comm, 1, "out of memory receiving rank 0's metadata");
-  if (gt_comm_broadcast (comm, text, (size_t)length, 0, why, sizeof (why))) {
+  if ((status = gt_comm_broadcast (
+           comm, text, (size_t)length, 0, why, sizeof (why)))) {
     free (text);
     return gt_trainer_fail (
-        trainer, GT_ERROR_DEVICE, "sharing rank 0's metadata: %s", why);
+        trainer, comm_status (status), "sharing rank 0's metadata: %s", why);
   }
   trainer->step = numbers[0];
   trainer->samples_seen = numbers[1];
@@ -252,6 +262,8 @@ gt_trainer_leave (GtTrainer *trainer)
     if (!trainer->in_job)
       return GT_OK;
   }
+  gt_comm_set_activity (trainer->config.comm,
+      "gradient all-reduce (this rank leaving)", trainer->step + 1);
   status = trainer->ops->leave (
       trainer->backend, trainer->error, sizeof (trainer->error));
   leave_job (trainer);
@@ -354,8 +366,8 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
 {
   GtComm *comm = trainer->config.comm;
   int64_t outcome[2] = { GT_OK, 0 };
-  char why[256];
-  int local_resumed = 0;
+  char why[768];
+  int local_resumed = 0, status;
 
   if (comm == NULL)
     return load_file (trainer, path, resumed);
@@ -366,11 +378,13 @@ gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed)
     outcome[0] = load_file (trainer, path, &local_resumed);
     outcome[1] = local_resumed;
   }
-  if (gt_comm_broadcast (comm, outcome, sizeof (outcome), 0, why, sizeof (why))
-      || gt_comm_broadcast (
-          comm, trainer->error, sizeof (trainer->error), 0, why, sizeof (why)))
+  gt_comm_set_activity (comm, "checkpoint broadcast of the resume", -1);
+  if ((status = gt_comm_broadcast (
+           comm, outcome, sizeof (outcome), 0, why, sizeof (why)))
+      || (status = gt_comm_broadcast (comm, trainer->error,
+              sizeof (trainer->error), 0, why, sizeof (why))))
     return gt_trainer_fail (
-        trainer, GT_ERROR_DEVICE, "sharing the checkpoint: %s", why);
+        trainer, comm_status (status), "sharing the checkpoint: %s", why);
   if (outcome[0] != GT_OK)
     return (int)outcome[0]; /* with rank 0's message */
   if (resumed)
@@ -426,6 +440,8 @@ gt_trainer_new (
     free (trainer);
     return NULL;
   }
+  /* the CUDA backend's set-up is a collective in a job */
+  gt_comm_set_activity (config->comm, "trainer set-up", -1);
   trainer->backend =
       trainer->ops->create (&trainer->spec, config, why, why_size);
   if (trainer->backend == NULL) {
@@ -443,6 +459,7 @@ gt_trainer_new (
   }
   if (config->comm != NULL) {
     /* every rank starts from rank 0's weights, as DDP broadcasts them */
+    gt_comm_set_activity (config->comm, "broadcast of the initial weights", -1);
     trainer->in_job = 1;
     gt_dist_trainer_joined ();
     if (share_state (trainer) != GT_OK) {
@@ -579,6 +596,8 @@ gt_trainer_step_begin (GtTrainer *trainer, const GtBatch *batch)
         "this rank's job has stopped: it takes no more steps");
   if ((status = check_batch (trainer, batch, 1)) != GT_OK)
     return status;
+  gt_comm_set_activity (
+      trainer->config.comm, "gradient all-reduce", trainer->step + 1);
   status = trainer->ops->step_begin (trainer->backend, batch,
       gt_trainer_current_lr (trainer), trainer->error, sizeof (trainer->error));
   if (status == GT_OK)

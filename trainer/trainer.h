@@ -30,6 +30,9 @@ typedef enum
   GT_ERROR_NONFINITE = -5, /* the loss was NaN or infinite: not applied */
   GT_ERROR_MISMATCH = -6,  /* a checkpoint does not fit the model */
   GT_ERROR_STOPPED = -7,   /* data-parallel: a rank left; nothing applied */
+  GT_ERROR_TIMEOUT = -8,   /* data-parallel: a collective did not complete
+                            * within the communicator's timeout; the job
+                            * ends (gt_comm_set_timeout) */
 } GtStatus;
 
 typedef enum
@@ -490,7 +493,8 @@ typedef enum
   GT_COMM_MIN,
 } GtCommOp;
 
-/* Collectives over every rank, in place; 0, or -1 with the reason. */
+/* Collectives over every rank, in place; 0, or with the reason
+ * GT_ERROR_TIMEOUT (gt_comm_set_timeout) or -1 (another failure). */
 int gt_comm_allreduce (GtComm *comm, void *values, size_t count,
     GtCommType type, GtCommOp op, char *why, size_t why_size);
 int gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root,
@@ -498,6 +502,32 @@ int gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root,
 /* Ends the whole job now: prints "rank R: @message" to stderr and aborts
  * every rank with exit status @code (MPI_Abort). */
 void gt_comm_abort (GtComm *comm, int code, const char *message);
+
+/* Bounds every collective of @comm, the trainer's included, as PyTorch's
+ * process-group timeout does: one that has not completed @seconds after
+ * this rank entered it fails with GT_ERROR_TIMEOUT and a message naming
+ * it (gt_comm_set_activity), its step, and the ranks that did not arrive.
+ * The ranks still alive find those out after the timeout, without
+ * blocking: each asks every peer where it is, a rank waiting in a
+ * collective answers at once (and gives up too), and one that has not
+ * answered within 2 s is named. @comm is then broken: its later
+ * collectives fail at once, and since MPI cannot be finalised with a rank
+ * missing, the job ends (MPI_Abort, exit status 1) when this process
+ * exits, or 5 s after the timeout at the latest. 0 (the default) waits
+ * for ever, in MPI's blocking calls. */
+void gt_comm_set_timeout (GtComm *comm, double seconds);
+double gt_comm_timeout (const GtComm *comm);
+/* What this rank's next collectives are for ("gradient all-reduce") and
+ * their step (< 0: none), for the message of a timeout. @what must live as
+ * long as @comm (a literal). */
+void gt_comm_set_activity (GtComm *comm, const char *what, int64_t step);
+/* A wait outside MPI (NCCL's reduction) for the current activity did not
+ * end within the timeout: breaks @comm as its own timeout would, finding
+ * and naming in @why the ranks that did not arrive, and returns
+ * GT_ERROR_TIMEOUT. */
+int gt_comm_gave_up (GtComm *comm, char *why, size_t why_size);
+/* 1 once a collective of @comm timed out (the job is ending), else 0. */
+int gt_comm_timed_out (const GtComm *comm);
 
 /* ---- The learning-rate policy (lr-policy.c) ---- */
 

@@ -74,6 +74,7 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
     }
     sink->rank = gt_comm_rank (sink->comm);
     sink->world_size = gt_comm_size (sink->comm);
+    gt_comm_set_timeout (sink->comm, s->collective_timeout);
     GST_INFO_OBJECT (sink, "rank %d of %d (%d on this machine)", sink->rank,
         sink->world_size, gt_comm_local_rank (sink->comm));
   }
@@ -93,7 +94,8 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
 void
 gst_cuda_train_sink_dist_stop (GstCudaTrainSink *sink)
 {
-  if (sink->comm == NULL)
+  /* after a timeout the job is ending: nobody waits for this rank */
+  if (sink->comm == NULL || gt_comm_timed_out (sink->comm))
     return;
   if (!sink->agreed)
     gst_cuda_train_sink_dist_agree (
@@ -143,6 +145,7 @@ agreed_fields (
   FIELD ("stats-interval", s->stats_interval);
   FIELD ("checkpoint-interval", s->checkpoint_interval);
   FIELD ("snapshot-interval", s->snapshot_interval);
+  FIELD ("collective-timeout", s->collective_timeout);
 #undef FIELD
   return n;
 }
@@ -158,7 +161,7 @@ gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
   gint64 values[AGREE_CHECKED + 2 * MAX_AGREED_FIELDS];
   guint n_fields, i, n_values;
   gint size = sink->world_size, lowest;
-  gchar why[256];
+  gchar why[768];
 
   if (sink->comm == NULL)
     return status == GST_TRAIN_RANK_READY;
@@ -184,6 +187,7 @@ gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
       status == GST_TRAIN_RANK_READY         ? "ready"
           : status == GST_TRAIN_RANK_NO_DATA ? "without data"
                                              : "not training");
+  gt_comm_set_activity (sink->comm, "agreement before training", -1);
   if (gt_comm_allreduce (sink->comm, values, n_values, GT_COMM_INT64,
           GT_COMM_MAX, why, sizeof (why))
       < 0) {
@@ -218,7 +222,7 @@ gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
           ("The ranks disagree on the %s (from %" G_GINT64_FORMAT
            " to %" G_GINT64_FORMAT
            "): every rank must train the same model on batches of the same "
-           "shape, with the same mode and intervals.",
+           "shape, with the same mode, intervals and collective-timeout.",
               fields[i].name, least, highest),
           (NULL));
       return FALSE;
@@ -264,7 +268,7 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   TrainStats *global = &sink->global;
   gint size = sink->world_size, r;
   gdouble *rows, *row;
-  gchar why[256];
+  gchar why[768];
 
   *global = *mine;
   sink->global_epoch_samples = gst_cuda_train_sink_epoch_samples (sink);
@@ -283,6 +287,8 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   row[ROW_STEP] = mine->step_seconds;
   row[ROW_BUSY] = mine->busy_seconds;
   row[ROW_EPOCH_SAMPLES] = (gdouble)sink->global_epoch_samples;
+  gt_comm_set_activity (sink->comm, "statistics gather",
+      sink->trainer ? gt_trainer_global_step (sink->trainer) : -1);
   if (gt_comm_allreduce (sink->comm, rows, (gsize)size * ROW_FIELDS,
           GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
       < 0) {
@@ -326,7 +332,7 @@ static gboolean
 gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
 {
   gdouble sums[4];
-  gchar why[256];
+  gchar why[768];
 
   if (sink->comm == NULL)
     return TRUE;
@@ -334,6 +340,7 @@ gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
   sums[1] = (gdouble)totals->num_samples;
   sums[2] = (gdouble)totals->correct_top1;
   sums[3] = (gdouble)totals->correct_top5;
+  gt_comm_set_activity (sink->comm, "evaluation sum", -1);
   if (gt_comm_allreduce (
           sink->comm, sums, 4, GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
       < 0) {
@@ -368,6 +375,9 @@ gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink)
         (NULL));
     ok = FALSE;
   }
+  /* after a timeout nobody gathers any more */
+  if (gt_comm_timed_out (sink->comm))
+    return FALSE;
   GST_DEBUG_OBJECT (sink, "left the job at step %" G_GINT64_FORMAT,
       gt_trainer_global_step (sink->trainer));
   /* the peers gather once more whatever happened here */

@@ -31,6 +31,8 @@
 #define DEFAULT_COMM_BACKEND GST_TRAIN_COMM_BACKEND_AUTO
 #define DEFAULT_BUCKET_SIZE_MB 25
 #define DEFAULT_ERROR_TIMEOUT 30
+/* PyTorch's process-group timeout for NCCL */
+#define DEFAULT_COLLECTIVE_TIMEOUT 600
 
 enum
 {
@@ -66,6 +68,7 @@ enum
   PROP_COMM_BACKEND,
   PROP_BUCKET_SIZE_MB,
   PROP_ERROR_TIMEOUT,
+  PROP_COLLECTIVE_TIMEOUT,
   N_PROPERTIES
 };
 
@@ -106,6 +109,7 @@ static const gsize settings_offsets[N_PROPERTIES] = {
   [PROP_COMM_BACKEND] = FIELD (comm_backend),
   [PROP_BUCKET_SIZE_MB] = FIELD (bucket_size_mb),
   [PROP_ERROR_TIMEOUT] = FIELD (error_timeout),
+  [PROP_COLLECTIVE_TIMEOUT] = FIELD (collective_timeout),
 };
 
 #undef FIELD
@@ -275,6 +279,17 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       "whose application missed the error (gst-launch-1.0 misses an error "
       "posted before its main loop runs); 0 = never",
       0, 3600, DEFAULT_ERROR_TIMEOUT, flags);
+  properties[PROP_COLLECTIVE_TIMEOUT] = g_param_spec_uint ("collective-timeout",
+      "Collective timeout (s)",
+      "Data-parallel: seconds a rank waits in a collective (the agreement "
+      "to start, the broadcast of the weights or of a resumed checkpoint, "
+      "each step's gradient all-reduce, the statistics, leaving) for a rank "
+      "that does not arrive (stopped, hung, cut off) before it gives up with "
+      "an error naming the collective, the step and that rank, and the job "
+      "ends (MPI_Abort) with the last checkpoint kept, as PyTorch's process "
+      "group timeout; a rank that comes back sooner loses nothing. The same "
+      "on every rank; 0 = wait for ever",
+      0, 86400, DEFAULT_COLLECTIVE_TIMEOUT, flags);
   g_object_class_install_properties (klass, N_PROPERTIES, properties);
   return N_PROPERTIES;
 }

@@ -46,6 +46,7 @@ typedef struct
   GstTrainCommBackend comm_backend;
   guint bucket_size_mb;
   guint error_timeout;
+  guint collective_timeout;
 } GstCudaTrainSinkSettings;
 
 /* Installs the properties on the element's @klass; returns the first

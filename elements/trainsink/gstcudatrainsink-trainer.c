@@ -104,6 +104,14 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
     config->precision = GT_PRECISION_FP32;
     sink->trainer = gt_trainer_new (config, why, sizeof (why));
   }
+  /* a collective that timed out ends the job already, once this error is
+   * posted */
+  if (sink->trainer == NULL && gt_comm_timed_out (sink->comm)) {
+    GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
+        ("Could not set up %s: %s.", gt_model_name (config->model), why),
+        (NULL));
+    return FALSE;
+  }
   if (sink->trainer == NULL && sink->comm != NULL) {
     gchar *message = g_strdup_printf ("could not set up %s: %s; its peers "
                                       "cannot go on without it: ending the job",
