@@ -34,6 +34,7 @@ typedef struct
   /* the replay's reading place: @order's @k-th shard, its @i-th good
    * sample */
   guint k, i;
+  GstFlowReturn ret; /* why its input failed */
 } ShardReplay;
 
 static void
@@ -69,7 +70,7 @@ shard_replay_count (ShardReplay *replay, guint shard)
   gint got;
 
   stream = gst_train_shard_fetcher_open (
-      sh->fetcher, sh->shards[shard], 0, NULL, &error);
+      sh->fetcher, sh->shards[shard], 0, NULL, TRUE, &error);
   if (stream == NULL)
     return gst_dataset_src_shards_fail (src, error);
   samples = g_array_new (FALSE, TRUE, sizeof (GstTrainShardSample));
@@ -136,6 +137,18 @@ shard_replay_next (ShardReplay *replay, GstDatasetSrcShardItem **out)
   return GST_FLOW_OK;
 }
 
+/* shard_replay_next() as the shuffle buffer's input. */
+static gint
+shard_replay_input (gpointer user_data, gpointer *item)
+{
+  ShardReplay *replay = user_data;
+
+  replay->ret = shard_replay_next (replay, (GstDatasetSrcShardItem **)item);
+  if (replay->ret != GST_FLOW_OK)
+    return -1;
+  return *item != NULL;
+}
+
 /* Replays @epoch up to @limit samples out of the buffer, as
  * gst_dataset_src_shards_create() hands them out; *@emitted: how many came
  * out (fewer when the epoch ended first). */
@@ -152,17 +165,11 @@ shard_replay_epoch (
   *emitted = 0;
   while (*emitted < limit) {
     GstDatasetSrcShardItem *item;
-    GstFlowReturn ret;
 
-    while (!sh->input_done && gst_train_shard_shuffle_wants (&sh->buffer)) {
-      ret = shard_replay_next (replay, &item);
-      if (ret != GST_FLOW_OK)
-        return ret;
-      if (item != NULL)
-        gst_train_shard_shuffle_add (&sh->buffer, item);
-      else
-        sh->input_done = TRUE;
-    }
+    if (gst_train_shard_shuffle_fill (
+            &sh->buffer, &sh->input_done, shard_replay_input, replay)
+        < 0)
+      return replay->ret;
     item = gst_train_shard_shuffle_take (&sh->buffer);
     if (item == NULL)
       break;
@@ -237,7 +244,7 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
   GstDatasetSrcShards *sh = src->shards;
-  ShardReplay replay = { src, NULL, 0, 0 };
+  ShardReplay replay = { src, NULL, 0, 0, GST_FLOW_OK };
   guint64 start, emitted, epoch_size, epoch;
   GstFlowReturn ret;
 

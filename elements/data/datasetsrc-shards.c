@@ -198,7 +198,7 @@ gst_dataset_src_shards_open (
   }
   gst_dataset_src_shards_close (sh);
   sh->stream = gst_train_shard_fetcher_open (
-      sh->fetcher, sh->shards[shard], offset, next, &error);
+      sh->fetcher, sh->shards[shard], offset, next, FALSE, &error);
   g_free (next);
   if (sh->stream == NULL)
     return gst_dataset_src_shards_fail (src, error);
@@ -311,6 +311,19 @@ gst_dataset_src_shards_next_input (
   }
 }
 
+/* gst_dataset_src_shards_next_input() as the shuffle buffer's input. */
+static gint
+gst_dataset_src_shards_next (gpointer user_data, gpointer *item)
+{
+  GstDatasetSrc *src = user_data;
+
+  src->shards->input_ret =
+      gst_dataset_src_shards_next_input (src, (GstDatasetSrcShardItem **)item);
+  if (src->shards->input_ret != GST_FLOW_OK)
+    return -1;
+  return *item != NULL;
+}
+
 /* The buffer of @item, whose image is read now when the item only holds
  * its place (brought back by a resume). */
 static GstFlowReturn
@@ -380,13 +393,10 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
       }
       GST_DEBUG_OBJECT (src, "epoch %d: %u shards", sh->epoch, sh->n_mine);
     }
-    while (!sh->input_done && gst_train_shard_shuffle_wants (&sh->buffer)) {
-      ret = gst_dataset_src_shards_next_input (src, &item);
-      if (ret != GST_FLOW_OK)
-        return ret;
-      if (item != NULL)
-        gst_train_shard_shuffle_add (&sh->buffer, item);
-    }
+    if (gst_train_shard_shuffle_fill (
+            &sh->buffer, &sh->input_done, gst_dataset_src_shards_next, src)
+        < 0)
+      return sh->input_ret;
     item = gst_train_shard_shuffle_take (&sh->buffer);
     if (item == NULL)
       continue;

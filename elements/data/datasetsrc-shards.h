@@ -43,7 +43,8 @@ struct _GstDatasetSrcShards
   GstTrainShardReader *reader;
   gboolean input_done; /* nothing more goes into the buffer this epoch */
   GstTrainShardShuffle buffer;
-  guint64 epoch_emitted; /* samples out of the buffer this epoch */
+  GstFlowReturn input_ret; /* why the buffer's input failed */
+  guint64 epoch_emitted;   /* samples out of the buffer this epoch */
   gboolean done;
 
   /* an exact resume: the place in the sequence of the next sample out of

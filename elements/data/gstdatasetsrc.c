@@ -61,8 +61,13 @@
  * on network storage and object stores), and the samples pass through a
  * shuffle buffer of @shuffle-buffer-size samples that hands out a random
  * one once it is full. With shuffle=false the shards come in the order
- * written, each in member order. In a data-parallel job (or with
- * @num-shards) rank R of N reads shards R, R + N, ... of the list: each
+ * written, each in member order. As WebDataset's, the buffer starts
+ * handing out samples once it holds 100 (or @shuffle-buffer-size, when
+ * smaller) and fills up reading two samples per sample out. Each shard is
+ * read on a thread of its own in large sequential reads, and the next
+ * @fetch-ahead shards are read (or fetched) while the current one is.
+ * In a data-parallel job (or with @num-shards) rank R of N reads shards
+ * R, R + N, ... of the list: each
  * rank its own shards, every shard read once per epoch across the job;
  * fewer shards than ranks is an error. Ranks whose shards hold fewer
  * samples run out first: cudatrainsink's join ends the job at the same
@@ -337,9 +342,10 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
               | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_FETCH_AHEAD,
       g_param_spec_uint ("fetch-ahead", "Fetch ahead",
-          "Shards over HTTP: how many of the next shards are fetched, each "
-          "on its own connection, while the current one is read (at most "
-          "32 MiB of each held in memory)",
+          "Shards: how many of the next shards are read (files) or "
+          "fetched (HTTP, each on its own connection) on threads of their "
+          "own while the current one is read (at most 32 MiB of each held "
+          "in memory)",
           0, 64, DEFAULT_FETCH_AHEAD,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));

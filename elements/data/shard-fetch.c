@@ -35,6 +35,7 @@ typedef struct
   GError *error;
   gboolean dropped; /* nobody wants it any more: stop */
   gboolean claimed; /* a stream reads it */
+  gboolean local;   /* a file, read on the thread with read() */
   GThread *thread;
   /* the thread's own, per attempt */
   void *curl;
@@ -167,6 +168,70 @@ gst_train_shard_fetcher_check (
   return TRUE;
 }
 
+/* Queues @size bytes of @data once there is room; FALSE when nobody wants
+ * the transfer any more. */
+static gboolean
+transfer_queue (Transfer *t, const guint8 *data, gsize size)
+{
+  GstTrainShardFetcher *f = t->fetcher;
+
+  g_mutex_lock (&f->lock);
+  while (t->queued >= MAX_QUEUED && !t->dropped)
+    g_cond_wait (&f->cond, &f->lock);
+  if (t->dropped) {
+    g_mutex_unlock (&f->lock);
+    return FALSE;
+  }
+  if (size > 0) {
+    g_queue_push_tail (&t->chunks, g_bytes_new (data, size));
+    t->queued += size;
+    t->received += size;
+    g_cond_broadcast (&f->cond);
+  }
+  g_mutex_unlock (&f->lock);
+  return TRUE;
+}
+
+/* A local shard's thread: reads the file ahead of its stream, in large
+ * sequential reads, as a transfer does over HTTP. */
+static gpointer
+transfer_run_file (gpointer data)
+{
+  Transfer *t = data;
+  GstTrainShardFetcher *f = t->fetcher;
+  gsize chunk = 512 * 1024;
+  guint8 *buffer = g_malloc (chunk);
+  GError *error = NULL;
+  int fd = open_local (t->url, &error);
+
+  if (fd >= 0 && t->offset > 0 && lseek (fd, (off_t)t->offset, SEEK_SET) < 0)
+    set_errno_error (&error, t->url);
+  if (fd >= 0 && error == NULL) {
+    posix_fadvise (fd, (off_t)t->offset, 0, POSIX_FADV_SEQUENTIAL);
+    for (;;) {
+      gssize got = read (fd, buffer, chunk);
+
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0) {
+        set_errno_error (&error, t->url);
+        break;
+      }
+      if (got == 0 || !transfer_queue (t, buffer, got))
+        break;
+    }
+  }
+  if (fd >= 0)
+    close (fd);
+  g_free (buffer);
+  g_mutex_lock (&f->lock);
+  t->error = error;
+  t->finished = TRUE;
+  g_cond_broadcast (&f->cond);
+  g_mutex_unlock (&f->lock);
+  return NULL;
+}
+
 /* ---- HTTP ---- */
 
 #ifdef GST_TRAIN_HAVE_CURL
@@ -177,7 +242,6 @@ static size_t
 transfer_write (char *data, size_t size, size_t count, void *user_data)
 {
   Transfer *t = user_data;
-  GstTrainShardFetcher *f = t->fetcher;
   gsize n = size * count, skip = 0, take;
 
   if (!t->answer_checked) {
@@ -192,23 +256,11 @@ transfer_write (char *data, size_t size, size_t count, void *user_data)
     skip = MIN (n, t->discard);
     t->discard -= skip;
   }
-  g_mutex_lock (&f->lock);
-  while (t->queued >= MAX_QUEUED && !t->dropped)
-    g_cond_wait (&f->cond, &f->lock);
-  if (t->dropped) {
-    g_mutex_unlock (&f->lock);
-    return 0; /* ends the transfer */
-  }
   take = n - skip;
   if (t->end != G_MAXUINT64)
     take = MIN (take, t->end - t->offset - t->received);
-  if (take > 0) {
-    g_queue_push_tail (&t->chunks, g_bytes_new (data + skip, take));
-    t->queued += take;
-    t->received += take;
-    g_cond_broadcast (&f->cond);
-  }
-  g_mutex_unlock (&f->lock);
+  if (!transfer_queue (t, (const guint8 *)data + skip, take))
+    return 0; /* ends the transfer */
   /* a range that is complete ends the transfer too */
   return t->end != G_MAXUINT64 && t->offset + t->received >= t->end ? 0 : n;
 }
@@ -382,12 +434,18 @@ transfer_start (GstTrainShardFetcher *f, const gchar *url, guint64 offset,
   t->url = g_strdup (url);
   t->offset = offset;
   t->end = end;
+  t->local = !gst_train_shard_is_url (url);
   g_queue_init (&t->chunks);
+  if (t->local)
+    t->thread = g_thread_try_new ("shard-read", transfer_run_file, t, error);
 #ifdef GST_TRAIN_HAVE_CURL
-  t->thread = g_thread_try_new ("shard-fetch", transfer_run, t, error);
+  else
+    t->thread = g_thread_try_new ("shard-fetch", transfer_run, t, error);
 #else
-  g_set_error (error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_UNSUPPORTED,
-      "cannot fetch \"%s\": this build of gst-train has no HTTP client", url);
+  else
+    g_set_error (error, GST_TRAIN_SHARD_ERROR,
+        GST_TRAIN_SHARD_ERROR_UNSUPPORTED,
+        "cannot fetch \"%s\": this build of gst-train has no HTTP client", url);
 #endif
   if (t->thread == NULL) {
     g_free (t->url);
@@ -418,14 +476,14 @@ transfer_drop (Transfer *t)
 
 GstTrainShardStream *
 gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
-    guint64 offset, const gchar *const *next, GError **error)
+    guint64 offset, const gchar *const *next, gboolean skimming, GError **error)
 {
   GstTrainShardStream *stream;
   Transfer *found = NULL;
   GList *l, *unwanted = NULL;
   guint i;
 
-  if (!gst_train_shard_is_url (shard)) {
+  if (skimming && !gst_train_shard_is_url (shard)) {
     int fd = open_local (shard, error);
 
     if (fd < 0)
@@ -470,8 +528,6 @@ gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
        i++) {
     gboolean under_way = FALSE;
 
-    if (!gst_train_shard_is_url (next[i]))
-      continue;
     for (l = f->transfers; l != NULL; l = l->next) {
       Transfer *t = l->data;
 

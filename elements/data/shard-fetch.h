@@ -3,11 +3,12 @@
  *
  * A fetcher opens one shard at a time as a stream that a shard reader
  * (shard-reader.h) reads front to back, and reads single byte ranges (the
- * samples an exact resume brings back). Local shards are files read with
- * read(). http:// and https:// shards go through libcurl: each transfer
- * runs on a thread of its own into a bounded queue of chunks that the
- * stream takes from, the next shards (@fetch_ahead of them) are fetched
- * while the current one is read, and a transfer that breaks (a connection
+ * samples an exact resume brings back). Each shard is read by a transfer
+ * on a thread of its own into a bounded queue of chunks that the stream
+ * takes from, and the next shards (@fetch_ahead of them) are read while
+ * the current one is: local shards with large sequential read()s, http://
+ * and https:// shards through libcurl, where a transfer that breaks (a
+ * connection
  * refused, reset or cut short, a time-out, an HTTP 5xx) starts again after
  * a pause that doubles each time, from the byte it had reached (a Range
  * request), @retries times in a row before the stream fails with an error
@@ -48,10 +49,12 @@ gboolean gst_train_shard_fetcher_check (
 
 /* Opens @shard at byte @offset; @next (NULL-terminated, or NULL) are the
  * shards that will be opened after it, in order: the first fetch_ahead of
- * them are fetched now, other transfers under way are dropped. */
+ * them are fetched now, other transfers under way are dropped. With
+ * @skimming (the caller passes over most bytes: a count of the samples) a
+ * local shard is read in place, with seeks, instead of ahead. */
 GstTrainShardStream *gst_train_shard_fetcher_open (
     GstTrainShardFetcher *fetcher, const gchar *shard, guint64 offset,
-    const gchar *const *next, GError **error);
+    const gchar *const *next, gboolean skimming, GError **error);
 
 /* The source funcs of a stream (a shard reader's source is the stream). */
 extern const GstTrainShardSourceFuncs gst_train_shard_stream_funcs;

@@ -46,16 +46,34 @@ gst_train_shard_shuffle_init (GstTrainShardShuffle *buffer, guint capacity,
   buffer->capacity = MAX (capacity, 1);
 }
 
-gboolean
-gst_train_shard_shuffle_wants (const GstTrainShardShuffle *buffer)
+gint
+gst_train_shard_shuffle_fill (GstTrainShardShuffle *buffer,
+    gboolean *input_done, GstTrainShardNextFunc next, gpointer user_data)
 {
-  return buffer->items->len < buffer->capacity;
-}
+  guint initial = MIN (GST_TRAIN_SHARD_SHUFFLE_INITIAL, buffer->capacity);
 
-void
-gst_train_shard_shuffle_add (GstTrainShardShuffle *buffer, gpointer item)
-{
-  g_ptr_array_add (buffer->items, item);
+  while (!*input_done) {
+    guint k;
+
+    for (k = 0; k < 2; k++) {
+      gpointer item = NULL;
+      gint got;
+
+      if (k == 1 && buffer->items->len >= buffer->capacity)
+        break;
+      got = next (user_data, &item);
+      if (got < 0)
+        return -1;
+      if (got == 0) {
+        *input_done = TRUE;
+        break;
+      }
+      g_ptr_array_add (buffer->items, item);
+    }
+    if (buffer->items->len >= initial)
+      break;
+  }
+  return 0;
 }
 
 gpointer

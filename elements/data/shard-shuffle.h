@@ -4,8 +4,9 @@
  * (WebDataset's split_by_node over the shards as listed), reads them in an
  * order drawn afresh each epoch from the seed (its detshuffle), each shard
  * front to back, and the samples pass through a shuffle buffer that hands
- * out a random one of those it holds once it is full (its shuffle stage:
- * the picked slot takes the last one's place). GLib only, over gt-random,
+ * out a random one of those it holds (its shuffle stage, with its
+ * `initial`: see gst_train_shard_shuffle_fill; the picked slot takes the
+ * last one's place). GLib only, over gt-random,
  * so that an exact resume replays the same draws without data. */
 #ifndef __GST_TRAIN_SHARD_SHUFFLE_H__
 #define __GST_TRAIN_SHARD_SHUFFLE_H__
@@ -41,10 +42,22 @@ typedef struct
 void gst_train_shard_shuffle_init (GstTrainShardShuffle *buffer, guint capacity,
     guint64 seed, guint64 stream, GDestroyNotify free_item);
 
-/* Whether the buffer takes another item before one leaves. */
-gboolean gst_train_shard_shuffle_wants (const GstTrainShardShuffle *buffer);
+/* Where a buffer's items come from: 1 with *@item set, 0 at the end of
+ * the input, -1 on an error (which the caller keeps). */
+typedef gint (*GstTrainShardNextFunc) (gpointer user_data, gpointer *item);
 
-void gst_train_shard_shuffle_add (GstTrainShardShuffle *buffer, gpointer item);
+/* Items the buffer holds before the first one leaves (or its capacity,
+ * when smaller): WebDataset's `initial`, so that output starts early. */
+#define GST_TRAIN_SHARD_SHUFFLE_INITIAL 100
+
+/* Reads into @buffer, from @next, what WebDataset's shuffle stage reads
+ * before it hands an item out: an item, and one more while the buffer
+ * holds fewer than its capacity, again until it holds its initial count
+ * or the input ends (*@input_done set then; nothing is read once it is
+ * set). So the buffer fills up two items per item out, while output has
+ * begun. 0, or -1 when @next failed. */
+gint gst_train_shard_shuffle_fill (GstTrainShardShuffle *buffer,
+    gboolean *input_done, GstTrainShardNextFunc next, gpointer user_data);
 
 /* A random item out of the buffer (the oldest with a capacity of 0 or 1);
  * NULL when it is empty. */
