@@ -263,7 +263,7 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
   if (ret == GST_FLOW_OK && emitted < start) {
     /* past epoch 0, which counted every shard: the epoch's size says which
      * epoch the place falls in */
-    epoch_size = emitted;
+    epoch_size = sh->epoch_size = emitted;
     epoch = epoch_size > 0 ? start / epoch_size : G_MAXUINT64;
     if (epoch > G_MAXINT
         || (s->num_epochs >= 0 && epoch >= (guint64)s->num_epochs)) {

@@ -357,6 +357,28 @@ gst_dataset_src_shards_buffer (
   return GST_FLOW_OK;
 }
 
+/* Tells downstream the size of an epoch once it is known: the dataset
+ * tags again, with the samples per epoch (the start's had none), so that
+ * cudatrainsink counts epochs. From the streaming thread, after the first
+ * buffer (a tag event before the segment would be out of order). */
+static void
+gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
+{
+  const GstDatasetSrcSettings *s = &src->settings;
+  GstDatasetSrcShards *sh = src->shards;
+  GstTrainDatasetInfo info = { 0 };
+
+  info.num_classes = s->num_classes;
+  info.epoch_samples = sh->epoch_size;
+  info.shard_index = s->shard_index;
+  info.num_shards = s->num_shards;
+  sh->epoch_size_sent = TRUE;
+  GST_INFO_OBJECT (
+      src, "%" G_GUINT64_FORMAT " samples per epoch", sh->epoch_size);
+  gst_pad_push_event (GST_BASE_SRC_PAD (src),
+      gst_event_new_tag (gst_train_dataset_info_to_tag_list (&info)));
+}
+
 GstFlowReturn
 gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
 {
@@ -375,7 +397,11 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
 
     if (sh->done)
       return GST_FLOW_EOS;
+    if (sh->epoch_size > 0 && !sh->epoch_size_sent && src->emitted > 0)
+      gst_dataset_src_shards_send_epoch_size (src);
     if (sh->epoch < 0 || (sh->input_done && sh->buffer.items->len == 0)) {
+      if (sh->epoch >= 0 && sh->epoch_size == 0)
+        sh->epoch_size = sh->epoch_emitted;
       if (sh->epoch >= 0 && sh->epoch_emitted == 0) {
         /* another epoch would find nothing either */
         GST_ELEMENT_ERROR (src, RESOURCE, READ,

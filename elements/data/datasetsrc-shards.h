@@ -46,6 +46,10 @@ struct _GstDatasetSrcShards
   GstFlowReturn input_ret; /* why the buffer's input failed */
   guint64 epoch_emitted;   /* samples out of the buffer this epoch */
   gboolean done;
+  /* samples in an epoch of this rank, once one was read whole (0 before),
+   * and whether the tags said so downstream */
+  guint64 epoch_size;
+  gboolean epoch_size_sent;
 
   /* an exact resume: the place in the sequence of the next sample out of
    * the buffer, and the places downstream wants among those before

@@ -73,7 +73,9 @@
  * samples run out first: cudatrainsink's join ends the job at the same
  * step on every rank. @num-samples ends each epoch after that many
  * samples. The sample counts are not known before the shards are read: the
- * tags carry the class count and the rank, no sample counts.
+ * tags at start carry the class count and the rank, and once an epoch was
+ * read whole (or a resume counted one) they come again with the samples
+ * per epoch (`train-epoch-samples`), which cudatrainsink counts epochs by.
  *
  * A sample with no image, no label, a label that is not a number or is out
  * of range is skipped with a warning and counted (@on-error); a damaged

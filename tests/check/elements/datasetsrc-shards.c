@@ -372,6 +372,8 @@ GST_START_TEST (test_shard_order_unshuffled)
   fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
   fail_unless_equals_int (info.num_classes, NUM_CLASSES);
   fail_unless_equals_int (info.num_shards, 1);
+  /* known once epoch 0 was read, and sent again */
+  fail_unless_equals_uint64 (info.epoch_samples, 12);
   gst_train_dataset_info_clear (&info);
   run_result_free (r);
   fixture_remove_tree (dir);
