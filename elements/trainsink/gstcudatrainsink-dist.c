@@ -253,12 +253,13 @@ enum
 };
 
 /* The seconds of the interval a rank spent outside the gradients'
- * reduction: waiting for its batches and in its steps, less the
- * reduction. */
+ * reduction: in its steps, less the reduction. A step is timed from its
+ * batch's arrival to the next batch's (gstcudatrainsink-steps.c), so its
+ * seconds hold the wait for that batch already. */
 static gdouble
 own_time (const gdouble *row)
 {
-  return row[ROW_WAIT] + row[ROW_STEP] - row[ROW_COMM];
+  return row[ROW_STEP] - row[ROW_COMM];
 }
 
 gboolean
@@ -303,6 +304,7 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   global->step_seconds = global->busy_seconds = 0;
   sink->global_epoch_samples = 0;
   global->slowest_rank = 0;
+  global->straggler_wait_seconds = 0;
   for (r = 0; r < size; r++) {
     row = rows + (gsize)r * ROW_FIELDS;
     /* the rank the others waited for in the reduction spent the most time
@@ -322,6 +324,15 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
     global->step_seconds = MAX (global->step_seconds, row[ROW_STEP]);
     global->busy_seconds = MAX (global->busy_seconds, row[ROW_BUSY]);
   }
+  /* how long the others waited for it: its time outside the reduction
+   * less each one's, on average */
+  for (r = 0; r < size; r++)
+    if (r != global->slowest_rank)
+      global->straggler_wait_seconds +=
+          MAX (0,
+              own_time (rows + (gsize)global->slowest_rank * ROW_FIELDS)
+                  - own_time (rows + (gsize)r * ROW_FIELDS))
+          / (size - 1);
   g_free (rows);
   return TRUE;
 }

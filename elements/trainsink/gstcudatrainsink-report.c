@@ -254,9 +254,10 @@ gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
       "sink-memory-fraction", G_TYPE_DOUBLE, r.sink_memory_fraction,
       "pinned-fraction", G_TYPE_DOUBLE, r.pinned_fraction, "comm-time",
       G_TYPE_DOUBLE, r.comm_time, "slowest-rank", G_TYPE_INT, r.slowest_rank,
-      "rank", G_TYPE_INT, sink->rank, "world-size", G_TYPE_INT,
-      sink->world_size, "compute", G_TYPE_STRING,
-      sink->compute ? sink->compute : "", "time", G_TYPE_DOUBLE, r.time, NULL);
+      "straggler-wait", G_TYPE_DOUBLE, r.straggler_wait, "rank", G_TYPE_INT,
+      sink->rank, "world-size", G_TYPE_INT, sink->world_size, "compute",
+      G_TYPE_STRING, sink->compute ? sink->compute : "", "time", G_TYPE_DOUBLE,
+      r.time, NULL);
   gst_cuda_train_sink_write_scalars (
       sink, s, train_stats_scalars, G_N_ELEMENTS (train_stats_scalars), step);
   gst_cuda_train_sink_report (sink, s);

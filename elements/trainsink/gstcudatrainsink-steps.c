@@ -302,9 +302,11 @@ gst_cuda_train_sink_save_on_halt (GstCudaTrainSink *sink)
 }
 
 /* The first batch: the trainer is made (in a data-parallel job, once every
- * rank agreed to start). */
+ * rank agreed to start), and the first interval begins once it is ready:
+ * the agreement may have waited for a rank that started late, which is
+ * neither this rank's step nor its data wait. */
 static GstFlowReturn
-gst_cuda_train_sink_start_run (GstCudaTrainSink *sink, gint64 arrival)
+gst_cuda_train_sink_start_run (GstCudaTrainSink *sink)
 {
   switch (gst_cuda_train_sink_setup (sink)) {
     case GST_TRAIN_SETUP_OK:
@@ -321,7 +323,7 @@ gst_cuda_train_sink_start_run (GstCudaTrainSink *sink, gint64 arrival)
       return GST_FLOW_EOS;
   }
   gst_cuda_train_sink_report_run_begins (sink);
-  train_stats_begin_interval (&sink->stats, arrival);
+  train_stats_begin_interval (&sink->stats, g_get_monotonic_time ());
   return GST_FLOW_OK;
 }
 
@@ -366,9 +368,11 @@ gst_cuda_train_sink_advance (
         return GST_FLOW_ERROR;
       }
       if (sink->trainer == NULL && !sink->reached_max) {
-        ret = gst_cuda_train_sink_start_run (sink, arrival);
+        ret = gst_cuda_train_sink_start_run (sink);
         if (ret != GST_FLOW_OK)
           return ret;
+        /* the first step is timed from when the trainer is ready */
+        arrival = sink->stats.interval_start;
       }
       break;
   }

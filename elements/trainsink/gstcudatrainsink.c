@@ -63,6 +63,10 @@
  * - `slowest-rank` (gint): the rank the others waited for over the
  *   interval: the one that spent the most time outside the reduction
  *   (waiting for data and computing); 0 alone
+ * - `straggler-wait` (gdouble): mean seconds per step the other ranks
+ *   waited for `slowest-rank` over the interval (its time outside the
+ *   reduction less theirs, averaged over them): a rank that lags before
+ *   it stalls; 0 alone
  * - `rank`, `world-size` (gint): the rank that posted the message, and how
  *   many there are (0 and 1 alone)
  * - `compute` (gchararray): what the trainer runs on: on the CPU the BLAS,
@@ -331,7 +335,8 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
       "top5, images, fresh-images, images-per-second, "
       "fresh-images-per-second, echo-factor, step-time, busy-time, "
       "data-wait-fraction, sink-memory-fraction, pinned-fraction, comm-time, "
-      "slowest-rank, rank, world-size, compute, time), and with "
+      "slowest-rank, straggler-wait, rank, world-size, compute, time), "
+      "and with "
       "mode=eval eval-result at EOS (loss, top1, top5, images); both are "
       "also appended to metrics-location as JSON lines, with a snapshot "
       "line for each snapshot (mark, fresh-images, images, step, time), "

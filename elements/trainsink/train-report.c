@@ -105,6 +105,7 @@ train_stats_take_report (TrainStats *stats, guint64 epoch_samples, gint64 now,
   report->data_wait_fraction = MIN (1.0, stats->wait_seconds / wall);
   report->comm_time = stats->comm_seconds;
   report->slowest_rank = stats->slowest_rank;
+  report->straggler_wait = stats->straggler_wait_seconds / steps;
   report->time = train_stats_elapsed (stats, now);
   train_stats_begin_interval (stats, now);
 }

@@ -45,8 +45,10 @@ typedef struct
   guint64 correct_top5;
   guint64 scored_images;
   /* data-parallel: the rank the others waited for over the interval, as
-   * the last gather found it (gstcudatrainsink-dist.c); 0 alone */
+   * the last gather found it (gstcudatrainsink-dist.c), and the seconds
+   * of the interval the others waited for it, on average; 0 alone */
   gint slowest_rank;
+  gdouble straggler_wait_seconds;
 } TrainStats;
 
 /* The fields of a train-stats report, as cudatrainsink documents them
@@ -70,6 +72,7 @@ typedef struct
   gdouble data_wait_fraction;
   gdouble comm_time;
   gint slowest_rank;
+  gdouble straggler_wait; /* per step */
   gdouble time;
 } TrainStatsReport;
 

@@ -25,18 +25,33 @@ field_double (const GstStructure *s, const gchar *name)
 static void
 print_progress (Progress *progress, const GstStructure *s)
 {
+  gdouble straggler = field_double (s, "straggler-wait");
+  gint slowest = 0, world_size = 1;
   guint64 step = 0;
+  GString *line;
 
   if (progress->quiet)
     return;
   gst_structure_get_uint64 (s, "step", &step);
-  g_print ("step %" G_GUINT64_FORMAT " | epoch %.2f | loss %.4f | lr %.4g | "
-           "%.1f img/s | fresh %.1f img/s | echo x%.2f | data wait %.0f%%\n",
+  line = g_string_new (NULL);
+  g_string_printf (line,
+      "step %" G_GUINT64_FORMAT " | epoch %.2f | loss %.4f | lr %.4g | "
+      "%.1f img/s | fresh %.1f img/s | echo x%.2f | data wait %.0f%%",
       step, field_double (s, "epoch"), field_double (s, "loss"),
       field_double (s, "lr"), field_double (s, "images-per-second"),
       field_double (s, "fresh-images-per-second"),
       field_double (s, "echo-factor"),
       100.0 * field_double (s, "data-wait-fraction"));
+  /* a straggler, once the others wait for it more than a tenth of a step:
+   * the rank to look at before it stalls the job */
+  gst_structure_get_int (s, "slowest-rank", &slowest);
+  gst_structure_get_int (s, "world-size", &world_size);
+  if (world_size > 1 && straggler > 0.1 * field_double (s, "step-time"))
+    g_string_append_printf (line,
+        " | slowest rank %d: the others wait %.0f ms a step", slowest,
+        straggler * 1e3);
+  g_print ("%s\n", line->str);
+  g_string_free (line, TRUE);
 }
 
 /* "gst-train: ", or "gst-train: NAME: " when there are several sinks. */

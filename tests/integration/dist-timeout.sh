@@ -15,12 +15,21 @@
 #   later, within the timeout: the job ends normally, bitwise the
 #   uninterrupted run.
 #   Ranks that disagree on collective-timeout: an error naming both values.
+#   A straggler before it stalls: rank 1's samples come 100 ms apart
+#   (identity sleep-time), rank 0 waits for it at every step: train-stats
+#   says slowest-rank 1, and straggler-wait over 100 ms a step, and
+#   gst-train's progress line names it.
 # Usage: dist-timeout.sh HAVE-MPI DATASET-TOOL GST-TRAIN
 set -eu
 . "$(dirname "$0")/dist-common.sh"
 dist_setup dist-timeout "$1" "$2" 48
 export GST_TRAIN="$3"
 timeout=3
+# Open MPI 4.1.4's mpirun now and then crashes (SIGSEGV in libpmix's
+# pmix_server_message_handler) while it handles a rank's MPI_Abort under
+# the MALLOC_PERTURB_ meson sets: it then exits 139 instead of 1, and
+# leaves no core file here
+ulimit -c 0
 
 line="\$GST_TRAIN datasetsrc location=\$DIST_WORK/fm/train seed=3 num-epochs=-1
   ! imagedec ! augment width=16 height=16 ! batcher batch-size=4
@@ -67,6 +76,14 @@ stalled() {
   grep -q "rank 1: GT_TEST_DIST_STOP: stopping" "$work/rank-1.log" || {
     logs; fail "$name, $n ranks: rank 1 did not stop"; }
   echo "$name, $n ranks: mpirun exited $status after $took s"
+  # MPI_Abort's status is 1; another one (139: mpirun's crash above):
+  # how each rank ended
+  if [ "$status" -ne 1 ]; then
+    grep -H -i "signal\|exited on" "$work/mpirun.log" || true
+    for log in "$work"/rank-*.log; do
+      echo "  $(basename "$log"): $(tail -1 "$log")"
+    done
+  fi
 }
 # names PATTERN: every live rank's error names the collective and rank 1
 names() {
@@ -130,4 +147,27 @@ grep -q "^rank 0: error from cudatrainsink0: The ranks disagree on the collectiv
   "$work/rank-0.log" || { logs; fail "the disagreement does not name both values"; }
 unset RANK1_SINK
 
-echo "ok: a rank stopped before the first step, in the all-reduce and in the resume broadcast ends the job of 2 and of 3 ranks within collective-timeout + 10 s, naming it; one continued in time loses nothing"
+# a straggler: rank 1 reads 100 ms a sample, 400 ms a batch of 4
+rm -f "$work"/rank-* "$work/slow.jsonl"
+ranks 2 "\$GST_TRAIN datasetsrc location=\$DIST_WORK/fm/train
+  ! identity sleep-time=\$((OMPI_COMM_WORLD_RANK * 100000)) ! imagedec
+  ! augment width=16 height=16 ! batcher batch-size=4
+  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1
+    max-steps=6 stats-interval=3 metrics-location=\$DIST_WORK/slow.jsonl" \
+  >"$work/mpirun.log" 2>&1 || { logs; fail "the job with a straggler failed"; }
+/usr/bin/python3 - "$work/slow.jsonl" <<'PYEOF' || { logs; fail "train-stats do not show the straggler"; }
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"train-stats"' in l]
+assert len(lines) == 2, lines
+# the last step of a run ends at once, without waiting for a next batch:
+# the last interval shows less of the wait
+for line in lines:
+    assert line["slowest-rank"] == 1, line
+assert max(line["straggler-wait"] for line in lines) > 0.1, lines
+print("straggler: slowest-rank 1, straggler-wait %s s a step"
+      % ", ".join("%.3f" % l["straggler-wait"] for l in lines))
+PYEOF
+grep -qE "^step [36] .* \| slowest rank 1: the others wait [0-9]+ ms a step$" \
+  "$work/rank-0.log" || { logs; fail "the progress line does not name the straggler"; }
+
+echo "ok: a rank stopped before the first step, in the all-reduce and in the resume broadcast ends the job of 2 and of 3 ranks within collective-timeout + 10 s, naming it; one continued in time loses nothing; a straggler is named"

@@ -1409,6 +1409,7 @@ GST_START_TEST (test_alone_and_launcher_shard)
         fail_unless_equals_float (get_double (s, "comm-time"), 0.0);
         fail_unless (
             gst_structure_get_int (s, "slowest-rank", &value) && value == 0);
+        fail_unless_equals_float (get_double (s, "straggler-wait"), 0.0);
         steps = get_uint64 (s, "step");
       }
       gst_message_unref (message);
