@@ -58,7 +58,8 @@ if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 
-bench_build bench/dist-bench
+# the MPI module too: dist-bench opens it at run time
+bench_build bench/dist-bench trainer/libgsttrain-mpi.so
 BENCH=$ROOT/$BENCH_BUILD/bench/dist-bench
 
 configs=("resnet20 32 32 10")
