@@ -634,8 +634,12 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     tags = gst_dataset_src_shards_start (src);
   else
     tags = gst_dataset_src_files_start (src);
-  if (tags == NULL)
+  if (tags == NULL) {
+    /* GstBaseSrc does not call stop() after a failed start() */
+    gst_dataset_src_files_stop (src);
+    gst_dataset_src_shards_stop (src);
     return FALSE;
+  }
   GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
   /* GstBaseSrc queues a tag event sent to the element and pushes it after
    * the segment, ahead of the first buffer. */

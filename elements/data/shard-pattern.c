@@ -72,7 +72,8 @@ shard_parse_number (
 /* The names of the range "A..B" or "A..B..STEP" in @content, appended to
  * @out; FALSE when @content is not such a range. */
 static gboolean
-shard_expand_range (const gchar *content, GPtrArray *out, GError **error)
+shard_expand_range (
+    const gchar *content, guint max, GPtrArray *out, GError **error)
 {
   gchar **bounds = g_strsplit (content, "..", -1);
   guint n = g_strv_length (bounds), digits_a, digits_b, width = 0, dummy;
@@ -97,10 +98,9 @@ shard_expand_range (const gchar *content, GPtrArray *out, GError **error)
       && shard_parse_number (bounds[1], &b, &digits_b, &zero_b)) {
     if (zero_a || zero_b)
       width = MAX (digits_a, digits_b);
-    if ((guint64)ABS (b - a) / (guint64)step >= GST_TRAIN_SHARD_PATTERN_MAX) {
+    if ((guint64)ABS (b - a) / (guint64)step >= max) {
       g_set_error (error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_LOCATION,
-          "\"{%s}\" names more than %d shards", content,
-          GST_TRAIN_SHARD_PATTERN_MAX);
+          "\"{%s}\" names more than %u shards", content, max);
       goto out;
     }
     for (v = a; a <= b ? v <= b : v >= b; v += a <= b ? step : -step)
@@ -126,7 +126,7 @@ out:
 
 /* Appends every expansion of @item to @out. */
 static gboolean
-shard_expand_item (const gchar *item, GPtrArray *out, GError **error)
+shard_expand_item (const gchar *item, guint max, GPtrArray *out, GError **error)
 {
   const gchar *open = strchr (item, '{'), *p, *part;
   GPtrArray *choices;
@@ -140,10 +140,9 @@ shard_expand_item (const gchar *item, GPtrArray *out, GError **error)
           "\"%s\" has a \"}\" without its \"{\"", item);
       return FALSE;
     }
-    if (out->len >= GST_TRAIN_SHARD_PATTERN_MAX) {
+    if (out->len >= max) {
       g_set_error (error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_LOCATION,
-          "the location names more than %d shards",
-          GST_TRAIN_SHARD_PATTERN_MAX);
+          "the location names more than %u shards", max);
       return FALSE;
     }
     g_ptr_array_add (out, g_strdup (item));
@@ -177,7 +176,7 @@ shard_expand_item (const gchar *item, GPtrArray *out, GError **error)
   }
   if (choices->len == 1) {
     content = g_ptr_array_steal_index (choices, 0);
-    ok = shard_expand_range (content, choices, error);
+    ok = shard_expand_range (content, max, choices, error);
     g_free (content);
   }
   /* each choice in place of the group, then the rest of the item */
@@ -185,7 +184,7 @@ shard_expand_item (const gchar *item, GPtrArray *out, GError **error)
     gchar *next = g_strdup_printf ("%.*s%s%s", (int)(open - item), item,
         (gchar *)g_ptr_array_index (choices, i), p + 1);
 
-    ok = shard_expand_item (next, out, error);
+    ok = shard_expand_item (next, max, out, error);
     g_free (next);
   }
   g_ptr_array_unref (choices);
@@ -195,12 +194,20 @@ shard_expand_item (const gchar *item, GPtrArray *out, GError **error)
 gchar **
 gst_train_shard_pattern_expand (const gchar *location, GError **error)
 {
+  return gst_train_shard_pattern_expand_full (
+      location, GST_TRAIN_SHARD_PATTERN_MAX, error);
+}
+
+gchar **
+gst_train_shard_pattern_expand_full (
+    const gchar *location, guint max_names, GError **error)
+{
   GPtrArray *out = g_ptr_array_new_with_free_func (g_free);
   gchar **items = shard_location_items (location != NULL ? location : "");
   guint i;
 
   for (i = 0; items[i] != NULL; i++) {
-    if (!shard_expand_item (items[i], out, error)) {
+    if (!shard_expand_item (items[i], max_names, out, error)) {
       g_strfreev (items);
       g_ptr_array_unref (out);
       return NULL;

@@ -49,6 +49,11 @@ gboolean gst_train_shard_is_url (const gchar *shard);
  * letters, a zero step, or more than GST_TRAIN_SHARD_PATTERN_MAX names. */
 gchar **gst_train_shard_pattern_expand (const gchar *location, GError **error);
 
+/* The same with a limit of @max_names names of one's own (the fuzz
+ * target's, so that an input stays cheap). */
+gchar **gst_train_shard_pattern_expand_full (
+    const gchar *location, guint max_names, GError **error);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_SHARD_PATTERN_H__ */

@@ -364,14 +364,16 @@ shard_hand_out (GstTrainShardReader *r, GstTrainShardSample *sample)
 
 /* Skips @size bytes of member data; FALSE at damage or an error. */
 static gboolean
-shard_pass_over (GstTrainShardReader *r, guint64 size)
+shard_pass_over (GstTrainShardReader *r, guint64 size, const gchar *member)
 {
   gint64 got = shard_take (r, NULL, size);
 
   if (got < 0)
     return FALSE;
   if ((guint64)got < size) {
-    shard_damaged (r, r->offset, "the file ends inside a member");
+    /* the same words as when the member is read (shard_read_image), so
+     * that counting and reading report one damage */
+    shard_damaged (r, r->offset, "the file ends inside member \"%s\"", member);
     return FALSE;
   }
   return TRUE;
@@ -468,7 +470,7 @@ shard_read_member (
     s->image_offset = r->offset;
     s->image_size = m->size;
     if (r->read_images ? !shard_read_image (r, s, m->size)
-                       : !shard_pass_over (r, m->size))
+                       : !shard_pass_over (r, m->size, m->name))
       return FALSE;
     padded -= m->size;
   } else if (!strcmp (ext, "cls")
@@ -487,7 +489,7 @@ shard_read_member (
     shard_parse_label (s, (const gchar *)text, m->size);
     padded -= keep;
   }
-  return shard_pass_over (r, padded);
+  return shard_pass_over (r, padded, m->name);
 }
 
 /* Reads members until a sample is complete (1), the shard ends (0) or
@@ -520,8 +522,9 @@ shard_next_sample (GstTrainShardReader *r, GstTrainShardSample *sample)
     if ((m.type != '0' && m.type != '\0' && m.type != '7') || dot == NULL
         || dot == base) {
       /* not a sample's member: a folder, a link, a name without a key */
+      ok = shard_pass_over (r, (m.size + BLOCK - 1) / BLOCK * BLOCK, m.name);
       g_free (m.name);
-      if (!shard_pass_over (r, (m.size + BLOCK - 1) / BLOCK * BLOCK))
+      if (!ok)
         break;
       continue;
     }

@@ -18,6 +18,8 @@ case $target in
   idx) sources="pipelines/dataset-tool/idx-reader.c"; libs="glib-2.0 zlib" ;;
   strings) sources="elements/data/dataset-index.c pipelines/dataset-tool/idx-reader.c"
     libs="glib-2.0 zlib" ;;
+  shard) sources="elements/data/shard-reader.c elements/data/shard-pattern.c"
+    libs="glib-2.0" ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 profdata=$(command -v llvm-profdata || command -v llvm-profdata-14)

@@ -157,9 +157,50 @@ def strings_seeds():
         write("strings", "seed-%02d.txt" % i, text)
 
 
+def tar(members, fmt, mtime=0.0):
+    """A tar file of (name, bytes) members in tarfile's FORMAT."""
+    out = io.BytesIO()
+    import tarfile
+    with tarfile.open(fileobj=out, mode="w", format=fmt) as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), mtime
+            t.addfile(info, io.BytesIO(data))
+    # the end blocks, without tarfile's padding to 10 KiB
+    data = out.getvalue().rstrip(b"\0")
+    return data + bytes(-len(data) % 512 + 1024)
+
+
+def shard_seeds():
+    import tarfile
+    fake_jpeg = b"\xff\xd8\xff\xe0" + bytes(range(40)) + b"\xff\xd9"
+    samples = [("000000.jpg", fake_jpeg), ("000000.cls", b"3"),
+               ("000001.jpg", fake_jpeg * 3), ("000001.cls", b"7\n"),
+               ("000001.json", b'{"a": 1}')]
+    # as gst-train-dataset and GNU tar write them, and as Python's tarfile
+    # does for WebDataset (PAX headers for float times)
+    write("shard", "ustar.tar", tar(samples, tarfile.USTAR_FORMAT))
+    write("shard", "pax-times.tar", tar(samples, tarfile.PAX_FORMAT, 1.5))
+    long_dir = "d" * 120
+    write("shard", "gnu-long-names.tar",
+          tar([(f"{long_dir}/k.jpg", fake_jpeg), (f"{long_dir}/k.cls", b"1")],
+              tarfile.GNU_FORMAT))
+    write("shard", "ustar-prefix.tar",
+          tar([(f"{long_dir}/x/k.JPEG", fake_jpeg), (f"{long_dir}/x/k.cls", b"2")],
+              tarfile.USTAR_FORMAT))
+    write("shard", "bad-labels.tar",
+          tar([("a.jpg", fake_jpeg), ("a.cls", b"cat"), ("b.jpg", fake_jpeg),
+               ("c.cls", b"-4"), ("d/", b""), ("noext", b"x")],
+              tarfile.USTAR_FORMAT))
+    write("shard", "truncated.tar", tar(samples, tarfile.PAX_FORMAT, 1.5)[:2900])
+    write("shard", "pattern.txt",
+          b"Ptrain-{000..009}.tar http://h/{a,b}-{1..3..2}.tar x.tar")
+
+
 if __name__ == "__main__":
     jpeg_seeds()
     dataset_list_seeds()
     safetensors_seeds()
     idx_seeds()
     strings_seeds()
+    shard_seeds()
