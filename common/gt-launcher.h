@@ -10,6 +10,7 @@
 #define GT_LAUNCHER_H
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct
 {
@@ -35,6 +36,9 @@ gt_launcher_env_int (const char *name)
   return (int)value;
 }
 
+/* The source of a position read from Slurm's variables alone. */
+#define GT_LAUNCHER_SLURM_SOURCE "SLURM_PROCID/SLURM_NTASKS"
+
 /* Fills @position from the first launcher whose variables are set:
  * Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), then PMI (PMI_RANK,
  * PMI_SIZE, MPI_LOCALRANKID), then PMIx (PMIX_RANK, with the size and
@@ -54,7 +58,7 @@ gt_launcher_position (GtLauncherPosition *position)
     { "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_RANK/PMI_SIZE" },
     { "PMIX_RANK", "SLURM_NTASKS", "SLURM_LOCALID", "PMIX_RANK" },
     { "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-        "SLURM_PROCID/SLURM_NTASKS" },
+        GT_LAUNCHER_SLURM_SOURCE },
   };
   unsigned i;
 
@@ -76,6 +80,17 @@ gt_launcher_position (GtLauncherPosition *position)
   position->local_rank = 0;
   position->source = "none";
   return 0;
+}
+
+/* 1 when @position came from Slurm's variables alone, for a job of more
+ * than one task: srun started this process without PMIx or PMI (no
+ * --mpi=pmix or --mpi=pmi2, and MpiDefault=none), so MPI has no rank
+ * information to start from and would make each task a job of its own. */
+static inline int
+gt_launcher_slurm_without_pmi (const GtLauncherPosition *position)
+{
+  return position->size > 1
+      && strcmp (position->source, GT_LAUNCHER_SLURM_SOURCE) == 0;
 }
 
 #endif /* GT_LAUNCHER_H */

@@ -11,6 +11,7 @@ packages="
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev
   libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx
+  slurm-wlm munge
   dataset-fashion-mnist graphviz mate-backgrounds
   python3 python3-pil python3-torch python3-torchvision python3-venv
   python3-matplotlib python3-gi gir1.2-gstreamer-1.0 python3-pip

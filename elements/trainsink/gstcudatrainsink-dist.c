@@ -60,6 +60,21 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
   sink->rank = 0;
   sink->world_size = 1;
   sink->agreed = sink->left_job = sink->peer_left = FALSE;
+  if (s->distributed != GST_TRAIN_DISTRIBUTED_OFF
+      && gt_launcher_slurm_without_pmi (&position)) {
+    /* MPI would start each task alone: N copies of one job, training the
+     * same data */
+    GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
+        ("srun started this process as task %d of %d (SLURM_PROCID, "
+         "SLURM_NTASKS) without the rank information MPI needs: no "
+         "PMIX_RANK or PMI_RANK in its environment. Launch with srun "
+         "--mpi=pmix (or --mpi=pmi2), or set MpiDefault=pmix in "
+         "slurm.conf.",
+            position.rank, position.size),
+        ("without it every task would train alone, on the same data; "
+         "distributed=off trains each task alone on purpose"));
+    return FALSE;
+  }
   if (s->distributed == GST_TRAIN_DISTRIBUTED_MPI
       || (s->distributed == GST_TRAIN_DISTRIBUTED_AUTO && launched)) {
     sink->comm = gt_comm_new (why, sizeof (why));
@@ -74,6 +89,17 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
     }
     sink->rank = gt_comm_rank (sink->comm);
     sink->world_size = gt_comm_size (sink->comm);
+    if (launched && sink->world_size != position.size) {
+      GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
+          ("The launcher's environment (%s) says rank %d of %d, but MPI "
+           "started this process in a job of %d: the launcher and this "
+           "MPI do not agree on the ranks.",
+              position.source, position.rank, position.size, sink->world_size),
+          ("with srun, pass --mpi=pmix (or pmi2); with mpirun, use the "
+           "mpirun of the Open MPI gst-train was built with"));
+      g_clear_pointer (&sink->comm, gt_comm_free);
+      return FALSE;
+    }
     gt_comm_set_timeout (sink->comm, s->collective_timeout);
     GST_INFO_OBJECT (sink, "rank %d of %d (%d on this machine)", sink->rank,
         sink->world_size, gt_comm_local_rank (sink->comm));

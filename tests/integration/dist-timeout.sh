@@ -14,7 +14,8 @@
 #   Rank 1 stopped in the all-reduce of step 3 and continued (SIGCONT) 2 s
 #   later, within the timeout: the job ends normally, bitwise the
 #   uninterrupted run.
-#   Ranks that disagree on collective-timeout: an error naming both values.
+#   Ranks that disagree on collective-timeout: an error naming both values;
+#   a value out of range (-5, 86401): gst-train names the range, exit 2.
 #   A straggler before it stalls: rank 1's samples come 100 ms apart
 #   (identity sleep-time), rank 0 waits for it at every step: train-stats
 #   says slowest-rank 1, and straggler-wait over 100 ms a step, and
@@ -138,6 +139,17 @@ kill -CONT "$(cat "$work/rank-1.pid")"
 wait "$job" || { logs; fail "a rank continued within the timeout: the job failed"; }
 ckpt same "$work/cont.safetensors" "$work/ref2-6.safetensors"
 echo "stopped 2 s and continued: bitwise the uninterrupted run"
+
+# collective-timeout out of range: gst-train refuses it, naming the range
+for value in -5 86401; do
+  status=0
+  preloaded "$GST_TRAIN" datasetsrc location="$work/fm/train" ! imagedec \
+    ! augment width=16 height=16 ! batcher batch-size=4 \
+    ! cudatrainsink device=cpu model=resnet20 collective-timeout=$value \
+    >"$work/range.log" 2>&1 || status=$?
+  [ "$status" -eq 2 ] && grep -q "collective-timeout=$value is out of range: collective-timeout takes 0 to 86400" \
+    "$work/range.log" || { cat "$work/range.log"; fail "collective-timeout=$value: exit status $status"; }
+done
 
 # ranks that disagree on collective-timeout
 export RANK1_SINK="collective-timeout=7"
