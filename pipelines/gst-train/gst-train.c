@@ -194,6 +194,7 @@ main (int argc, char **argv)
     else
       g_printerr (
           "%sgst-train: the pipeline does not parse\n", app.rank_prefix);
+    g_clear_error (&error);
     if (app.pipeline)
       gst_object_unref (app.pipeline);
     g_ptr_array_unref (parse_log.messages);
