@@ -23,7 +23,9 @@ static struct
   char *(*get_corename) (void);
   char *(*get_config) (void);
   char core[64];
-  char description[256];
+  /* what describe() writes, whole: the version, core and note at their
+   * longest (-Wformat-truncation at -O3) */
+  char description[288];
   char error[256];
 } blas;
 
