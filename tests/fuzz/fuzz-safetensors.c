@@ -1,4 +1,4 @@
-/* fuzz-safetensors.c: the safetensors reader (trainer/safetensors.c) on
+/* fuzz-safetensors.c: the safetensors reader (trainer/safetensors-read.c) on
  * arbitrary bytes, through gt_st_open_memory, which runs the same checks
  * and JSON header parser as gt_st_open on a file.
  *
