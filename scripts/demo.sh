@@ -31,6 +31,17 @@ ninja -C build-release >"$log" 2>&1 \
   || { cat "$log"; echo "demo: the build failed (above)"; exit 1; }
 rm -f "$log"
 
+# The first line: where it trains, and why. With a usable GPU: resnet50 at
+# 224x224 in bf16 on the CUDA backend (the 28x28 images upscaled); without:
+# resnet20 at 32x32 on the CPU backend.
+if why=$(build-release/tests/cuda-device-probe 2>&1); then
+  model=resnet50 size=224 device=cuda precision=bf16 batch=256
+  echo "demo: training on the GPU: $(echo "$why" | head -n 1)"
+else
+  model=resnet20 size=32 device=cpu precision=fp32 batch=128
+  echo "demo: training on the CPU ($(nproc) cores): $(echo "$why" | sed 's/^SKIP: //')"
+fi
+
 data=${GST_TRAIN_DATA:-data/fashion-mnist}
 steps=${DEMO_STEPS:-800}
 out=build-release/demo
@@ -41,15 +52,6 @@ mkdir -p "$out"
 export GST_PLUGIN_PATH_1_0="$PWD/build-release/gst-plugins"
 export GST_REGISTRY_1_0="$PWD/build-release/registry.bin"
 
-# With a usable GPU: resnet50 at 224x224 in bf16 on the CUDA backend (the
-# 28x28 images upscaled); without: resnet20 at 32x32 on the CPU backend.
-if why=$(build-release/tests/cuda-device-probe 2>&1); then
-  model=resnet50 size=224 device=cuda precision=bf16 batch=256
-  echo "demo: training on the GPU: $(echo "$why" | head -n 1)"
-else
-  model=resnet20 size=32 device=cpu precision=fp32 batch=128
-  echo "demo: training on the CPU ($(nproc) cores): $(echo "$why" | sed 's/^SKIP: //')"
-fi
 checkpoint="$out/$model.safetensors"
 
 echo "demo: training $model for $steps steps of $batch images, adaptive echo before augmentation ..."
