@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-common.c: the helpers of bench-common.h. */
 #include "bench-common.h"
 #include "gt-random.h"

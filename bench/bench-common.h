@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench-common.h: what the trainer benchmarks (trainer-bench.c,
  * dist-bench.c) share: their common options, the configuration they train
  * with, a batch of random images and labels, a monotonic clock and

@@ -38,7 +38,7 @@ bench_option() {
     --output) OUTPUT=$2; BENCH_SHIFT=2 ;;
     --output=*) OUTPUT=${1#*=}; BENCH_SHIFT=1 ;;
     -h|--help)
-      sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"
+      sed -n '/SPDX-License-Identifier/d; 2,/^[^#]/s/^# \{0,1\}//p' "$0"
       exit 0 ;;
     *) echo "$BENCH_NAME.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* decode-loop.c: the floor under any JPEG input stage: libjpeg-turbo
  * decoding the benchmark corpus to RGB in stream order, files already in
  * memory, one reused output buffer, no framework. Where tjbench repeats one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-bench.c: data-parallel training speed of the trainer library on the
  * CPU backend, one JSON line, the peer of bench/torch-ddp-cpu.py (PyTorch
  * DDP over gloo); bench/dist-cpu.sh sets them side by side.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Data-parallel training on the CPU backend: 1 rank against 2, ours against
 # PyTorch DDP (gloo), on this machine's cores.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-trace.c: records what an echo element lets in and sends out.
  *
  *   echo-trace [--seconds S] OUTPUT.csv LAUNCH-LINE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The GPU checks of the CUDA backend, planned for the device tool's two
 # calls on the H200 machine (docs/gpu-runs.md gives the exact calls):
 #

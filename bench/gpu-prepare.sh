@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Prepares the GPU calls (docs/gpu-runs.md), here, from anywhere:
 #   sh bench/gpu-prepare.sh
 # 1. a release build with the CUDA backend for sm_90 in build-gpu-full/;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The whole input stage (read, decode, random-resized crop to 224, flip,
 batch of 256) against torchvision's DataLoader and DALI's CPU pipeline on the
 same corpus, plus echo alone in buffers per second.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The per-image cost of each stage of the input pipeline on one core, for the
 # scaling model in docs/benchmarks/input-pipeline.md: read, + decode (whole
 # images), + augment (once with whole images decoded, once with imagedec

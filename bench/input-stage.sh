@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Input-stage benchmark: JPEG files -> decoded RGB images, images per second.
 #
 #   bench/input-stage.sh [--runs N] [--quick] [--count N] [--epochs N]

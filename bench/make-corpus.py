@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Build a reproducible ImageNet-like JPEG corpus for the input-stage benchmark.
 
 The images are random crops of the real photographs that Debian's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Start-up time of an exact resume deep into a long list file.
 #
 #   bench/resume-startup.sh [--runs N] [--lines N] [--at N] [--build DIR]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --lines) LINES=$2; shift 2 ;;
     --at) AT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
-    *) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '/SPDX-License-Identifier/d; 2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 BATCH=50

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """An analytic model of data-parallel ResNet-50 training on H200s: how much
 of the single-GPU rate survives at N GPUs, with gradients all-reduced in
 buckets overlapped with the backward pass, and stragglers.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Soak: a million samples through echo (with its shuffle buffer), augment
 # and batcher together, and through each of them alone, with the resident
 # memory of the gst-launch-1.0 process sampled over the run. A leak of a

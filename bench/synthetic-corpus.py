@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Write a synthetic ImageFolder of photo-sized JPEGs where no dataset exists.
 
     bench/synthetic-corpus.py --out DIR [--count 2048] [--classes 10]

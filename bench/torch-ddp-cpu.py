@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """PyTorch DistributedDataParallel (gloo) speed on the CPU, the peer of
 bench/dist-bench (the trainer library's data-parallel CPU steps).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """PyTorch GPU training-step speed, the peer of the CUDA backend.
 
     bench/torch-gpu-step.py --model resnet50 --batch 256 [--compile]

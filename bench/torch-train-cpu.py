@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """PyTorch CPU training-step speed, the baseline for trainer/.
 
     bench/torch-train-cpu.py --model resnet50 --size 224 --batch 16 \

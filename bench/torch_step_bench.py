@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """What the PyTorch step benchmarks (torch-gpu-step.py, torch-train-cpu.py)
 share: tests/trainer/torch_reference.py on the import path, and the
 arguments that describe the training step they time."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer-bench.c: training images per second of the trainer library on
  * random data, one JSON line, in the shape bench/torch-train-cpu.py and
  * bench/torch-gpu-step.py print for PyTorch so that bench/trainer-cpu.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Training-step benchmark of the CPU backend against PyTorch on the CPU.
 #
 #   bench/trainer-cpu.sh [--runs N] [--quick] [--output FILE]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gt-launcher.h: where a launcher (mpirun, srun, a PMI launcher) placed
  * this process, read from the environment alone, with no MPI call. The
  * data elements use it to pick their shard without linking MPI; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gt-random.h: the random generator every part of gst-train draws from.
  *
  * xoshiro256** seeded through splitmix64, so that a (seed, stream) pair gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-app.c: the smallest GLib application that trains with gst-train.
  *
  *   train-app [--factories] [--steps N] [--checkpoint FILE] DATASET-FOLDER

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The smallest Python application that trains with gst-train (PyGObject).
 
     examples/train-app.py [--steps N] [--checkpoint FILE] DATASET-FOLDER

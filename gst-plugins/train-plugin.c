@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-plugin.c: the data plugin, libgsttrain.so: the elements that carry
  * samples from files to batches. It needs GStreamer, GLib and libjpeg-turbo
  * only; the training sink is the trainsink plugin (trainsink-plugin.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainsink-plugin.c: the training plugin, libgsttrainsink.so: cudatrainsink,
  * on gst-train's training library (which opens its CUDA backend at run time,
  * so this plugin loads where CUDA is missing and trains on the CPU). */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The demo: installs, builds, turns Debian's Fashion-MNIST into an ImageFolder
 # of JPEGs, trains a ResNet on it for a few minutes through a GStreamer
 # pipeline with adaptive echo before augmentation (gst-train), evaluates the

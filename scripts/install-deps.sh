@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what gst-train needs to build, test and run its demo on Debian 12.
 # The CUDA toolkit is not a Debian package: when /usr/local/cuda is there the
 # CUDA backend is built too, else it is left out. With --quiet it prints

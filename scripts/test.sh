@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The test command: installs the dependencies, builds with warnings as errors
 # and runs the whole suite, then builds again under AddressSanitizer (with
 # LeakSanitizer) and runs it a second time. GPU tests (suite gpu) skip

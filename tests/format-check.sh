@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every C file of the tree is formatted with the root .clang-format.
 # Usage: format-check.sh SOURCE-DIR
 set -eu

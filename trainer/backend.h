@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* backend.h: what a backend (cpu/, cuda/) provides to trainer.c.
  *
  * The trainer owns the model description and the schedule; a backend owns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* checkpoint.c: a model's host state as safetensors and back
  * (checkpoint.h).
  *

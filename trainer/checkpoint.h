@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* checkpoint.h: a model's host state as a safetensors file, and back.
  *
  * Below the trainer: it knows the model's spec and its host state, never a

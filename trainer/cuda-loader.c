@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-loader.c: opens the CUDA backend module when it is first needed and
  * answers gt_cuda_* and gt_host_alloc through it.
  *

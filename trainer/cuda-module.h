@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-module.h: the contract between the training library and its CUDA
  * backend, which is a separate module (libgsttrain-cuda.so) opened at run
  * time, as gst-plugins-bad's nvcodec opens CUDA. A build made with the CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-buckets.c: the bucket plan of dist-buckets.h. */
 #include "dist-buckets.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-buckets.h: how a data-parallel step cuts its flat gradient buffer
  * into buckets that are reduced while the backward pass goes on, as
  * PyTorch DDP's reducer does.

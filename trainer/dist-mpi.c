@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-mpi.c: the MPI module (libgsttrain-mpi.so, mpi-module.h): the
  * communicator of a data-parallel job over Open MPI, its bounded
  * collectives, and what happens to MPI when the process ends.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist.c: data-parallel jobs: gt_comm_* through the MPI module
  * (mpi-module.h, trainer/dist-mpi.c, opened by the first gt_comm_new), and
  * the reduction of a step's gradients and trailer (backend.h). */

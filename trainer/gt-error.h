@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gt-error.h: the one way the training library records a failure: a
  * printf-style message written into a fixed buffer (a trainer's, or a
  * backend's), and the GtStatus handed back to return. trainer.c

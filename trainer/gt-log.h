@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gt-log.h: the one way the training library reports what it did not fail
  * on (a fallback it took, a choice that costs determinism) or what it dies
  * of: a printf-style message handed to the trainer's GtLogFunc

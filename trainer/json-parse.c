@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-parse.c: the small JSON reader of json-parse.h. */
 #include "json-parse.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* json-parse.h: a small JSON reader for text that must be checked before
  * it is trusted (the safetensors header, safetensors-read.c). It reads
  * strings (escapes decoded, NUL refused), integers (no fractions) and

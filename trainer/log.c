@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* log.c: gt_log (gt-log.h): a trainer's messages to its GtLogFunc, or to
  * stderr. */
 #include "gt-log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lr-policy.c: the learning-rate policy as a user states it (peak rate,
  * schedule, warmup, length, or only how many steps the run takes), turned
  * into the schedule fields of GtTrainerConfig that gt_lr_schedule reads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* model.c: builds the ResNet descriptions of model.h and their initial
  * weights, following torchvision's resnet.py (v1.5: the stride of a
  * bottleneck is on its 3x3) and, for resnet20/32, the CIFAR layout of He et

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* model.h: what a ResNet is made of, independent of where it runs.
  *
  * A GtModelSpec lists the stem, the residual blocks and the classifier with

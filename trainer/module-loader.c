@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* module-loader.c: finds and opens the library's modules (module-loader.h
  * says where it looks). */
 #define _GNU_SOURCE /* dladdr */

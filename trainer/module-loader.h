@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* module-loader.h: finds and opens the training library's modules (the
  * CUDA backend, the MPI communicator), which are opened at run time so
  * that the library loads and trains on machines without CUDA or MPI.

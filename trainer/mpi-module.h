@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* mpi-module.h: the contract between the training library and its MPI
  * module (libgsttrain-mpi.so, trainer/dist-mpi.c), which dist.c opens the
  * first time a process joins a job. Only the module links libmpi, so the

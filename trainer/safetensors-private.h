@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors-private.h: what the safetensors reader
  * (safetensors-read.c) and writer (safetensors-write.c) share, from
  * safetensors.c. */

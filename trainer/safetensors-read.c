@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors-read.c: the safetensors reader of safetensors.h: a
  * read-only mapping whose JSON header is checked (json-parse.h accepts only
  * what the format needs) before any pointer into it is handed out. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors-write.c: the atomic safetensors writer of safetensors.h. */
 #include "json-parse.h"
 #include "safetensors-private.h"

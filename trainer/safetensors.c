@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors.c: what the safetensors reader (safetensors-read.c) and
  * writer (safetensors-write.c) share: the dtypes, and the helpers of
  * safetensors-private.h. */

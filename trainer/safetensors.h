@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors.h: reads and writes the safetensors checkpoint format
  * (https://github.com/huggingface/safetensors), so that weights move between
  * gst-train and PyTorch/JAX tooling without a conversion step.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer-private.h: the GtTrainer object (trainer.c), and what the
  * data-parallel code (dist.c) tells trainer.c. */
 #ifndef GT_TRAINER_PRIVATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer.c: backend-independent entry points of the training library:
  * configuration, the learning-rate schedule, steps, tensor access, and
  * saving and loading the trainer (checkpoint.c writes and reads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer.h: the public interface of gst-train's training library.
  *
  * Plain C with no GStreamer or GLib dependency, so that it can be tested and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* augment-ops.c: see augment-ops.h. */
 #include "augment-ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* augment-ops.h: the arithmetic behind the augment element, without
  * GStreamer: torchvision's crop boxes and its antialiased bilinear resize.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dataset-index.c: ImageFolder and list-file datasets, as in dataset-index.h.
  *
  * The ImageFolder rules are torchvision's: every sub-folder of the root is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dataset-index.h: the list of samples behind datasetsrc.
  *
  * Loads an ImageFolder tree (labels in torchvision's order) or a list file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-adaptive.c: echo's mode=adaptive: fresh items first, repeats only
  * while downstream would otherwise wait (see gstecho.c's "mode=adaptive").
  * As queue: the chain function and serialized events feed a line that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-buffer.c: what echo's modes share: the held items and their
  * emissions, fixed mode's shuffle buffer, and the way out downstream (caps
  * before the items that have them, the statistics before EOS). See

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-fixed.c: echo's mode=fixed: every item factor times, the copies
  * shuffled through the buffer, everything in the upstream streaming thread
  * (see gstecho.c's "mode=fixed" and "Caps and events"). The output depends

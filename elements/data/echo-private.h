@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-private.h: the echo element's insides, shared by its files.
  *
  * gstecho.c owns the element: properties, pads, documentation, state

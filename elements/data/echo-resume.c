@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo-resume.c: echo's exact resume. The resume query on its way back
  * up, and in fixed mode the shuffle buffer rebuilt from the items the
  * source reads again (see gstecho.c's "Exact resume"). */

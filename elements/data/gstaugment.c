@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstaugment.c: torchvision's training crops and flips, on RGB images of
  * any size, to one fixed output size.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstaugment.h: the augment element, see gstaugment.c. */
 #ifndef __GST_AUGMENT_H__
 #define __GST_AUGMENT_H__

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstbatcher.c: gathers fixed-size images into batch tensors.
  *
  * SECTION:element-batcher

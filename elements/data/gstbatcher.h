@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstbatcher.h: the batcher element, see gstbatcher.c. */
 #ifndef __GST_BATCHER_H__
 #define __GST_BATCHER_H__

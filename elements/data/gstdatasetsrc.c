@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstdatasetsrc.c: reads a dataset of encoded images, one sample per buffer.
  *
  * SECTION:element-datasetsrc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstdatasetsrc.h: the datasetsrc element, see gstdatasetsrc.c. */
 #ifndef __GST_DATASET_SRC_H__
 #define __GST_DATASET_SRC_H__

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstecho.c: data echoing: repeats the items that pass through it.
  *
  * SECTION:element-echo

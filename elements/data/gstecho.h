@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstecho.h: the echo element, see gstecho.c. */
 #ifndef __GST_ECHO_H__
 #define __GST_ECHO_H__

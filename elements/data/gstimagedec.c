@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstimagedec.c: decodes JPEG samples with libjpeg-turbo, in parallel.
  *
  * SECTION:element-imagedec

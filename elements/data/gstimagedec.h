@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstimagedec.h: the imagedec element, see gstimagedec.c. */
 #ifndef __GST_IMAGE_DEC_H__
 #define __GST_IMAGE_DEC_H__

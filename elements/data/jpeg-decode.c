@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* jpeg-decode.c: imagedec's decoding core, as in jpeg-decode.h. */
 #include "jpeg-decode.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* jpeg-decode.h: imagedec's decoding core, JPEG bytes to RGB or GRAY8 rows.
  *
  * GLib and libjpeg-turbo only, with no GstBuffer in sight, so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* memory-recycler.c: see memory-recycler.h. */
 #include "memory-recycler.h"
 

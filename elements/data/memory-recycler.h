@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* memory-recycler.h: output memory that comes back when downstream is done.
  *
  * Elements that make one large buffer per sample (a decoded image is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-common.c: the types declared in train-common.h. */
 #include "train-common.h"
 #include "train-meta.h"

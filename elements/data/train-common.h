@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-common.h: small types several gst-train elements share. */
 #ifndef __GST_TRAIN_COMMON_H__
 #define __GST_TRAIN_COMMON_H__

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-pool.c: the data elements' shared worker threads (train-pool.h). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

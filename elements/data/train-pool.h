@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-pool.h: the one pool of worker threads that the data elements of a
  * process share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-meta.c: GstTrainSampleMeta and the dataset-info tags, the resume
  * query, the region meta, and the one error line of a failed start. */
 #include "train-meta.h"

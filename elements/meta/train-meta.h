@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-meta.h: the sample metadata that gst-train's elements and the
  * applications built on them share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-dist.c: cudatrainsink in a data-parallel job, as
  * PyTorch's DistributedDataParallel: one process (one pipeline) per rank,
  * the trainer library averaging the gradients (trainer.h, dist.c).

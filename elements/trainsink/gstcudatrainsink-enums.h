@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-enums.h: the enum property types of cudatrainsink, from
  * which glib-mkenums generates their GTypes (gstcudatrainsink-enumtypes.c
  * and .h, from the templates beside this file). Each value's nick is what

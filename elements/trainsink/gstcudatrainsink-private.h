@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-private.h: the state of cudatrainsink, shared by its
  * files, each of which calls only those below it:
  *

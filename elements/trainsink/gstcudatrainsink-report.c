@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-report.c: what cudatrainsink reports: the train-stats
  * and eval-result element messages (their fields are documented in
  * gstcudatrainsink.c); the metrics file, metrics-location, which gets

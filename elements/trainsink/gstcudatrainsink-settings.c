@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-settings.c: the properties declared in
  * gstcudatrainsink-settings.h. */
 #include "gstcudatrainsink-settings.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-settings.h: the properties of cudatrainsink: their
  * GParamSpecs (what gst-inspect-1.0 shows), the struct that keeps them, and
  * the trainer configuration they make. The element keeps one copy under its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-steps.c: the run of cudatrainsink, from its first batch
  * to its end, in one function: gst_cuda_train_sink_advance. The element
  * (gstcudatrainsink.c) hands it what arrives: a batch, EOS, a flush, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink-trainer.c: the trainer of cudatrainsink: created at the
  * first batch on the device the settings ask for, resumed from
  * resume-from, checkpointed to checkpoint-location and snapshotted to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink.c: one ResNet training step per batch.
  *
  * SECTION:element-cudatrainsink

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gstcudatrainsink.h: the cudatrainsink element, see gstcudatrainsink.c. */
 #ifndef __GST_CUDA_TRAIN_SINK_H__
 #define __GST_CUDA_TRAIN_SINK_H__

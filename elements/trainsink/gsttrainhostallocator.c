@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gsttrainhostallocator.c: GstMemory in the trainer's batch memory.
  *
  * The memory comes from gt_host_alloc: page-locked (pinned) when a CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gsttrainhostallocator.h: GstMemory in the trainer's batch memory
  * (gt_host_alloc: pinned when a CUDA device is usable). */
 #ifndef __GST_TRAIN_HOST_ALLOCATOR_H__

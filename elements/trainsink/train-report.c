@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-report.c: the statistics and JSON declared in train-report.h. */
 #include "train-report.h"
 

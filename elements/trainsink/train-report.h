@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train-report.h: what a training run reports, shared by cudatrainsink and
  * the gst-train application.
  *

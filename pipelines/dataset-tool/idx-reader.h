@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* idx-reader.h: what gst-train-dataset reads: IDX files of uint8 data
  * (plain or gzip) and its --class-names list.
  *

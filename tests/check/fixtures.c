@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fixtures.c: see fixtures.h. */
 #include "fixtures.h"
 #include "train-meta.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fixtures.h: what the element tests share: JPEG files written with libjpeg,
  * libjpeg-turbo's own decode of them (djpeg) as the oracle, temporary
  * dataset trees, and a pipeline runner that records every sample. */

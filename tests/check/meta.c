@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* meta.c: the public sample-metadata library on its own. */
 #include <gst/check/gstcheck.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* plugin.c: the plugin as gst-inspect-1.0 shows it: every element
  * registered, described, with a debug category, and every property of ours
  * with a real blurb. */

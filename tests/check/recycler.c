@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* recycler.c: the memory recycler that imagedec's output comes from. */
 #include <gst/check/gstcheck.h>
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Line and branch coverage of the code each fuzz target exercises, over the
 # inputs in the given folders (a campaign's corpus, say), with clang's
 # source-based coverage: the replay main() (replay.c) built with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-dataset-list.c: datasetsrc's dataset index (elements/data/dataset-index.c)
  * on arbitrary bytes, in one of two shapes chosen by the first byte:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-idx.c: gst-train-dataset's IDX reader
  * (pipelines/dataset-tool/idx-reader.c) on arbitrary bytes, written to a
  * scratch file and read as an image file and as a label file. The reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-jpeg.c: imagedec's decoding core (elements/data/jpeg-decode.c) on
  * arbitrary bytes, handled as the element handles a sample: read the
  * header, pick the scale, decode into rows of the element's stride. Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-safetensors.c: the safetensors reader (trainer/safetensors-read.c) on
  * arbitrary bytes, through gt_st_open_memory, which runs the same checks
  * and JSON header parser as gt_st_open on a file.

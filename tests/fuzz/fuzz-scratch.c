@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-scratch.c: the scratch folder and checks of fuzz-scratch.h. */
 #include "fuzz-scratch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-scratch.h: what the fuzz targets share: a private scratch folder for
  * the inputs that our code only reads from files, and a check that stops
  * the run (a crash for libFuzzer, a failure for the replay) when a parser

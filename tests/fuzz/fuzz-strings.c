@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fuzz-strings.c: the small string parsers of ours that take text from a
  * user: datasetsrc's extensions property
  * (gst_train_dataset_parse_extensions), gst-train-dataset's --class-names

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/):
 small valid inputs of every kind each parser accepts, from which libFuzzer
 starts. Run from anywhere; the files are committed, so this only needs to

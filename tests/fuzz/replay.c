@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* replay.c: a main() for the fuzz targets without libFuzzer: feeds every
  * file of the folders (or the files) named on the command line to
  * LLVMFuzzerTestOneInput, in name order, so that the normal build (gcc, and

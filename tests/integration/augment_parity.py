@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """augment against torchvision 0.14 / torch 1.13, on real photographs.
 
 Usage: augment_parity.py AUGMENT-TOOL

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """gst-train-dataset on IDX files this test writes: the tree, the labels, the
 pixels (decoded with PIL), gzip and plain input alike, and the errors.
 

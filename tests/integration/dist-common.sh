@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # dist-common.sh: sourced by the data-parallel tests (dist-*.sh), which run
 # real jobs with Open MPI's mpirun on the CPU backend.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Faults in a data-parallel job never hang it:
 #   a rank killed (-9) mid-run: mpirun exits non-zero within 30 s;
 #   a rank that cannot start (a missing dataset folder; a missing checkpoint

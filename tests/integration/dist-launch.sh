@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Data-parallel training with an unchanged gst-launch-1.0 line under
 # mpirun: two ranks read disjoint shards that together are the dataset,
 # train one model, and rank 0 alone writes one checkpoint (torchvision's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # dist-rank.sh 'COMMAND LINE': one rank of a test job (see dist-common.sh).
 # The launcher says which rank this is; $SRC, $DEC and $SINK take this
 # rank's RANKr_SRC, RANKr_DEC and RANKr_SINK (properties for datasetsrc,

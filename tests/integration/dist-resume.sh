@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Resuming data-parallel training:
 #   2 ranks to step 3 with a checkpoint, then 2 ranks resumed to step 6, is
 #   bitwise the uninterrupted 2-rank run to step 6 (weights, batch-norm

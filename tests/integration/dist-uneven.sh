@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Uneven data in a data-parallel job: rank 1 has 8 samples (2 steps), rank 0
 # has 24 (6 steps). Rank 1's data ends, it leaves the job, and rank 0 stops
 # at the same step with a warning that names rank 1, as PyTorch DDP's join:

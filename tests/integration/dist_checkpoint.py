@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """dist_checkpoint.py: what the data-parallel tests (dist-*.sh) ask of the
 checkpoints cudatrainsink writes.
 

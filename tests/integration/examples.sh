@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The example applications train and stop cleanly: examples/train-app (C,
 # from a launch description and from element factories) and
 # examples/train-app.py (PyGObject) each run until their step count, send

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # fashion-mnist-slice.sh: sourced by the integration scripts that run over a
 # few Fashion-MNIST images made into an ImageFolder tree by the dataset tool.
 #

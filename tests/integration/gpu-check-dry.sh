@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The GPU check where there is no GPU: bench/gpu-check.sh must stop within
 # a minute, with a non-zero exit status and the reason, leaving at most
 # three files in $OUT (the device tool brings back at most eight), one of

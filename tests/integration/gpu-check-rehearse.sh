@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # bench/gpu-check.sh before a GPU sees it (docs/gpu-runs.md):
 # - the plan: call 1 starts with the environment, then the headline, and
 #   totals at most 330 s (its lines add up to its total); call 2 starts

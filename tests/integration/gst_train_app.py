@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """gst-train, the application, end to end: Ctrl-C in the middle of training
 ends the run cleanly with a checkpoint that torchvision loads (strict=True)
 and a closing line that names its step and file; with a deep queue in front

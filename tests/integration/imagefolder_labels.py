@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """datasetsrc against torchvision's ImageFolder: same classes, same sample
 order, same labels, on a tree whose class order depends on case, punctuation
 and non-ASCII names, with nested folders and files the filter must skip.

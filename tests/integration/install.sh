@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # `meson install` lays out a working installation: the two plugins in
 # libdir/gstreamer-1.0, the training library in libdir, the CUDA backend
 # module in libdir/gst-train (where the library looks for it, beside

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Real gst-launch-1.0 pipelines over a Fashion-MNIST slice made by the dataset
 # tool: the input stage decodes every sample, and a missing folder fails with
 # a message that names it.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # No GstObject or GstMiniObject (caps, buffers, events, memories) outlives a
 # pipeline through every element, by GStreamer's own leaks tracer, which
 # sees what LeakSanitizer cannot (GLib's slices keep those allocations

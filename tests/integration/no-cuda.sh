@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The plugins on a machine without the CUDA libraries: in a private mount
 # namespace the CUDA toolkit folder is covered by an empty one (where there
 # is one), then all six elements must register (from a fresh registry),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The CUDA module without NCCL: it must not link libnccl (cuda-nccl.c opens
 # it when a communicator is first made), must load where libnccl.so.2 is
 # missing, and must say that NCCL is unavailable only when asked for it.

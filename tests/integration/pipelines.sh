@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Every launch-line file in pipelines/ runs to EOS with gst-train over a
 # Fashion-MNIST slice made by the dataset tool (one epoch, CPU backend), and
 # trains the number of steps its echo position implies; eval.pipeline then

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """pipelines/plot-metrics.py on metrics files: one run, a resumed run (the
 step goes on: still one curve), two runs appended to one file (the step goes
 back: two curves, said so), a run with its learning rate, training accuracy

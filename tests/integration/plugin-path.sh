@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # gst-train finds its own plugins as a new shell would run it, with neither
 # GST_PLUGIN_PATH nor GST_PLUGIN_PATH_1_0 set and a fresh registry: from the
 # build tree (../gst-plugins beside it) and from an installation (`meson

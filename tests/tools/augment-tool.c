@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* augment-tool.c: the augment element's arithmetic (augment-ops.h), and the
  * element itself, behind a command line, so that tests in Python can hold
  * them against torchvision. Images are packed RGB files, rows without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dump-samples.c: runs a launch line ending in "fakesink name=sink" and
  * prints what reached the sink, for tests in other languages:
  *   class<TAB>LABEL<TAB>NAME      from the dataset-info tags

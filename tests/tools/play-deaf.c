@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* play-deaf.c: plays a launch line and never reads its bus, as an
  * application that misses an error does (gst-launch-1.0 misses one that is
  * posted before its main loop runs). For the test of cudatrainsink's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* tool-pipeline.h: what the test tools share: a launch line that ends in
  * "fakesink name=sink", every buffer handed to the tool, run to EOS with
  * its error on stderr. A header of static functions, so that each tool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* algo-choice.c: the rules by which the CUDA backend picks a convolution
  * algorithm (trainer/cuda/cuda-algo-choice.h), held to account with
  * made-up cuDNN results, so that they are tested where there is no GPU

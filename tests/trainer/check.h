@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* check.h: the CHECK macro of the trainer's C tests (trainer-test.c,
  * safetensors-test.c, cuda-parity.c). A failed check prints where and what
  * failed and counts in `failures`; the test goes on, and main returns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-blas-test.c: the CPU backend's BLAS runs kernels that match the
  * CPU's features (trainer/cpu/cpu-blas.h). On a CPU with AVX2 or AVX-512,
  * fails when the kernels in use are older ones; with --expect-reload (run

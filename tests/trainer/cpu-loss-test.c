@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-loss-test.c: the CPU backend's loss and its top-1/top-5 counts,
  * with enough classes that top-5 can miss: the label ranked 1st, 5th,
  * 6th and last, and ties (a label tied with a higher-ranked logit counts

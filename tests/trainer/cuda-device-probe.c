@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-device-probe.c: reports the CUDA devices the trainer can use; exits
  * 77 (meson's "skipped") where there is none, so that CI without a GPU stays
  * green and a GPU machine shows what it found. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-dist.c: data-parallel training on the CUDA backend (cuda-dist.cu)
  * against the CPU backend's, its oracle (trainer/dist.c).
  *

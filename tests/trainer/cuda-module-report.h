@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-module-report.h: what the GPU tests (cuda-parity.c, parity.c) ask
  * the CUDA backend module directly, because trainer.h has no call for it:
  * whether cuDNN had to give up determinism in fp32. The test finds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-nccl-probe.c: reports the NCCL that comm-backend nccl would use,
  * which needs no GPU: "nccl: version X.Y.Z from PATH", or "nccl:
  * unavailable: REASON". Exits 0 either way (no-nccl.sh judges the line), 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-parity.c: the CUDA backend against the CPU reference, its oracle.
  * Both backends draw the same initial weights from the same seed (the
  * test checks that they did), take the same batches, and must agree:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Data-parallel PyTorch reference for the trainer/ library's tests.
 
 trainer/ trains data-parallel with the semantics of PyTorch's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-buckets-test.c: the bucket plan of data-parallel steps
  * (trainer/dist-buckets.h): which ranges of the flat gradient buffer form
  * buckets, and when the backward pass makes each ready. Plain logic, run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=sh
 # dist-lib.sh: sourced by the data-parallel test wrappers (dist-parity.sh,
 # dist-trainer.sh): how they skip and how they start a job.

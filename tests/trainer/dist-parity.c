@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-parity.c: data-parallel training on the CPU backend against PyTorch's
  * DistributedDataParallel, as ddp_reference.py emulates it (same initial
  * weights, rank r on its slice of the same global batch). Every rank of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # dist-parity.sh: one data-parallel parity check of the CPU backend against
 # PyTorch DDP.
 #   dist-parity.sh DIST_PARITY SCRATCH_DIR RANKS MODEL CLASSES SIZE BATCH

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-state.h: what the data-parallel tests (dist-parity.c,
  * dist-trainer.c) read of a trainer's state and compare across ranks.
  * Header-only: each test is one program run by mpirun. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dist-trainer.c: the data-parallel trainer's behaviour beyond the numbers
  * (dist-parity.c checks those): a rank whose loss is not finite, a rank
  * that runs out of data, and checkpoints carried between jobs of different

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # dist-trainer.sh: the data-parallel trainer's scenarios (dist-trainer.c
 # describes them), each job under mpirun.
 #   dist-trainer.sh DIST_TRAINER SCRATCH_DIR nonfinite|uneven RANKS

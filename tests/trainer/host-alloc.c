@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* host-alloc.c: gt_host_alloc, the batch memory that needs no trainer:
  * 64-byte aligned, writable to its last byte, page-locked exactly when the
  * CUDA device asked for is usable (never for gpu_id -1), NULL for a size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* parity-rule.h: the fp32 comparison rule of the parity tests against
  * PyTorch (parity.c, one process; dist-parity.c, data-parallel): per
  * tensor, the error max|ours - exact| / max|exact| against the float64

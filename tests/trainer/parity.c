@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* parity.c: checks a backend against PyTorch on the tensors that
  * torch_reference.py wrote (same weights, same batch): logits, loss, every
  * gradient, the losses of the following steps, and the weights and running

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # parity.sh: one parity check of a backend against PyTorch.
 #   parity.sh [--cpu-kernels=K] [--cpu-isa=I] [--backend=cpu|cuda]
 #             [--precision=fp32|bf16] PARITY_BINARY SCRATCH_DIR MODEL

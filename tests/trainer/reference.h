@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* reference.h: what the parity tests against PyTorch (parity.c, one
  * process; dist-parity.c, data-parallel) do with the reference file that
  * torch_reference.py or ddp_reference.py wrote: report failures, find its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* safetensors-test.c: checks the safetensors reader and writer: round trips,
  * a file laid out by hand as the reference implementation writes it, every
  * truncation of a valid file, hostile headers, and atomic replacement.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """PyTorch reference for the trainer/ library's tests.
 
 trainer/ trains torchvision ResNets on the CPU and must match PyTorch. This

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer-compare.h: what the tests that hold a trainer against another
  * (cuda-parity.c: the CUDA backend against the CPU reference; cuda-dist.c:
  * data-parallel CUDA against data-parallel CPU) share: the random batches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* trainer-test.c: the training library's own behaviour, without PyTorch:
  * parameter counts, the learning-rate schedule, bad input, non-finite
  * losses, checkpoint errors, and that resnet20 learns (it overfits 64 fixed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-backend.c: the fp32 reference backend. It runs a GtModelSpec layer
  * by layer with the kernels of cpu-conv.c, cpu-norm.c and cpu-layers.c,
  * keeping every activation of the forward pass for the backward pass, and

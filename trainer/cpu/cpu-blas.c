@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-blas.c: opens OpenBLAS with kernels that match the CPU's features
  * (cpu-blas.h says why). */
 #include "cpu-blas.h"

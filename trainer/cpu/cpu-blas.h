@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-blas.h: the BLAS of the CPU backend, opened at run time so that its
  * kernels follow the CPU's features, not a table of CPU models.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-conv.c: the reference convolution, im2col + sgemm, in fp32 on the
  * CPU; it hands the layers the direct kernels fit to cpu-direct-conv.c. */
 #include "cpu-conv.h"

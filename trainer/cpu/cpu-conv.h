@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-conv.h: the CPU backend's convolutions (cpu-conv.c), NHWC as
  * cpu-layers.h describes. */
 #ifndef GT_CPU_CONV_H

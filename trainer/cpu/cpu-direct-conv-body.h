@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-direct-conv-body.h: the 3x3 convolution kernels of cpu-direct-conv.c
  * for one vector width. Included once per instruction set with SUFFIX,
  * TARGET (a function attribute), VW (floats per vector) and TILE_FLOATS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-direct-conv.c: 3x3, stride 1, padding 1 convolutions with 16, 32 or
  * 64 output channels, computed directly instead of through im2col + sgemm.
  *

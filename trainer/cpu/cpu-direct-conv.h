@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-direct-conv.h: direct 3x3 convolutions for narrow layers (see the .c
  * for why); gt_cpu_conv_forward and gt_cpu_conv_backward use them where
  * gt_cpu_direct_conv_applies says so. */

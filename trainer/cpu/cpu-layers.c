@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-layers.c: pooling, the classifier, the loss and the input's
  * normalisation, in fp32 on the CPU (the convolutions are in cpu-conv.c,
  * batch-norm in cpu-norm.c). */

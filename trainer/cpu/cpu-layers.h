@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-layers.h: the fp32 layers of the CPU reference backend: here
  * pooling, the classifier, the loss and the input (cpu-layers.c); the
  * convolutions in cpu-conv.h, batch-norm in cpu-norm.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-norm.c: batch-norm, forward and backward, in fp32 on the CPU, and
  * the per-channel moments it and the direct convolutions take. */
 #include "cpu-norm.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-norm.h: the CPU backend's batch-norm (cpu-norm.c), over NHWC rows as
  * cpu-layers.h describes, and the per-channel moments it shares with the
  * direct convolutions. */

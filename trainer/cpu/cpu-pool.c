@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-pool.c: worker threads that sleep on a condition between tasks. */
 #include "cpu-pool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-pool.h: a fixed set of worker threads for the CPU backend's loops.
  *
  * OpenBLAS runs single-threaded inside each worker: the backend splits its

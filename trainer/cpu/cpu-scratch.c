@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-scratch.c: the per-thread scratch of the CPU layers (cpu-scratch.h). */
 #include "cpu-scratch.h"
 

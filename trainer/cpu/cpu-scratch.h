@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-scratch.h: the per-thread scratch the CPU layers share, and the
  * contract of a convolution that works in it, which both implementations
  * keep: im2col + sgemm (cpu-conv.c, the reference) and the direct 3x3

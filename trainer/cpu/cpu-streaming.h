@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cpu-streaming.h: how the CPU backend builds its streaming passes
  * (batch-norm, residual adds, pooling, SGD, im2col's transpose): plain
  * loops left to the compiler's vectoriser. With GCC on x86-64 each is built

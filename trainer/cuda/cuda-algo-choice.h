@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-algo-choice.h: which convolution algorithm cuda-cudnn.cu takes for a
  * direction, decided over plain numbers rather than cuDNN's types, so that
  * a test on a machine without a GPU or CUDA (tests/trainer/algo-choice.c)

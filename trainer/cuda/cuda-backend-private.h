@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-backend-private.h: the CUDA backend's state, shared by its files:
  * cuda-backend.cu (device, layers, the optimiser's layout, create and
  * destroy, and the one exported symbol, gt_cuda_backend), cuda-step.cu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-backend.cu: the CUDA backend. Read next to cpu/cpu-backend.c: the
  * same units, blocks and walks, in the same order, with the same names;
  * what differs is where the work runs and how it is ordered. This file

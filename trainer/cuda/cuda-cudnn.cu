@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-cudnn.cu: convolutions through cuDNN's legacy API (cuda-cudnn.h).
  * Which algorithm each direction takes is cuda-algo-choice.h's decision;
  * this file turns cuDNN's answers into its candidates and carries the

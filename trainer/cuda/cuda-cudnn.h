@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-cudnn.h: every cuDNN call of the CUDA backend, behind a handful of
  * functions, so that the legacy convolution API used here can give way to
  * the graph API without the backend noticing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-device.c: the entry point of the CUDA backend module
  * (libgsttrain-cuda.so, see cuda-module.h): whether a CUDA device is usable
  * and which, which NCCL there is, and the backend's operations. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-dist.cu: data-parallel steps of the CUDA backend, PyTorch DDP's
  * semantics (trainer.h): the gradients averaged over the ranks between the
  * backward pass and the update, batch-norm statistics per rank, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-errors.cu: how the CUDA backend records a failed call: the message
  * in cuda->why, the GtStatus returned (cuda-backend-private.h's CUDA_TRY
  * and CUBLAS_TRY end here). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-kernels-private.h: what the kernel files (cuda-kernels.cu,
  * cuda-norm.cu) share: the block size, bf16, loads and stores of four
  * consecutive values in either dtype, and the grid for a number of items. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-kernels.cu: the kernels of cuda-kernels.h but batch-norm
  * (cuda-norm.cu): input, pooling, classifier and loss, optimiser,
  * conversions.

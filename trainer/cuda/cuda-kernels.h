@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-kernels.h: the CUDA backend's own kernels, everything of a step that
  * is not a convolution (cuda-cudnn.h) or the classifier's products (cuBLAS):
  * input conversion, batch-norm with ReLU and residual add, pooling, the

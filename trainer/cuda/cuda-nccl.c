@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-nccl.c: opens NCCL on first need and checks that it is new enough
  * (cuda-nccl.h says where it looks and why it is not linked). */
 #define _GNU_SOURCE /* dladdr */

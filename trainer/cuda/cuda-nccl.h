@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-nccl.h: NCCL, opened when a data-parallel CUDA trainer first wants a
  * communicator (cuda-dist.cu) or someone asks which NCCL there is
  * (gt_cuda_nccl_version), never when the module loads. The module is built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-norm.cu: the batch-norm kernels of cuda-kernels.h (with ReLU and
  * the residual add), cpu-norm.c's layers on the GPU. The notes at the top
  * of cuda-kernels.cu on four channels per thread and on rounding hold

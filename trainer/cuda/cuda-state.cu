@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-state.cu: the CUDA backend's state: its device memory, the host
  * views that sync_to_host hands trainer.c (downloaded only when a step
  * changed the device's) and their upload, pinned batch memory, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cuda-step.cu: a step of the CUDA backend (cuda-backend.cu says how it
  * is ordered): the forward and backward passes unit by unit as in
  * cpu/cpu-backend.c, the batch upload, the step's capture as a CUDA graph,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* augment.c: tests of the augment element and of its arithmetic
  * (augment-ops.h): the crop boxes against the distribution torchvision's
  * rule implies, the resampler against closed forms, and the element's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* batcher.c: tests of the batcher element. */
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>

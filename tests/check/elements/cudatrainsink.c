@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* cudatrainsink.c: whole training pipelines through gst_parse_launch, on
  * the CPU backend with resnet20 and small generated datasets: the loss
  * falls, resume is exact and the epoch goes on across it, fresh and total

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* datasetsrc.c: tests of the datasetsrc element on trees the tests write. */
 #include <gst/check/gstcheck.h>
 #include <glib/gstdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* echo.c: tests of the echo element: repeat counts, shuffling, seeds, shared
  * memory, caps through a shuffle, EOS, flushes and state changes, and the
  * adaptive mode's pacing by downstream. */

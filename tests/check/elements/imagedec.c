@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* imagedec.c: tests of the imagedec element against libjpeg-turbo's own
  * decoder (djpeg) on JPEG files the tests write with libjpeg. */
 #include <gst/check/gstcheck.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* threads.c: the data elements' one thread budget (train-pool.h).
  *
  * However many datasetsrc, imagedec and augment elements a process runs,
