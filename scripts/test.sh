@@ -68,7 +68,7 @@ $dir: $1 passed, $2 failed, $3 skipped"
 fuzz_suite() {
   dir=build-fuzz
   seconds=${FUZZ_SECONDS:-30}
-  targets="jpeg dataset-list safetensors idx strings"
+  targets="jpeg dataset-list safetensors idx strings shard"
   passed=0 failed=0 executions=""
   if ! command -v clang >/dev/null \
       || ! printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
