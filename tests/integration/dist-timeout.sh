@@ -161,19 +161,21 @@ unset RANK1_SINK
 
 # a straggler: rank 1 reads 100 ms a sample, 400 ms a batch of 4
 rm -f "$work"/rank-* "$work/slow.jsonl"
-ranks 2 "\$GST_TRAIN datasetsrc location=\$DIST_WORK/fm/train
+ranks 2 "\$GST_TRAIN datasetsrc location=\$DIST_WORK/fm/train num-epochs=2
   ! identity sleep-time=\$((OMPI_COMM_WORLD_RANK * 100000)) ! imagedec
   ! augment width=16 height=16 ! batcher batch-size=4
   ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1
-    max-steps=6 stats-interval=3 metrics-location=\$DIST_WORK/slow.jsonl" \
+    max-steps=9 stats-interval=3 metrics-location=\$DIST_WORK/slow.jsonl" \
   >"$work/mpirun.log" 2>&1 || { logs; fail "the job with a straggler failed"; }
 /usr/bin/python3 - "$work/slow.jsonl" <<'PYEOF' || { logs; fail "train-stats do not show the straggler"; }
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if '"train-stats"' in l]
-assert len(lines) == 2, lines
+assert len(lines) == 3, lines
 # the last step of a run ends at once, without waiting for a next batch:
-# the last interval shows less of the wait
-for line in lines:
+# the last interval shows less of the wait, and which rank was slowest in
+# it is a matter of chance (it named rank 0 in 1 CI run of 2); the
+# intervals before it must name rank 1
+for line in lines[:-1]:
     assert line["slowest-rank"] == 1, line
 assert max(line["straggler-wait"] for line in lines) > 0.1, lines
 print("straggler: slowest-rank 1, straggler-wait %s s a step"
