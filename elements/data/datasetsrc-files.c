@@ -98,14 +98,6 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
     gst_train_dataset_index_free (index);
     return NULL;
   }
-  if (s->shard_index >= s->num_shards) {
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
-            s->num_shards),
-        (NULL));
-    gst_train_dataset_index_free (index);
-    return NULL;
-  }
   epoch_samples = gst_dataset_src_count_epoch_samples (
       index->entries->len, s->shard_index, s->num_shards, s->num_samples);
   if (epoch_samples == 0) {

@@ -74,13 +74,6 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
         ("location %s", s->location));
     return NULL;
   }
-  if (s->shard_index >= s->num_shards) {
-    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
-            s->num_shards),
-        (NULL));
-    return NULL;
-  }
   if (sh->n_shards < s->num_shards) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
         ("\"%s\" names %u shard%s for %u ranks (num-shards): each rank reads "

@@ -630,6 +630,14 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
         ("Set the \"location\" property to an ImageFolder or a list file."));
     return FALSE;
   }
+  /* both modes split their samples or shards by it */
+  if (s->shard_index >= s->num_shards) {
+    GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
+        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
+            s->num_shards),
+        (NULL));
+    return FALSE;
+  }
 
   if (gst_train_shard_location_is_shards (s->location))
     tags = gst_dataset_src_shards_start (src);
