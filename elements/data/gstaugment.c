@@ -87,26 +87,13 @@
 #include "config.h"
 #endif
 
-#include "gstaugment.h"
-#include "augment-ops.h"
-#include "memory-recycler.h"
+#include "augment-private.h"
 #include "train-common.h"
 #include "train-meta.h"
-#include "train-pool.h"
-#include "gt-random.h"
 
-#include <gst/video/video.h>
 #include <string.h>
 
-GST_DEBUG_CATEGORY_STATIC (gst_augment_debug);
-#define GST_CAT_DEFAULT gst_augment_debug
-
-typedef enum
-{
-  GST_AUGMENT_CROP_RANDOM_RESIZED,
-  GST_AUGMENT_CROP_CENTER,
-  GST_AUGMENT_CROP_RESIZE,
-} GstAugmentCrop;
+GST_DEBUG_CATEGORY (gst_augment_debug);
 
 #define DEFAULT_WIDTH 224
 #define DEFAULT_HEIGHT 224
@@ -138,64 +125,6 @@ enum
   PROP_RESIZE_SHORT,
   PROP_SEED,
   PROP_N_THREADS,
-};
-
-/* The properties as they were when the element started. */
-typedef struct
-{
-  gint width;
-  gint height;
-  GstAugmentCrop crop;
-  GstTrainCropRange range;
-  gdouble flip;
-  gint resize_short;
-  guint64 seed;
-  guint n_threads;
-} GstAugmentSettings;
-
-/* One image on its way through the shared pool: what was drawn for it in
- * the streaming thread, then its output. */
-typedef struct
-{
-  GstTrainTask task; /* first: the pool hands it back */
-  GstAugment *augment;
-  GstBuffer *input;
-  GstVideoFrame in_frame; /* mapped until the task has run */
-  GstTrainResizeWindow window;
-  gboolean flip;
-  GstBuffer *output;
-  GstTrainResampleScratch scratch; /* kept from image to image */
-} GstAugmentJob;
-
-struct _GstAugment
-{
-  GstElement parent;
-
-  GstPad *sinkpad;
-  GstPad *srcpad;
-
-  /* Properties, and whether the element runs with @settings, under the
-   * object lock. */
-  GstAugmentSettings props;
-  gboolean started;
-
-  /* Streaming state: set at start, then touched by the streaming thread
-   * only. */
-  GstAugmentSettings settings;
-  GtRandom rng;       /* the draws of the image being augmented */
-  guint64 rank_seed;  /* @seed, mixed with the rank of a data-parallel job */
-  guint64 unnamed_in; /* buffers without a sample meta so far */
-  GstVideoInfo in_info;
-  gboolean have_in_caps;
-  GstTrainRecycler *recycler; /* where output images get their memory */
-
-  /* Images in flight in @pool (the process's; NULL with n-threads=1), in
-   * input order, at most @window of them; done jobs kept for reuse. Touched
-   * by the streaming thread only. */
-  GstTrainPool *pool;
-  guint window;
-  GQueue jobs;
-  GQueue free_jobs;
 };
 
 static GType
@@ -253,8 +182,6 @@ static gboolean gst_augment_sink_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
 static gboolean gst_augment_src_query (
     GstPad *pad, GstObject *parent, GstQuery *query);
-static gboolean gst_augment_answer_region (
-    GstAugment *augment, GstPad *pad, GstQuery *query);
 static GstFlowReturn gst_augment_push_ready (GstAugment *augment, guint keep);
 static void gst_augment_discard_jobs (GstAugment *augment);
 
@@ -727,151 +654,6 @@ gst_augment_task (GstTrainTask *task)
   gst_train_resample_plan_clear (&plan);
 }
 
-/* Seeds @rng for the draws of the sample @meta describes (NULL: the next
- * buffer without one): the same sample (epoch, index, emissions) gets the
- * same draws whatever came before it. */
-static void
-gst_augment_seed_sample (
-    GstAugment *augment, const GstTrainSampleMeta *meta, GtRandom *rng)
-{
-  guint64 mix, stream;
-
-  if (meta != NULL) {
-    mix = meta->index;
-    stream = gt_random_splitmix64 (&mix);
-    mix = ((guint64)(guint32)meta->epoch << 32) | meta->emissions;
-    stream ^= gt_random_splitmix64 (&mix);
-  } else {
-    mix = augment->unnamed_in++ ^ G_GUINT64_CONSTANT (0x6e6f6d657461);
-    stream = gt_random_splitmix64 (&mix);
-  }
-  gt_random_init (
-      rng, augment->rank_seed, GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
-}
-
-/* Draws from @rng what happens to a @width x @height image: the window of
- * the resize and the flip. */
-static void
-gst_augment_draw (GstAugment *augment, GtRandom *rng, gint width, gint height,
-    GstTrainResizeWindow *window, gboolean *flip)
-{
-  const GstAugmentSettings *s = &augment->settings;
-  GstTrainCropBox box;
-  gboolean drawn;
-
-  switch (s->crop) {
-    case GST_AUGMENT_CROP_RANDOM_RESIZED:
-      drawn = gst_train_augment_draw_crop (rng, width, height, &s->range, &box);
-      GST_LOG_OBJECT (augment, "%dx%d: box %dx%d at (%d, %d)%s", width, height,
-          box.width, box.height, box.left, box.top,
-          drawn ? "" : " (central fallback)");
-      gst_train_augment_crop_window (&box, s->width, s->height, window);
-      break;
-    case GST_AUGMENT_CROP_CENTER:
-      gst_train_augment_center_window (
-          width, height, s->resize_short, s->width, s->height, window);
-      break;
-    case GST_AUGMENT_CROP_RESIZE:
-    default:
-      gst_train_augment_resize_window (
-          width, height, s->width, s->height, window);
-      break;
-  }
-  /* Drawn whatever the probability, so that the crops of a seed do not
-   * depend on it. */
-  *flip = gst_train_augment_draw_flip (rng, s->flip);
-}
-
-/* Answers a region query (GST_TRAIN_REGION_QUERY) from the element linked
- * to @pad: the box of the sample's crop, the only pixels its resize reads
- * (torchvision crops first, then resizes the crop alone). Only for
- * samples with a sample meta, whose draws do not depend on what came
- * before (others are answered with no region: decode them whole). FALSE,
- * for the whole stream, with crop=center or resize and for a query that
- * did not come straight from upstream: an element between could repeat
- * (echo), reorder or change the images. */
-static gboolean
-gst_augment_answer_region (GstAugment *augment, GstPad *pad, GstQuery *query)
-{
-  GstPad *origin, *peer;
-  GstBuffer *sample;
-  GstTrainSampleMeta *meta;
-  GstTrainResizeWindow window;
-  GstTrainRegion region;
-  GtRandom rng;
-  gboolean flip, direct;
-  gint width, height;
-
-  if (!gst_train_region_query_parse (query, &origin, &sample, &width, &height))
-    return FALSE;
-  peer = gst_pad_get_peer (pad);
-  direct = peer != NULL && peer == origin;
-  if (peer != NULL)
-    gst_object_unref (peer);
-  /* FALSE for what holds the whole stream (imagedec then asks no more);
-   * answered without a region for what holds one sample: it is decoded
-   * whole */
-  if (!direct || augment->settings.crop != GST_AUGMENT_CROP_RANDOM_RESIZED)
-    return FALSE;
-  meta = gst_buffer_get_train_sample_meta (sample);
-  if (meta == NULL || width <= 0 || height <= 0)
-    return TRUE;
-
-  gst_augment_seed_sample (augment, meta, &rng);
-  gst_augment_draw (augment, &rng, width, height, &window, &flip);
-  region.left = window.x.src_start;
-  region.top = window.y.src_start;
-  region.width = window.x.src_size;
-  region.height = window.y.src_size;
-  gst_train_region_query_set (query, &region);
-  return TRUE;
-}
-
-static void gst_augment_job_recycle (GstAugment *augment, GstAugmentJob *job);
-
-/* Draws @job's window and flip. An image that is a region of a larger one
- * (GstTrainRegionMeta, from imagedec) is drawn at the larger size, as the
- * answer to the region query was, and its window moved into the region.
- * FALSE, with an error posted, when the region does not hold the window. */
-static gboolean
-gst_augment_draw_buffer (GstAugment *augment, GstAugmentJob *job)
-{
-  GstTrainRegionMeta *rmeta = gst_buffer_get_train_region_meta (job->input);
-  gint width = GST_VIDEO_FRAME_WIDTH (&job->in_frame);
-  gint height = GST_VIDEO_FRAME_HEIGHT (&job->in_frame);
-  GstTrainAxisWindow *x = &job->window.x, *y = &job->window.y;
-  gchar *name;
-
-  gst_augment_seed_sample (
-      augment, gst_buffer_get_train_sample_meta (job->input), &augment->rng);
-  if (rmeta == NULL) {
-    gst_augment_draw (
-        augment, &augment->rng, width, height, &job->window, &job->flip);
-    return TRUE;
-  }
-  gst_augment_draw (augment, &augment->rng, rmeta->full_width,
-      rmeta->full_height, &job->window, &job->flip);
-  x->src_start -= rmeta->region.left;
-  y->src_start -= rmeta->region.top;
-  if (rmeta->region.width == width && rmeta->region.height == height
-      && x->src_start >= 0 && x->src_start + x->src_size <= width
-      && y->src_start >= 0 && y->src_start + y->src_size <= height)
-    return TRUE;
-
-  name = gst_train_describe_sample (job->input);
-  GST_ELEMENT_ERROR (augment, STREAM, FORMAT,
-      ("Sample %s is the %dx%d region at (%d, %d) of a %dx%d image, which "
-       "does not hold its crop; set decode-region=false on the decoder.",
-          name, rmeta->region.width, rmeta->region.height, rmeta->region.left,
-          rmeta->region.top, rmeta->full_width, rmeta->full_height),
-      ("buffer %dx%d, crop %dx%d at (%d, %d) of the region", width, height,
-          x->src_size, y->src_size, x->src_start, y->src_start));
-  g_free (name);
-  gst_video_frame_unmap (&job->in_frame);
-  gst_augment_job_recycle (augment, job);
-  return FALSE;
-}
-
 /* ---- streaming ---- */
 
 static GstAugmentJob *
@@ -981,8 +763,11 @@ gst_augment_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
     return GST_FLOW_ERROR;
   }
 
-  if (!gst_augment_draw_buffer (augment, job))
+  if (!gst_augment_draw_buffer (augment, job)) {
+    gst_video_frame_unmap (&job->in_frame);
+    gst_augment_job_recycle (augment, job);
     return GST_FLOW_ERROR;
+  }
 
   if (augment->pool == NULL) {
     gst_augment_task (&job->task);
