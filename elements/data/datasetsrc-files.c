@@ -128,7 +128,6 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
   src->cursor_order = NULL;
   src->cursor_done = FALSE;
   src->positioned = FALSE;
-  src->keep = NULL;
   src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
   src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
   src->submitted = 0;
@@ -159,7 +158,6 @@ gst_dataset_src_files_stop (GstDatasetSrc *src)
   g_clear_pointer (&src->slots, g_free);
   src->n_slots = 0;
   g_clear_pointer (&src->cursor_order, g_free);
-  g_clear_pointer (&src->keep, g_free);
   g_clear_pointer (&src->index, gst_train_dataset_index_free);
 }
 
@@ -193,34 +191,15 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
       src->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
 }
 
-/* Before the first read: asks downstream where to start (a resuming sink
- * answers), else takes start-position, and moves the cursor there without
- * reading anything before it. Streaming thread, without @lock. */
+/* Before the first read: takes the start (the resume query's answer, or
+ * start-position) and moves the cursor there without reading anything
+ * before it. Streaming thread, without @lock. */
 static void
 gst_dataset_src_position (GstDatasetSrc *src)
 {
-  GstQuery *query = gst_train_resume_query_new ();
-  guint64 start = src->settings.start_position, asked, epoch;
+  guint64 start = gst_dataset_src_ask_resume (src), epoch;
   gint num_epochs = src->settings.num_epochs;
 
-  src->positioned = TRUE;
-  if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
-      && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
-    GST_INFO_OBJECT (src,
-        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
-        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
-        asked, start);
-    start = asked;
-    src->keep =
-        gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
-    src->next_keep = 0;
-    if (src->keep != NULL)
-      GST_INFO_OBJECT (src,
-          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
-          ", reading only the %u downstream still holds",
-          src->keep_end - start, src->keep_end, src->n_keep);
-  }
-  gst_query_unref (query);
   if (start == 0)
     return;
 
@@ -258,20 +237,12 @@ gst_dataset_src_refill (GstDatasetSrc *src)
       }
       gst_dataset_src_enter_epoch (src, next_epoch);
     }
-    if (src->keep != NULL) {
+    if (!gst_dataset_src_wanted (src,
+            (guint64)src->cursor_epoch * src->epoch_samples
+                + src->cursor_pos)) {
       /* a resume re-reads only what downstream held */
-      guint64 at =
-          (guint64)src->cursor_epoch * src->epoch_samples + src->cursor_pos;
-
-      if (at >= src->keep_end) {
-        g_clear_pointer (&src->keep, g_free);
-      } else if (src->next_keep < src->n_keep
-          && src->keep[src->next_keep] == at) {
-        src->next_keep++;
-      } else {
-        src->cursor_pos++;
-        continue;
-      }
+      src->cursor_pos++;
+      continue;
     }
 
     slot = &src->slots[src->submitted % src->n_slots];

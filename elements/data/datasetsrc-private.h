@@ -9,7 +9,9 @@
  * datasetsrc-shards.c (WebDataset shards, local or over HTTP; its resume
  * in datasetsrc-shards-resume.c). Calls go that way only: gstdatasetsrc.c
  * to the mode files, and they to the pieces below them (dataset-index.c,
- * train-pool.c, train-common.c, shard-*.c). */
+ * train-pool.c, train-common.c, shard-*.c); the one way back is the exact
+ * resume that both modes take from the element (gst_dataset_src_ask_resume,
+ * gst_dataset_src_wanted). */
 #ifndef __GST_DATASET_SRC_PRIVATE_H__
 #define __GST_DATASET_SRC_PRIVATE_H__
 
@@ -84,8 +86,9 @@ struct _GstDatasetSrc
   guint64 *cursor_order;
   gboolean cursor_done;
   gboolean positioned; /* the start position is taken (first create) */
-  /* a resume wants only these positions of the sequence before
-   * @keep_end (sorted; NULL: all) */
+
+  /* Both modes: a resume wants only these positions of the sequence before
+   * @keep_end (sorted; NULL: all). Streaming thread only. */
   guint64 *keep;
   guint n_keep, next_keep;
   guint64 keep_end;
@@ -123,6 +126,17 @@ GstFlowReturn gst_dataset_src_shards_create (
 void gst_dataset_src_shards_stop (GstDatasetSrc *src);
 void gst_dataset_src_shards_set_flushing (
     GstDatasetSrc *src, gboolean flushing);
+
+/* Both modes, before the first sample (gstdatasetsrc.c): asks downstream
+ * where to start (a resuming sink answers) and keeps in src->keep which of
+ * the samples before its end it still holds; start-position when nobody
+ * answers. Returns the place in the sequence to start at. */
+guint64 gst_dataset_src_ask_resume (GstDatasetSrc *src);
+
+/* Whether the sample at @place of the sequence is read (FALSE: a resume
+ * passes over it unread). Called for every place from the start on, in
+ * order. */
+gboolean gst_dataset_src_wanted (GstDatasetSrc *src, guint64 place);
 
 G_END_DECLS
 

@@ -210,35 +210,6 @@ shard_replay_continue (ShardReplay *replay)
       replay->src, shard, sample->offset, sample->ordinal);
 }
 
-/* Asks downstream where to start; takes start-position when nobody
- * answers. */
-static guint64
-shard_resume_start (GstDatasetSrc *src)
-{
-  GstDatasetSrcShards *sh = src->shards;
-  GstQuery *query = gst_train_resume_query_new ();
-  guint64 start = src->settings.start_position, asked;
-
-  if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
-      && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
-    GST_INFO_OBJECT (src,
-        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
-        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
-        asked, start);
-    start = asked;
-    sh->keep =
-        gst_train_resume_query_get_keep (query, &sh->n_keep, &sh->keep_end);
-    sh->next_keep = 0;
-    if (sh->keep != NULL)
-      GST_INFO_OBJECT (src,
-          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
-          ", reading only the %u downstream still holds",
-          sh->keep_end - start, sh->keep_end, sh->n_keep);
-  }
-  gst_query_unref (query);
-  return start;
-}
-
 GstFlowReturn
 gst_dataset_src_shards_position (GstDatasetSrc *src)
 {
@@ -248,8 +219,7 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
   guint64 start, emitted, epoch_size, epoch;
   GstFlowReturn ret;
 
-  src->positioned = TRUE;
-  start = shard_resume_start (src);
+  start = gst_dataset_src_ask_resume (src);
   sh->position = start;
   if (start == 0)
     return GST_FLOW_OK;
@@ -291,18 +261,5 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
 gboolean
 gst_dataset_src_shards_wanted (GstDatasetSrc *src)
 {
-  GstDatasetSrcShards *sh = src->shards;
-  guint64 place = sh->position++;
-
-  if (sh->keep == NULL)
-    return TRUE;
-  if (place >= sh->keep_end) {
-    g_clear_pointer (&sh->keep, g_free);
-    return TRUE;
-  }
-  if (sh->next_keep < sh->n_keep && sh->keep[sh->next_keep] == place) {
-    sh->next_keep++;
-    return TRUE;
-  }
-  return FALSE;
+  return gst_dataset_src_wanted (src, src->shards->position++);
 }

@@ -127,7 +127,6 @@ gst_dataset_src_shards_stop (GstDatasetSrc *src)
   g_strfreev (sh->shards);
   g_free (sh->mine);
   g_free (sh->order);
-  g_free (sh->keep);
   g_free (sh);
   src->shards = NULL;
 }

@@ -52,12 +52,8 @@ struct _GstDatasetSrcShards
   gboolean epoch_size_sent;
 
   /* an exact resume: the place in the sequence of the next sample out of
-   * the buffer, and the places downstream wants among those before
-   * @keep_end (sorted; NULL: all) */
+   * the buffer (which of them downstream wants: src->keep) */
   guint64 position;
-  guint64 *keep;
-  guint n_keep, next_keep;
-  guint64 keep_end;
 };
 
 void gst_dataset_src_shard_item_free (gpointer item);
