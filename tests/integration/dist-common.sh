@@ -16,9 +16,16 @@
 #   only), its pid in
 #   $work/rank-r.pid and its output in $work/rank-r.log.
 # ckpt ARGS...: dist_checkpoint.py (reads checkpoints, torch for "strict").
+# $dist_rest: the tests' elements after imagedec (16x16 images, batches of
+#   4, resnet20 for 10 classes on one CPU thread); cudatrainsink's
+#   properties may follow it.
+# $dist_line (set by dist_setup): the tests' job, $work's images in order
+#   of seed 3 for ever (num-epochs=-1), decoded, then $dist_rest.
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 
 dist_here=$(cd "$(dirname "$0")" && pwd)
+dist_rest='! augment width=16 height=16 ! batcher batch-size=4
+  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1'
 
 dist_setup() {
   if ! command -v mpirun >/dev/null 2>&1; then
@@ -31,6 +38,8 @@ dist_setup() {
   fi
   fashion_mnist_slice "$3" "$1" "$4" 8
   export DIST_WORK="$work"
+  dist_line="datasetsrc location=$work/fm/train seed=3 num-epochs=-1
+  ! imagedec $dist_rest"
   # Open MPI refuses root unless told twice
   if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -19,8 +19,7 @@ dist_setup dist-faults "$1" "$2" 48
 export GST_TRAIN="$3" PLAY_DEAF="$4"
 
 src='datasetsrc location=$DIST_WORK/fm/train'
-rest='! augment width=16 height=16 ! batcher batch-size=4
-  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1'
+rest=$dist_rest
 
 # waits up to 30 s until $1 has at least $2 lines (a run that trains on)
 wait_lines() {
@@ -44,95 +43,89 @@ expect_failure() {
   echo "$1: mpirun exited $status after $took s"
 }
 
+# start_job 'COMMAND LINE' [VAR=VALUE]: the 2-rank job (ranks) in the
+# background ($job, killed after 60 s; $started: its start), with VAR (a
+# RANKr_SRC, RANKr_DEC or RANKr_SINK of dist-rank.sh) set where given
+start_job() {
+  rm -f "$work"/rank-*
+  started=$(now)
+  env ${2:+"$2"} timeout 60 sh -c '. "$0"; ranks 2 "$1"' \
+    "$dist_here/dist-common.sh" "$1" &
+  job=$!
+}
+
+# job_fails NAME 'COMMAND LINE' [VAR=VALUE] [LOG PATTERN WHY]: start_job,
+# then the job ends non-zero within 30 s (expect_failure) and, where LOG
+# (a log in $work, or a glob of them) is given, a line of it matches the
+# grep PATTERN, else the log is shown and the test fails with WHY
+job_fails() {
+  start_job "$2" "${3:-}"
+  expect_failure "$1" 30
+  [ $# -gt 3 ] || return 0
+  # shellcheck disable=SC2086 # LOG may be a glob
+  grep -q "$5" "$work"/$4 || { cat "$work"/$4; fail "$6"; }
+}
+
 # -- a rank killed mid-run
-rm -f "$work"/rank-* "$work/m.jsonl"
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "gst-launch-1.0 -e $src num-epochs=-1 ! imagedec $rest stats-interval=1
-     metrics-location=\$DIST_WORK/m.jsonl" &
-job=$!
+rm -f "$work/m.jsonl"
+start_job "gst-launch-1.0 -e $src num-epochs=-1 ! imagedec $rest stats-interval=1
+     metrics-location=\$DIST_WORK/m.jsonl"
 wait_lines "$work/m.jsonl" 2
 kill -9 "$(cat "$work/rank-1.pid")"
 started=$(now)
 expect_failure "kill -9 of rank 1" 30
 
 # -- a rank that cannot start: rank 1's folder is missing
-rm -f "$work"/rank-*
-export RANK1_SRC="location=$work/nowhere"
-started=$(now)
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "\$GST_TRAIN $src \$SRC ! imagedec $rest" &
-job=$!
-expect_failure "missing folder on rank 1" 30
-grep -q "^rank 1: error from datasetsrc0: .*nowhere" "$work/rank-1.log" || {
-  cat "$work/rank-1.log"; fail "rank 1's error does not name the rank"; }
-unset RANK1_SRC
+job_fails "missing folder on rank 1" "\$GST_TRAIN $src \$SRC ! imagedec $rest" \
+  "RANK1_SRC=location=$work/nowhere" \
+  rank-1.log "^rank 1: error from datasetsrc0: .*nowhere" \
+  "rank 1's error does not name the rank"
 
 # -- a sink that cannot start on rank 0 (its checkpoint folder is missing):
 # it never joins, and the launcher ends the job
-rm -f "$work"/rank-*
-export RANK0_SINK="checkpoint-location=$work/nowhere/run.safetensors"
-started=$(now)
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "gst-launch-1.0 -e $src ! imagedec $rest \$SINK" &
-job=$!
-expect_failure "missing checkpoint folder on rank 0" 30
-grep -q "rank 0: Cannot write checkpoint-location" "$work/rank-0.log" || {
-  cat "$work/rank-0.log"; fail "rank 0's error does not name the rank"; }
-unset RANK0_SINK
+job_fails "missing checkpoint folder on rank 0" \
+  "gst-launch-1.0 -e $src ! imagedec $rest \$SINK" \
+  "RANK0_SINK=checkpoint-location=$work/nowhere/run.safetensors" \
+  rank-0.log "rank 0: Cannot write checkpoint-location" \
+  "rank 0's error does not name the rank"
 
 # -- a pipeline error mid-run on rank 1: the last class's files are not
 # JPEGs; rank 0 skips them (a warning each), rank 1 fails at the first
 for file in "$work"/fm/train/9_*/*.jpg; do
   echo "not a JPEG" >"$file"
 done
-rm -f "$work"/rank-*
-export RANK1_DEC="on-error=fail"
-started=$(now)
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "\$GST_TRAIN $src shuffle=false ! imagedec \$DEC $rest" &
-job=$!
-expect_failure "corrupt JPEG on rank 1" 30
-grep -q "^rank 1: error from imagedec0: " "$work/rank-1.log" || {
-  cat "$work/rank-1.log"; fail "rank 1's error does not name the rank"; }
-unset RANK1_DEC
+job_fails "corrupt JPEG on rank 1" \
+  "\$GST_TRAIN $src shuffle=false ! imagedec \$DEC $rest" \
+  "RANK1_DEC=on-error=fail" \
+  rank-1.log "^rank 1: error from imagedec0: " \
+  "rank 1's error does not name the rank"
 
 # -- a non-finite loss on rank 1 only (its images scaled to infinity):
 # both ranks stop at step 1 with the error, which names rank 1
-rm -f "$work"/rank-*
-export RANK1_SINK="mean=0,0,0 std=1e-45,1e-45,1e-45"
-started=$(now)
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "gst-launch-1.0 -e $src shuffle=false ! imagedec $rest \$SINK" &
-job=$!
-expect_failure "non-finite loss on rank 1" 30
+job_fails "non-finite loss on rank 1" \
+  "gst-launch-1.0 -e $src shuffle=false ! imagedec $rest \$SINK" \
+  "RANK1_SINK=mean=0,0,0 std=1e-45,1e-45,1e-45"
 for r in 0 1; do
   grep -q "rank $r: Training diverged: step 1: the loss of rank 1 was not finite" \
     "$work/rank-$r.log" || {
     cat "$work/rank-$r.log"; fail "rank $r did not stop at step 1 naming rank 1"; }
 done
-unset RANK1_SINK
 
 # -- an application that never stops its pipeline after an error, as
 # gst-launch-1.0 does when the error comes before its main loop runs (it
 # hung about one run in fifteen with the shard error below): each rank's
 # sink posts the error, nobody reacts, and error-timeout=2 ends the job
-rm -f "$work"/rank-*
-started=$(now)
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "\$PLAY_DEAF $src num-shards=3 ! imagedec $rest error-timeout=2" &
-job=$!
-expect_failure "an application deaf to the sink's error" 30
-grep -q "rank [01]: the pipeline was not stopped within error-timeout=2 s of the sink's error" \
-  "$work"/rank-*.log || {
-  cat "$work"/rank-*.log; fail "no rank said why it ended the job"; }
+job_fails "an application deaf to the sink's error" \
+  "\$PLAY_DEAF $src num-shards=3 ! imagedec $rest error-timeout=2" "" \
+  "rank-*.log" \
+  "rank [01]: the pipeline was not stopped within error-timeout=2 s of the sink's error" \
+  "no rank said why it ended the job"
 
 # -- SIGTERM to rank 1's gst-train: a stop, as Ctrl-C; rank 0 stops with it
-rm -f "$work"/rank-* "$work/m.jsonl" "$work/stop.safetensors"
-timeout 60 sh -c '. "$0"; ranks 2 "$1"' "$(dirname "$0")/dist-common.sh" \
-  "\$GST_TRAIN $src num-epochs=-1 ! imagedec $rest stats-interval=1
+rm -f "$work/m.jsonl" "$work/stop.safetensors"
+start_job "\$GST_TRAIN $src num-epochs=-1 ! imagedec $rest stats-interval=1
      metrics-location=\$DIST_WORK/m.jsonl
-     checkpoint-location=\$DIST_WORK/stop.safetensors" &
-job=$!
+     checkpoint-location=\$DIST_WORK/stop.safetensors"
 wait_lines "$work/m.jsonl" 2
 kill -TERM "$(cat "$work/rank-1.pid")"
 wait "$job" || { cat "$work"/rank-*.log; fail "a stopped job did not exit 0"; }

@@ -9,10 +9,7 @@ set -eu
 . "$(dirname "$0")/dist-common.sh"
 dist_setup dist-tensorboard "$1" "$2" 32
 
-line="datasetsrc location=$work/fm/train seed=3 num-epochs=-1 ! imagedec
-  ! augment width=16 height=16 ! batcher batch-size=4
-  ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1
-    stats-interval=2 max-steps=6 tensorboard-logdir=$work/runs/job
+line="$dist_line stats-interval=2 max-steps=6 tensorboard-logdir=$work/runs/job
     metrics-location=$work/job.jsonl"
 # shellcheck disable=SC2086
 mpi 2 gst-launch-1.0 -e $line >"$work/log" 2>&1 || {
