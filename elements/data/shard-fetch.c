@@ -615,24 +615,13 @@ static gint64
 stream_skip (gpointer source, guint64 size, GError **error)
 {
   GstTrainShardStream *stream = source;
-  guint8 scratch[64 * 1024];
-  guint64 done = 0;
 
   if (stream->fd >= 0)
     return gst_train_shard_fd_funcs.skip (
         GINT_TO_POINTER (stream->fd), size, error);
   /* over HTTP what is passed over is fetched all the same */
-  while (done < size) {
-    gssize got = transfer_read (
-        stream->transfer, scratch, MIN (sizeof (scratch), size - done), error);
-
-    if (got < 0)
-      return -1;
-    if (got == 0)
-      break;
-    done += got;
-  }
-  return done;
+  return gst_train_shard_read_over (
+      &gst_train_shard_stream_funcs, source, size, error);
 }
 
 const GstTrainShardSourceFuncs gst_train_shard_stream_funcs = {

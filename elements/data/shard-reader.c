@@ -599,6 +599,26 @@ shard_fd_read (gpointer source, guint8 *data, gsize size, GError **error)
   }
 }
 
+gint64
+gst_train_shard_read_over (const GstTrainShardSourceFuncs *funcs,
+    gpointer source, guint64 size, GError **error)
+{
+  guint8 scratch[64 * 1024];
+  guint64 done = 0;
+
+  while (done < size) {
+    gssize got = funcs->read (
+        source, scratch, MIN (sizeof (scratch), size - done), error);
+
+    if (got < 0)
+      return -1;
+    if (got == 0)
+      break;
+    done += got;
+  }
+  return done;
+}
+
 static gint64
 shard_fd_skip (gpointer source, guint64 size, GError **error)
 {
@@ -612,23 +632,9 @@ shard_fd_skip (gpointer source, guint64 size, GError **error)
         g_strerror (errno));
     return -1;
   }
-  if (!S_ISREG (st.st_mode)) {
-    /* a pipe: read through */
-    guint8 scratch[BLOCK * 8];
-    guint64 done = 0;
-
-    while (done < size) {
-      gssize got = shard_fd_read (
-          source, scratch, MIN (sizeof (scratch), size - done), error);
-
-      if (got < 0)
-        return -1;
-      if (got == 0)
-        break;
-      done += got;
-    }
-    return done;
-  }
+  if (!S_ISREG (st.st_mode)) /* a pipe: read through */
+    return gst_train_shard_read_over (
+        &gst_train_shard_fd_funcs, source, size, error);
   left = st.st_size > at ? (guint64)(st.st_size - at) : 0;
   size = MIN (size, left);
   if (lseek (fd, (off_t)size, SEEK_CUR) < 0) {

@@ -91,6 +91,12 @@ gint gst_train_shard_reader_next (
 /* Frees what @sample holds and zeroes it. */
 void gst_train_shard_sample_clear (GstTrainShardSample *sample);
 
+/* Passes over @size bytes of a source that cannot seek (a pipe, HTTP) by
+ * reading them through @funcs->read and dropping them: how many, fewer at
+ * the end of the shard, -1 with @error set. For a skip function. */
+gint64 gst_train_shard_read_over (const GstTrainShardSourceFuncs *funcs,
+    gpointer source, guint64 size, GError **error);
+
 /* The source funcs of a file descriptor (@source: GINT_TO_POINTER (fd)):
  * read() and, for a regular file, lseek() within its size. */
 extern const GstTrainShardSourceFuncs gst_train_shard_fd_funcs;
