@@ -150,26 +150,18 @@ put_bytes (GByteArray *out, guint field, gconstpointer data, gsize length)
   g_byte_array_append (out, data, (guint)length);
 }
 
+/* A fixed-width field: the low @size bytes of @bits (8: a double's, 4: a
+ * float's), least significant first. */
 static void
-put_double (GByteArray *out, guint field, gdouble value)
+put_fixed (GByteArray *out, guint field, guint64 bits, guint size)
 {
-  guint64 bits;
+  guint8 bytes[8];
+  guint i;
 
-  memcpy (&bits, &value, sizeof (bits));
-  bits = GUINT64_TO_LE (bits);
-  put_key (out, field, WIRE_FIXED64);
-  g_byte_array_append (out, (const guint8 *)&bits, sizeof (bits));
-}
-
-static void
-put_float (GByteArray *out, guint field, gfloat value)
-{
-  guint32 bits;
-
-  memcpy (&bits, &value, sizeof (bits));
-  bits = GUINT32_TO_LE (bits);
-  put_key (out, field, WIRE_FIXED32);
-  g_byte_array_append (out, (const guint8 *)&bits, sizeof (bits));
+  for (i = 0; i < size; i++)
+    bytes[i] = (guint8)(bits >> (8 * i));
+  put_key (out, field, size == 8 ? WIRE_FIXED64 : WIRE_FIXED32);
+  g_byte_array_append (out, bytes, size);
 }
 
 /* An Event's wall time (now) and @step (left out at 0, proto3's default),
@@ -178,8 +170,13 @@ static GByteArray *
 event_begin (gint64 step)
 {
   GByteArray *event = g_byte_array_new ();
+  union
+  {
+    gdouble seconds;
+    guint64 bits;
+  } now = { g_get_real_time () / 1e6 };
 
-  put_double (event, EVENT_WALL_TIME, g_get_real_time () / 1e6);
+  put_fixed (event, EVENT_WALL_TIME, now.bits, sizeof (now.bits));
   if (step != 0) {
     put_key (event, EVENT_STEP, WIRE_VARINT);
     put_varint (event, (guint64)step);
@@ -324,9 +321,15 @@ tb_writer_add_scalar (
   GByteArray *event = event_begin (step);
   GByteArray *summary = g_byte_array_new ();
   GByteArray *summary_value = g_byte_array_new ();
+  union
+  {
+    gfloat scalar;
+    guint32 bits;
+  } simple = { (gfloat)value };
 
   put_bytes (summary_value, VALUE_TAG, tag, strlen (tag));
-  put_float (summary_value, VALUE_SIMPLE_VALUE, (gfloat)value);
+  put_fixed (
+      summary_value, VALUE_SIMPLE_VALUE, simple.bits, sizeof (simple.bits));
   put_bytes (summary, SUMMARY_VALUE, summary_value->data, summary_value->len);
   put_bytes (event, EVENT_SUMMARY, summary->data, summary->len);
   g_byte_array_unref (summary_value);
