@@ -88,18 +88,6 @@ split_clear (Split *s)
   idx_file_clear (&s->labels);
 }
 
-static guint
-decimal_digits (guint64 v)
-{
-  guint n = 1;
-
-  while (v >= 10) {
-    v /= 10;
-    n++;
-  }
-  return n;
-}
-
 static gboolean
 split_load (Split *s, GError **error)
 {
@@ -153,7 +141,7 @@ static GPtrArray *
 make_class_folders (char **names, guint n_classes)
 {
   GPtrArray *folders = g_ptr_array_new_with_free_func (g_free);
-  guint width = decimal_digits (n_classes - 1);
+  guint width = output_name_width (n_classes - 1);
   guint i;
 
   for (i = 0; i < n_classes; i++) {
@@ -312,7 +300,7 @@ split_write (Split *s, const char *root, GPtrArray *folders, int quality,
   memset (&job, 0, sizeof (job));
   job.split = s;
   job.n = s->limit ? MIN (s->limit, s->images.count) : s->images.count;
-  job.name_width = (int)decimal_digits (s->images.count);
+  job.name_width = (int)output_name_width (s->images.count);
   job.quality = quality;
   job.dirs = g_new0 (char *, folders->len + 1);
   job.dirfds = g_new (int, folders->len);

@@ -10,18 +10,6 @@
 
 #include <glib/gstdio.h>
 
-static guint
-digits_of (guint64 v)
-{
-  guint n = 1;
-
-  while (v >= 10) {
-    v /= 10;
-    n++;
-  }
-  return n;
-}
-
 gboolean
 imagefolder_to_shards (const char *input, const char *output,
     const char *prefix, guint shard_size, guint64 seed, gboolean keep_order,
@@ -58,7 +46,7 @@ imagefolder_to_shards (const char *input, const char *output,
     goto out;
 
   n = index->entries->len;
-  width = digits_of (n > 0 ? n - 1 : 0);
+  width = output_name_width (n > 0 ? n - 1 : 0);
   order = g_new (guint64, MAX (n, 1));
   for (i = 0; i < n; i++)
     order[i] = i;

@@ -35,6 +35,18 @@ output_write_text (
   return ok;
 }
 
+guint
+output_name_width (guint64 v)
+{
+  guint n = 1;
+
+  while (v >= 10) {
+    v /= 10;
+    n++;
+  }
+  return n;
+}
+
 gboolean
 output_make_dir (const char *path, GError **error)
 {

@@ -28,6 +28,10 @@ typedef enum
 OutputState output_check (
     const char *out_dir, const char *settings, GError **error);
 
+/* The digits of @v in decimal: the width of zero-padded names numbered up
+ * to @v. */
+guint output_name_width (guint64 v);
+
 /* Creates @path and its parents. */
 gboolean output_make_dir (const char *path, GError **error);
 
