@@ -8,6 +8,19 @@
 #include <string.h>
 #include <time.h>
 
+void
+bench_options_init (BenchOptions *options, const char *model, int size,
+    int batch_size, int classes, int steps)
+{
+  memset (options, 0, sizeof (*options));
+  options->model = model;
+  options->size = size;
+  options->batch_size = batch_size;
+  options->classes = classes;
+  options->warmup = 2;
+  options->steps = steps;
+}
+
 int
 bench_option (BenchOptions *options, const char *name, const char *value)
 {
@@ -85,6 +98,40 @@ bench_now (void)
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int
+bench_steps (GtTrainer *trainer, GtBatch *batch, const BenchOptions *options,
+    double *seconds, double *comm_seconds, double *warmup_seconds)
+{
+  double warmup_start = bench_now ();
+  GtStepResult result;
+  int i;
+
+  for (i = 0; i < options->warmup + options->steps; i++) {
+    double start = bench_now ();
+
+    if (i == options->warmup && warmup_seconds != NULL)
+      *warmup_seconds = start - warmup_start;
+    if (gt_trainer_step (trainer, batch, &result) != GT_OK)
+      return i;
+    if (i >= options->warmup) {
+      seconds[i - options->warmup] = bench_now () - start;
+      if (comm_seconds != NULL)
+        comm_seconds[i - options->warmup] = result.comm_seconds;
+    }
+  }
+  return -1;
+}
+
+double
+bench_print_seconds (double *seconds, int count)
+{
+  int i;
+
+  for (i = 0; i < count; i++)
+    printf ("%s%.4f", i ? ", " : "", seconds[i]);
+  return bench_median (seconds, count);
 }
 
 static int

@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2034
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # bench-lib.sh: what the benchmark scripts share (dist-cpu.sh,
-# trainer-cpu.sh, input-stage.sh): their common options, where the report
-# goes, and the release build they measure. Sourced after
+# dist-hosts.sh, trainer-cpu.sh, input-stage.sh): their common options,
+# where the report goes (and its notes kept), and the release build they
+# measure. Sourced after
 # `set -euo pipefail`, with the script's name and arguments:
 #
 #   . "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh" NAME "$@"
@@ -51,6 +52,22 @@ bench_default_output() {
     : "${OUTPUT:=$OUT/$BENCH_NAME-quick.md}"
   fi
   : "${OUTPUT:=$ROOT/docs/benchmarks/$BENCH_NAME.md}"
+}
+
+# bench_report TABLES [quiet]: writes TABLES (the report, a blank line
+# after it) to $OUTPUT, keeping the "## Notes" section written by hand
+# below the tables of the report there, and to stdout unless quiet.
+bench_report() {
+  local notes=
+  if [ -f "$OUTPUT" ]; then
+    # the "." keeps the notes' last newlines from $(...)
+    notes=$(sed -n '/^## Notes/,$p' "$OUTPUT"; echo .)
+    notes=${notes%.}
+  fi
+  if [ "${2:-}" != quiet ]; then
+    printf '%s\n\n' "$1"
+  fi
+  printf '%s\n\n%s' "$1" "$notes" >"$OUTPUT"
 }
 
 # bench_build TARGET...: builds TARGETs in $BENCH_BUILD (build-bench/ unless

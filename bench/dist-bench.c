@@ -41,21 +41,16 @@ usage (const char *program)
 int
 main (int argc, char **argv)
 {
-  BenchOptions options = { .model = "resnet20",
-    .size = 32,
-    .batch_size = 32,
-    .classes = 10,
-    .warmup = 2,
-    .steps = 10 };
+  BenchOptions options;
   GtTrainerConfig config;
   GtTrainer *trainer;
   GtComm *comm = NULL;
   GtBatch batch;
-  GtStepResult result;
-  int use_comm = 1, warmup, steps, rank = 0, ranks = 1, i;
+  int use_comm = 1, warmup, steps, rank = 0, ranks = 1, failed, i;
   double *step_seconds, *comm_low, *comm_high, collective_timeout = 0;
   char why[512];
 
+  bench_options_init (&options, "resnet20", 32, 32, 10, 10);
   for (i = 1; i < argc; i++) {
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -110,21 +105,16 @@ main (int argc, char **argv)
   step_seconds = calloc (steps, sizeof (double));
   comm_low = calloc (steps, sizeof (double));
   comm_high = calloc (steps, sizeof (double));
-  for (i = 0; i < warmup + steps; i++) {
-    double start = bench_now ();
-
-    if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
-      fprintf (stderr, "rank %d: step %d: %s\n", rank, i + 1,
-          gt_trainer_error (trainer));
-      if (comm)
-        gt_comm_abort (comm, 1, "a step failed");
-      return 1;
-    }
-    if (i >= warmup) {
-      step_seconds[i - warmup] = bench_now () - start;
-      comm_low[i - warmup] = comm_high[i - warmup] = result.comm_seconds;
-    }
+  failed =
+      bench_steps (trainer, &batch, &options, step_seconds, comm_low, NULL);
+  if (failed >= 0) {
+    fprintf (stderr, "rank %d: step %d: %s\n", rank, failed + 1,
+        gt_trainer_error (trainer));
+    if (comm)
+      gt_comm_abort (comm, 1, "a step failed");
+    return 1;
   }
+  memcpy (comm_high, comm_low, steps * sizeof (double));
   if (comm
       && (gt_comm_allreduce (comm, step_seconds, steps, GT_COMM_DOUBLE,
               GT_COMM_MAX, why, sizeof (why))
@@ -144,9 +134,7 @@ main (int argc, char **argv)
             "\"comm\": %s, \"collective_timeout\": %g, \"step_seconds\": [",
         options.model, options.size, options.batch_size, ranks, options.threads,
         comm ? "true" : "false", collective_timeout);
-    for (i = 0; i < steps; i++)
-      printf ("%s%.4f", i ? ", " : "", step_seconds[i]);
-    step_median = bench_median (step_seconds, steps);
+    step_median = bench_print_seconds (step_seconds, steps);
     printf ("], \"step_seconds_median\": %.5f, \"images_per_second\": %.2f, "
             "\"allreduce_seconds_median\": %.5f, "
             "\"allreduce_with_wait_seconds_median\": %.5f}\n",

@@ -70,10 +70,11 @@ fi
 # report RUNS_DONE [quiet]: the tables from the results so far (written
 # after every run, so that an interrupted benchmark leaves its figures).
 report() {
-"$PY" - "$RESULTS" "$OUTPUT" "$CMDLINE" "$1" "$STEPS" "$CORES" "$HALF" \
-  "$LOADS" "${2:-}" <<'PYEOF'
+local tables
+tables=$("$PY" - "$RESULTS" "$CMDLINE" "$1" "$STEPS" "$CORES" "$HALF" \
+  "$LOADS" <<'PYEOF'
 import datetime, json, statistics, subprocess, sys
-results, output, cmdline, runs, steps, cores, half, loads, quiet = sys.argv[1:10]
+results, cmdline, runs, steps, cores, half, loads = sys.argv[1:8]
 cores, half = int(cores), int(half)
 rows = [json.loads(line) for line in open(results) if line.startswith("{")]
 torch_version = next((r["torch"] for r in rows if r.get("torch")), "?")
@@ -170,18 +171,10 @@ if bounded:
             f"({(step1 - step0) / step0 * 100:+.1f}%), all-reduce {(comm1 - comm0) * 1e3:+.2f} ms "
             f"({(comm1 - comm0) / step0 * 100:+.2f}% of the step) |")
 lines.append("")
-text = "\n".join(lines)
-if quiet != "quiet":
-    print(text)
-# A "## Notes" section written by hand below the tables is kept.
-try:
-    previous = open(output).read()
-except OSError:
-    previous = ""
-notes = previous[previous.index("\n## Notes"):] if "\n## Notes" in previous else "\n"
-with open(output, "w") as f:
-    f.write(text + notes)
+print("\n".join(lines))
 PYEOF
+)
+bench_report "$tables" "${2:-}"
 }
 
 LOADS=

@@ -54,9 +54,10 @@ trap 'hosts_down; rm -rf "$scratch"' EXIT
 hosts_up "$scratch"
 
 report() {
-"$PY" - "$RESULTS" "$OUTPUT" "$CMDLINE" "$1" "$STEPS" "$CORES" "$HALF" <<'PYEOF'
+local tables
+tables=$("$PY" - "$RESULTS" "$CMDLINE" "$1" "$STEPS" "$CORES" "$HALF" <<'PYEOF'
 import datetime, json, statistics, subprocess, sys
-results, output, cmdline, runs, steps, cores, half = sys.argv[1:8]
+results, cmdline, runs, steps, cores, half = sys.argv[1:7]
 rows = [json.loads(line) for line in open(results) if line.startswith("{")]
 lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
 cpu = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines()
@@ -105,16 +106,10 @@ for model in sorted({r["model"] for r in rows}, key=lambda m: m != "resnet20"):
         f"({cell(pick(model, '2 hosts', 'allreduce_with_wait_seconds_median'), digits=2)}) "
         f"| **{ratio:.2f}x** |")
 lines.append("")
-text = "\n".join(lines)
-print(text)
-try:
-    previous = open(output).read()
-except OSError:
-    previous = ""
-notes = previous[previous.index("\n## Notes"):] if "\n## Notes" in previous else "\n"
-with open(output, "w") as f:
-    f.write(text + notes)
+print("\n".join(lines))
 PYEOF
+)
+bench_report "$tables"
 }
 
 # tag WHERE: each JSON line of dist-bench with "where"

@@ -40,24 +40,20 @@ print_json_text (const char *text)
 int
 main (int argc, char **argv)
 {
-  BenchOptions options = { .model = "resnet50",
-    .size = 224,
-    .batch_size = 16,
-    .classes = 1000,
-    .warmup = 2,
-    .steps = 5 };
+  BenchOptions options;
   GtTrainerConfig config;
   GtTrainer *trainer;
   GtBatch batch;
   GtStepResult result;
   GtBackendReport report;
-  int windows = 0, gpu_id = 0, steps, batch_size, i;
+  int windows = 0, gpu_id = 0, steps, batch_size, failed, i;
   const char *device = "cpu", *precision = "fp32";
   double *window_rates = NULL, window_median = 0;
   float barrier;
-  double *seconds, median, warmup_start, warmup_seconds = 0;
+  double *seconds, median, warmup_seconds = 0;
   char why[512];
 
+  bench_options_init (&options, "resnet50", 224, 16, 1000, 5);
   for (i = 1; i + 1 < argc; i += 2) {
     const char *value = argv[i + 1];
 
@@ -105,18 +101,11 @@ main (int argc, char **argv)
   bench_batch_new (trainer, &options, 0, &batch);
 
   seconds = calloc (steps, sizeof (double));
-  warmup_start = bench_now ();
-  for (i = 0; i < options.warmup + steps; i++) {
-    double start = bench_now ();
-
-    if (i == options.warmup)
-      warmup_seconds = start - warmup_start;
-    if (gt_trainer_step (trainer, &batch, &result) != GT_OK) {
-      fprintf (stderr, "step %d: %s\n", i, gt_trainer_error (trainer));
-      return 1;
-    }
-    if (i >= options.warmup)
-      seconds[i - options.warmup] = bench_now () - start;
+  failed =
+      bench_steps (trainer, &batch, &options, seconds, NULL, &warmup_seconds);
+  if (failed >= 0) {
+    fprintf (stderr, "step %d: %s\n", failed, gt_trainer_error (trainer));
+    return 1;
   }
 
   window_rates = calloc (windows > 0 ? windows : 1, sizeof (double));
@@ -140,9 +129,7 @@ main (int argc, char **argv)
           "\"precision\": \"%s\", \"step_seconds\": [",
       options.model, options.size, batch_size, options.threads, device,
       precision);
-  for (i = 0; i < steps; i++)
-    printf ("%s%.4f", i ? ", " : "", seconds[i]);
-  median = bench_median (seconds, steps);
+  median = bench_print_seconds (seconds, steps);
   printf ("], \"images_per_second_median\": %.2f", batch_size / median);
   if (strcmp (device, "cpu") == 0) {
     char kernels[512];
