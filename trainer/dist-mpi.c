@@ -29,6 +29,7 @@
  * RANK with SIGSTOP at its N-th collective for WHAT (gt_comm_set_activity),
  * before it enters it or right after: a rank that stops answering, at a
  * point a test can name. */
+#include "gt-clock.h"
 #include "gt-log.h"
 #include "mpi-module.h"
 
@@ -144,15 +145,6 @@ mpi_message (int code, const char *what, char *why, size_t why_size)
 }
 
 /* ---- time ---- */
-
-static double
-seconds_now (void)
-{
-  struct timespec now;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
 
 static void
 pause_seconds (double seconds)
@@ -447,8 +439,8 @@ give_up (GtComm *comm, double waited, char *why, size_t why_size)
         == MPI_SUCCESS)
       pending++;
   }
-  deadline = seconds_now () + ASK_SECONDS;
-  while (pending > 0 && seconds_now () < deadline) {
+  deadline = gt_seconds_now () + ASK_SECONDS;
+  while (pending > 0 && gt_seconds_now () < deadline) {
     for (peer = 0; peer < comm->size; peer++) {
       int done = 0;
 
@@ -574,7 +566,7 @@ static int
 wait_bounded (GtComm *comm, MPI_Request *request, const char *function,
     char *why, size_t why_size)
 {
-  double start = seconds_now (), waited = 0;
+  double start = gt_seconds_now (), waited = 0;
   unsigned polls;
 
   for (polls = 0;; polls++) {
@@ -589,7 +581,7 @@ wait_bounded (GtComm *comm, MPI_Request *request, const char *function,
     answer_asks (comm, POSITION_WAITING);
     /* the clock every 64 polls: a poll is well under a microsecond */
     if ((polls & 63) == 0)
-      waited = seconds_now () - start;
+      waited = gt_seconds_now () - start;
     if (waited >= comm->timeout || comm->asked_by >= 0)
       return give_up (comm, waited, why, why_size);
     if (waited > PATIENT_SECONDS)

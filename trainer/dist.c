@@ -2,6 +2,7 @@
 /* dist.c: data-parallel jobs: gt_comm_* through the MPI module
  * (mpi-module.h, trainer/dist-mpi.c, opened by the first gt_comm_new), and
  * the reduction of a step's gradients and trailer (backend.h). */
+#include "gt-clock.h"
 #include "gt-log.h"
 #include "mpi-module.h"
 #include "module-loader.h"
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The MPI module (mpi-module.h), opened by the first gt_comm_new. */
 static pthread_once_t mpi_once = PTHREAD_ONCE_INIT;
@@ -239,11 +239,10 @@ gt_dist_reduce_step (GtComm *comm, float *buffer, size_t num_grads,
     int local_nonfinite, int local_active, GtStepResult *result, char *why,
     size_t why_size)
 {
-  struct timespec start, end;
+  double start = gt_seconds_now ();
   char reason[768];
   int status;
 
-  clock_gettime (CLOCK_MONOTONIC, &start);
   status = gt_comm_allreduce (comm, buffer, num_grads + GT_DIST_TRAILER,
       GT_COMM_FLOAT, GT_COMM_SUM, reason, sizeof (reason));
   if (status < 0) {
@@ -259,8 +258,6 @@ gt_dist_reduce_step (GtComm *comm, float *buffer, size_t num_grads,
     for (i = 0; i < num_grads; i++)
       buffer[i] *= scale;
   }
-  clock_gettime (CLOCK_MONOTONIC, &end);
-  result->comm_seconds += (double)(end.tv_sec - start.tv_sec)
-      + (double)(end.tv_nsec - start.tv_nsec) * 1e-9;
+  result->comm_seconds += gt_seconds_now () - start;
   return status;
 }

@@ -30,6 +30,7 @@
  * fails the bounds without a bug; the data seed taken is the first whose
  * errors stay within a quarter of every bound on the stand-in pair (the
  * CPU's fast kernels against its reference ones). */
+#include "gt-clock.h"
 #include "trainer-compare.h"
 
 #include <math.h>
@@ -37,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* cuda-parity.c's fp32 bounds: the weights after three steps may be off
@@ -542,21 +542,12 @@ test_one_rank (GtPrecision precision, int comm_bf16)
   gt_trainer_free (initial);
 }
 
-static double
-now (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Seconds a step of @trainer takes over @steps steps. */
 static double
 time_steps (GtTrainer *trainer, const GtBatch *batch, int steps)
 {
   GtStepResult result;
-  double start = now ();
+  double start = gt_seconds_now ();
   int i;
 
   for (i = 0; i < steps; i++)
@@ -564,7 +555,7 @@ time_steps (GtTrainer *trainer, const GtBatch *batch, int steps)
       CHECK (0, "timing: %s", gt_trainer_error (trainer));
       return INFINITY;
     }
-  return (now () - start) / steps;
+  return (gt_seconds_now () - start) / steps;
 }
 
 /* ResNet-50, bf16, batch 256 at 224: the best of three rounds of 20 steps

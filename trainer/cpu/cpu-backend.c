@@ -12,13 +12,13 @@
 #include "cpu-layers.h"
 #include "cpu-norm.h"
 #include "cpu-streaming.h"
+#include "gt-clock.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -463,22 +463,16 @@ network_backward (CpuBackend *cpu, int n)
 
 /* ---- optimiser ---- */
 
-typedef struct
-{
-  CpuBackend *cpu;
-  float lr;
-} SgdTask;
-
 /* torch.optim.SGD: g = grad + wd * w; buf = m * buf + g;
- * w -= lr * (nesterov ? g + m * buf : buf). Every thread takes its share
- * of every tensor, so that one pass covers the flat buffer. */
+ * w -= lr * (nesterov ? g + m * buf : buf), at the step's lr (in its
+ * pending result). Every thread takes its share of every tensor, so that
+ * one pass covers the flat buffer. */
 GT_CPU_STREAMING static void
 sgd_task (void *data, int thread, int num_threads)
 {
-  SgdTask *task = data;
-  CpuBackend *cpu = task->cpu;
+  CpuBackend *cpu = data;
   const GtTrainerConfig *config = &cpu->config;
-  float momentum = config->momentum, lr = task->lr;
+  float momentum = config->momentum, lr = cpu->pending_result.lr;
   int i;
 
   for (i = 0; i < cpu->spec->num_entries; i++) {
@@ -512,13 +506,11 @@ cpu_step_begin (
   const GtModelSpec *spec = cpu->spec;
   GtStepResult *result = &cpu->pending_result;
   int n = batch->num_samples;
-  double loss_sum;
-  struct timespec start, end;
+  double loss_sum, start = gt_seconds_now ();
   int nonfinite;
 
   (void)why;
   (void)why_size;
-  clock_gettime (CLOCK_MONOTONIC, &start);
   memset (result, 0, sizeof (*result));
   cpu->pending_why[0] = '\0';
   memcpy (cpu->saved_stats, cpu->stats, spec->num_stats * sizeof (float));
@@ -560,16 +552,10 @@ cpu_step_begin (
       return GT_OK;
     }
   }
-  {
-    SgdTask task = { cpu, lr };
-
-    gt_cpu_pool_run (cpu->pool, sgd_task, &task);
-  }
+  gt_cpu_pool_run (cpu->pool, sgd_task, cpu);
   cpu->num_batches_tracked++;
   cpu->pending_status = GT_OK;
-  clock_gettime (CLOCK_MONOTONIC, &end);
-  result->busy_seconds =
-      (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) * 1e-9;
+  result->busy_seconds = gt_seconds_now () - start;
   return GT_OK;
 }
 

@@ -3,9 +3,10 @@
  * cuda-backend.cu (device, layers, the optimiser's layout, create and
  * destroy, and the one exported symbol, gt_cuda_backend), cuda-step.cu
  * (forward, backward, a step, its graph, eval), cuda-dist.cu
- * (data-parallel steps), cuda-state.cu (device memory, host views of the
- * state, uploads, pinned memory, the update) and cuda-errors.cu. Calls go
- * down that list, never back up.
+ * (data-parallel steps; its NCCL watchdog in cuda-dist-watchdog.c),
+ * cuda-state.cu (device memory, host views of the state, uploads, pinned
+ * memory, the update) and cuda-errors.cu. Calls go down that list, never
+ * back up.
  * Nothing here leaves the backend: the functions are C++ and hidden. */
 #ifndef GT_CUDA_BACKEND_PRIVATE_H
 #define GT_CUDA_BACKEND_PRIVATE_H

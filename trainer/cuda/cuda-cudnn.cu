@@ -5,6 +5,7 @@
  * choice out. */
 #include "cuda-algo-choice.h"
 #include "cuda-cudnn.h"
+#include "gt-clock.h"
 #include "gt-log.h"
 #include "trainer.h"
 
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct
 {
@@ -62,15 +62,6 @@ struct GtCudnn
 static pthread_mutex_t nondeterministic_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nondeterministic_total;
 static char nondeterministic_last[256];
-
-static double
-seconds_now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int
 cudnn_status (cudnnStatus_t status)
@@ -587,11 +578,11 @@ add_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad, void *x,
   }
   plan->shape = *shape;
   plan->with_data_grad = with_data_grad;
-  start = seconds_now ();
+  start = gt_seconds_now ();
   status = plan_describe (cudnn, plan, why, why_size);
   if (status == GT_OK)
     status = plan_choose (cudnn, plan, x, w, y, dx, dw, why, why_size);
-  cudnn->choose_seconds += seconds_now () - start;
+  cudnn->choose_seconds += gt_seconds_now () - start;
   if (status != GT_OK) {
     plan_free (plan);
     return status;

@@ -51,18 +51,22 @@
  * gradient buffer, which the optimiser reads when training alone. Data-
  * parallel, they are widened into the fp32 gradients first (per bucket,
  * on the communication stream) and the optimiser reads those: the values
- * are the same, and one fp32 buffer is reduced. */
+ * are the same, and one fp32 buffer is reduced.
+ *
+ * The NCCL communicator and the watchdog that bounds its reductions
+ * (collective-timeout) are cuda-dist-watchdog.c's, which this file calls
+ * and which calls nothing here. */
 #include "cuda-backend-private.h"
 extern "C" {
 #include "dist-buckets.h"
 }
 
 #include <cuda_bf16.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "cuda-dist-watchdog.h"
 #include "cuda-nccl.h" /* nccl.h with GT_HAVE_NCCL */
 
 #define THREADS 256
@@ -107,24 +111,10 @@ struct CudaDist
   unsigned long long *clock;
   unsigned long long *wait_ns_host;
   unsigned long long *wait_ns;
-  int broken; /* NCCL failed: abort the communicator, do not wait on it */
 #ifdef GT_HAVE_NCCL
-  const GtNccl *nccl_lib; /* NCCL's functions, with the communicator */
-  ncclComm_t nccl;        /* under watch_lock once the watchdog runs */
-  /* The watchdog (collective-timeout, gt_comm_timeout): a thread that
-   * watches comm_done, recorded for the host after the step's last
-   * reduction, from the time a step's end first waited for it; past the
-   * timeout, or when NCCL reports an error, it aborts the communicator,
-   * which ends NCCL's kernels wherever the host waits on them. */
-  cudaEvent_t comm_done;
-  pthread_t watchdog;
-  int watchdog_running;
-  pthread_mutex_t watch_lock;
-  pthread_cond_t watch_cond;
-  int watch_quit;
-  double watch_deadline; /* 0: nothing watched */
-  int timed_out;         /* the watchdog aborted the communicator */
-  char watch_why[256];   /* why it did */
+  /* the communicator, its failure and its watchdog; its done event is
+   * recorded for the host after the step's last reduction */
+  GtDistWatchdog watchdog;
 #endif
 };
 
@@ -217,10 +207,10 @@ wait_ends_kernel (unsigned long long *clock, unsigned long long *wait_ns)
 static int
 nccl_fail (CudaBackend *cuda, ncclResult_t result, const char *function)
 {
-  const GtNccl *lib = cuda->dist->nccl_lib;
+  const GtNccl *lib = cuda->dist->watchdog.lib;
 
   if (!cuda->capturing)
-    cuda->dist->broken = 1;
+    cuda->dist->watchdog.broken = 1;
   return backend_fail (cuda, GT_ERROR_DEVICE, "NCCL: %s failed: %s (%s)",
       function, lib->ncclGetErrorString (result), lib->ncclGetLastError (NULL));
 }
@@ -229,7 +219,7 @@ nccl_fail (CudaBackend *cuda, ncclResult_t result, const char *function)
  * library. */
 #define NCCL_TRY(function, args)                                               \
   do {                                                                         \
-    ncclResult_t result_ = cuda->dist->nccl_lib->function args;                \
+    ncclResult_t result_ = cuda->dist->watchdog.lib->function args;            \
     if (result_ != ncclSuccess)                                                \
       return nccl_fail (cuda, result_, #function);                             \
   } while (0)
@@ -246,44 +236,21 @@ record_for_host (CudaBackend *cuda, cudaEvent_t event, cudaStream_t stream)
   return GT_OK;
 }
 
-static double
-seconds_now (void)
-{
-  struct timespec now;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-/* Aborts the communicator once, from whichever thread sees the failure
- * first; under watch_lock. */
-static void
-abort_nccl_locked (CudaDist *dist)
-{
-  if (dist->nccl != NULL) {
-    dist->nccl_lib->ncclCommAbort (dist->nccl);
-    dist->nccl = NULL;
-  }
-  dist->broken = 1;
-}
-
 /* What the watchdog found, as this trainer's error: a timeout names the
  * collective, its step and the ranks that did not arrive (asking the
  * peers over MPI, as a timeout there would); GT_OK while nothing failed. */
 static int
 watchdog_verdict (CudaBackend *cuda)
 {
-  CudaDist *dist = cuda->dist;
   char why[768];
   int timed_out, status;
 
-  pthread_mutex_lock (&dist->watch_lock);
-  timed_out = dist->timed_out;
-  snprintf (why, sizeof (why), "%s", dist->watch_why);
-  pthread_mutex_unlock (&dist->watch_lock);
+  if (!gt_dist_watchdog_failed (
+          &cuda->dist->watchdog, &timed_out, why, sizeof (why)))
+    return GT_OK;
   if (!timed_out)
-    return why[0] ? backend_fail (cuda, GT_ERROR_DEVICE, "%s", why) : GT_OK;
-  status = gt_comm_gave_up (dist->comm, why, sizeof (why));
+    return backend_fail (cuda, GT_ERROR_DEVICE, "%s", why);
+  status = gt_comm_gave_up (cuda->dist->comm, why, sizeof (why));
   return backend_fail (cuda, status, "NCCL: %s", why);
 }
 
@@ -295,12 +262,9 @@ watchdog_verdict (CudaBackend *cuda)
 static int
 wait_event (CudaBackend *cuda, cudaEvent_t event, const char *what)
 {
-  CudaDist *dist = cuda->dist;
-
   for (;;) {
     struct timespec pause = { 0, 20000 };
     cudaError_t err = cudaEventQuery (event);
-    ncclResult_t state = ncclSuccess, call = ncclSuccess;
     int status;
 
     if (err == cudaSuccess)
@@ -309,110 +273,9 @@ wait_event (CudaBackend *cuda, cudaEvent_t event, const char *what)
       return cuda_fail (cuda, err, "cudaEventQuery (waiting for the step)");
     if ((status = watchdog_verdict (cuda)) != GT_OK)
       return status;
-    pthread_mutex_lock (&dist->watch_lock);
-    if (dist->nccl != NULL) {
-      call = dist->nccl_lib->ncclCommGetAsyncError (dist->nccl, &state);
-      if (call != ncclSuccess
-          || (state != ncclSuccess && state != ncclInProgress)) {
-        snprintf (dist->watch_why, sizeof (dist->watch_why),
-            "NCCL failed while %s: %s (%s)", what,
-            dist->nccl_lib->ncclGetErrorString (
-                call != ncclSuccess ? call : state),
-            dist->nccl_lib->ncclGetLastError (NULL));
-        abort_nccl_locked (dist);
-      }
-    }
-    pthread_mutex_unlock (&dist->watch_lock);
+    gt_dist_watchdog_poll (&cuda->dist->watchdog, what);
     nanosleep (&pause, NULL);
   }
-}
-
-/* The watchdog's thread: see CudaDist. */
-static void *
-watchdog_main (void *data)
-{
-  CudaBackend *cuda = (CudaBackend *)data;
-  CudaDist *dist = cuda->dist;
-  double timeout = gt_comm_timeout (dist->comm);
-
-  cudaSetDevice (cuda->device);
-  pthread_mutex_lock (&dist->watch_lock);
-  while (!dist->watch_quit) {
-    struct timespec until;
-    double now = seconds_now ();
-
-    if (dist->watch_deadline > 0 && dist->nccl != NULL) {
-      ncclResult_t state = ncclSuccess;
-      cudaError_t done = cudaEventQuery (dist->comm_done);
-
-      if (done == cudaSuccess) {
-        dist->watch_deadline = 0;
-      } else if (dist->nccl_lib->ncclCommGetAsyncError (dist->nccl, &state)
-              != ncclSuccess
-          || (state != ncclSuccess && state != ncclInProgress)) {
-        snprintf (dist->watch_why, sizeof (dist->watch_why),
-            "NCCL failed in the step's reductions: %s (%s)",
-            dist->nccl_lib->ncclGetErrorString (state),
-            dist->nccl_lib->ncclGetLastError (NULL));
-        abort_nccl_locked (dist);
-      } else if (now >= dist->watch_deadline) {
-        dist->timed_out = 1;
-        snprintf (dist->watch_why, sizeof (dist->watch_why),
-            "the reductions did not complete within collective-timeout=%g s",
-            timeout);
-        abort_nccl_locked (dist);
-      }
-    }
-    /* a tenth of a second: the timeout is seconds or minutes */
-    clock_gettime (CLOCK_REALTIME, &until);
-    until.tv_nsec += 100000000;
-    if (until.tv_nsec >= 1000000000) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait (&dist->watch_cond, &dist->watch_lock, &until);
-  }
-  pthread_mutex_unlock (&dist->watch_lock);
-  return NULL;
-}
-
-/* The step's reductions are queued: the watchdog watches comm_done, from
- * now when it watched nothing (else from the oldest work not done). */
-static void
-watch_reductions (CudaDist *dist)
-{
-  double timeout = gt_comm_timeout (dist->comm);
-
-  if (!dist->watchdog_running || timeout <= 0)
-    return;
-  pthread_mutex_lock (&dist->watch_lock);
-  if (dist->watch_deadline == 0)
-    dist->watch_deadline = seconds_now () + timeout;
-  pthread_mutex_unlock (&dist->watch_lock);
-}
-
-static void
-start_watchdog (CudaBackend *cuda)
-{
-  CudaDist *dist = cuda->dist;
-
-  if (gt_comm_timeout (dist->comm) <= 0)
-    return;
-  dist->watchdog_running =
-      pthread_create (&dist->watchdog, NULL, watchdog_main, cuda) == 0;
-}
-
-static void
-stop_watchdog (CudaDist *dist)
-{
-  if (!dist->watchdog_running)
-    return;
-  pthread_mutex_lock (&dist->watch_lock);
-  dist->watch_quit = 1;
-  pthread_cond_signal (&dist->watch_cond);
-  pthread_mutex_unlock (&dist->watch_lock);
-  pthread_join (dist->watchdog, NULL);
-  dist->watchdog_running = 0;
 }
 #endif /* GT_HAVE_NCCL */
 
@@ -564,10 +427,7 @@ prepare (CudaBackend *cuda, int nccl_everywhere, const char *nccl_why)
       cudaEventCreateWithFlags (&dist->trailer_ready, cudaEventDisableTiming));
   CUDA_TRY (cudaEventCreateWithFlags (&dist->staged, cudaEventDisableTiming));
 #ifdef GT_HAVE_NCCL
-  pthread_mutex_init (&dist->watch_lock, NULL);
-  pthread_cond_init (&dist->watch_cond, NULL);
-  CUDA_TRY (
-      cudaEventCreateWithFlags (&dist->comm_done, cudaEventDisableTiming));
+  CUDA_TRY (gt_dist_watchdog_init (&dist->watchdog, dist->comm));
 #endif
 
   if (dist->mode == DIST_NCCL
@@ -680,7 +540,7 @@ open_nccl (CudaBackend *cuda)
   const GtNccl *lib;
 
   /* opened by agree_on_nccl already: this only fetches the functions */
-  lib = dist->nccl_lib = gt_nccl_open (cuda->why, sizeof (cuda->why));
+  lib = dist->watchdog.lib = gt_nccl_open (cuda->why, sizeof (cuda->why));
   if (lib == NULL)
     return GT_ERROR_DEVICE;
   memset (&offer, 0, sizeof (offer));
@@ -695,10 +555,10 @@ open_nccl (CudaBackend *cuda)
     return backend_fail (cuda, GT_ERROR_DEVICE,
         "rank 0 could not make an NCCL id: %s", lib->ncclGetLastError (NULL));
   CUDA_TRY (cudaSetDevice (cuda->device));
-  result =
-      lib->ncclCommInitRank (&dist->nccl, dist->size, offer.id, dist->rank);
+  result = lib->ncclCommInitRank (
+      &dist->watchdog.nccl, dist->size, offer.id, dist->rank);
   if (result != ncclSuccess) {
-    dist->nccl = NULL;
+    dist->watchdog.nccl = NULL;
     return backend_fail (cuda, GT_ERROR_DEVICE,
         "NCCL: ncclCommInitRank (rank %d of %d on GPU %d) failed: %s (%s)%s",
         dist->rank, dist->size, cuda->device, lib->ncclGetErrorString (result),
@@ -731,7 +591,7 @@ dist_setup (CudaBackend *cuda, int status)
     status = open_nccl (cuda);
     if (!all_ranks_ready (cuda, status, "opening the NCCL communicator"))
       return status != GT_OK ? status : GT_ERROR_DEVICE;
-    start_watchdog (cuda);
+    gt_dist_watchdog_start (&cuda->dist->watchdog, cuda->device);
   }
 #endif
   return GT_OK;
@@ -747,15 +607,12 @@ dist_free (CudaBackend *cuda)
     /* a communicator that failed may never finish its kernels: abort it
    * first; else let the stream drain, then free it */
 #ifdef GT_HAVE_NCCL
-  stop_watchdog (dist);
-  if (dist->nccl != NULL && dist->broken)
-    dist->nccl_lib->ncclCommAbort (dist->nccl);
+  gt_dist_watchdog_stop (&dist->watchdog);
 #endif
   if (dist->stream)
     cudaStreamSynchronize (dist->stream);
 #ifdef GT_HAVE_NCCL
-  if (dist->nccl != NULL && !dist->broken)
-    dist->nccl_lib->ncclCommDestroy (dist->nccl);
+  gt_dist_watchdog_clear (&dist->watchdog);
 #endif
   if (dist->fork)
     cudaEventDestroy (dist->fork);
@@ -765,12 +622,6 @@ dist_free (CudaBackend *cuda)
     cudaEventDestroy (dist->trailer_ready);
   if (dist->staged)
     cudaEventDestroy (dist->staged);
-#ifdef GT_HAVE_NCCL
-  if (dist->comm_done)
-    cudaEventDestroy (dist->comm_done);
-  pthread_mutex_destroy (&dist->watch_lock);
-  pthread_cond_destroy (&dist->watch_cond);
-#endif
   if (dist->stream)
     cudaStreamDestroy (dist->stream);
   if (dist->mode == DIST_MPI) {
@@ -838,14 +689,14 @@ reduce_bucket (CudaBackend *cuda, int index, int widen)
     CUDA_TRY (gt_cuda_convert (
         grads, copy, GT_CUDA_BF16, bucket->count, dist->stream));
     NCCL_TRY (ncclAllReduce,
-        (copy, copy, bucket->count, ncclBfloat16, ncclAvg, dist->nccl,
+        (copy, copy, bucket->count, ncclBfloat16, ncclAvg, dist->watchdog.nccl,
             dist->stream));
     from_bf16_kernel<<<blocks_for (bucket->count), THREADS, 0, dist->stream>>> (
         copy, grads, bucket->count);
     CUDA_TRY (cudaGetLastError ());
   } else {
     NCCL_TRY (ncclAllReduce,
-        (grads, grads, bucket->count, ncclFloat, ncclAvg, dist->nccl,
+        (grads, grads, bucket->count, ncclFloat, ncclAvg, dist->watchdog.nccl,
             dist->stream));
   }
   return GT_OK;
@@ -860,7 +711,7 @@ reduce_trailer (CudaBackend *cuda)
 
   NCCL_TRY (ncclAllReduce,
       (dist->trailer, dist->trailer, GT_DIST_TRAILER, ncclFloat, ncclSum,
-          dist->nccl, dist->stream));
+          dist->watchdog.nccl, dist->stream));
   CUDA_TRY (cudaMemcpyAsync (dist->trailer_host, dist->trailer,
       GT_DIST_TRAILER * sizeof (float), cudaMemcpyDeviceToHost, dist->stream));
   return GT_OK;
@@ -874,7 +725,7 @@ begin_backward (CudaBackend *cuda, int num_samples)
   CudaDist *dist = cuda->dist;
 
   STATUS_TRY (watchdog_verdict (cuda));
-  if (dist->broken)
+  if (dist->watchdog.broken)
     return backend_fail (cuda, GT_ERROR_DEVICE,
         "the NCCL communicator failed earlier: this rank cannot step");
   gt_dist_bucket_plan_restart (&dist->plan);
@@ -923,7 +774,7 @@ end_backward (CudaBackend *cuda)
         dist->plan.next_ready, dist->plan.num_buckets);
   wait_begins_kernel<<<1, 1, 0, cuda->compute>>> (dist->clock);
   CUDA_TRY (cudaGetLastError ());
-  STATUS_TRY (record_for_host (cuda, dist->comm_done, dist->stream));
+  STATUS_TRY (record_for_host (cuda, dist->watchdog.done, dist->stream));
   CUDA_TRY (cudaEventRecord (dist->join, dist->stream));
   CUDA_TRY (cudaStreamWaitEvent (cuda->compute, dist->join, 0));
   wait_ends_kernel<<<1, 1, 0, cuda->compute>>> (dist->clock, dist->wait_ns);
@@ -940,7 +791,7 @@ step_end_nccl (CudaBackend *cuda, GtStepResult *result, int nonfinite)
   /* the step's reductions are queued (the graph, or the eager step, was
    * launched): the watchdog bounds them from here */
   STATUS_TRY (watchdog_verdict (cuda));
-  watch_reductions (dist);
+  gt_dist_watchdog_arm (&dist->watchdog);
   STATUS_TRY (
       wait_event (cuda, dist->trailer_ready, "reducing the step's trailer"));
   status = gt_dist_trailer_read (dist->comm, dist->trailer_host, nonfinite, 1,
@@ -965,7 +816,7 @@ leave_nccl (CudaBackend *cuda)
   int index;
 
   STATUS_TRY (watchdog_verdict (cuda));
-  if (dist->broken)
+  if (dist->watchdog.broken)
     return backend_fail (cuda, GT_ERROR_DEVICE,
         "the NCCL communicator failed earlier: this rank leaves without "
         "its peers' last reduction");
@@ -980,9 +831,9 @@ leave_nccl (CudaBackend *cuda)
   STATUS_TRY (reduce_trailer (cuda));
   for (index = 0; index < dist->plan.num_buckets; index++)
     STATUS_TRY (reduce_bucket (cuda, index, 0));
-  CUDA_TRY (cudaEventRecord (dist->comm_done, dist->stream));
+  CUDA_TRY (cudaEventRecord (dist->watchdog.done, dist->stream));
   CUDA_TRY (cudaEventRecord (dist->trailer_ready, dist->stream));
-  watch_reductions (dist);
+  gt_dist_watchdog_arm (&dist->watchdog);
   STATUS_TRY (wait_event (cuda, dist->trailer_ready, "leaving the job"));
   return gt_dist_trailer_read (dist->comm, dist->trailer_host, 0, 0, &ignored,
       cuda->why, sizeof (cuda->why));
