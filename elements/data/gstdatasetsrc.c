@@ -203,8 +203,6 @@ static void gst_dataset_src_set_property (
 static void gst_dataset_src_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static gboolean gst_dataset_src_start (GstBaseSrc *bsrc);
-static gboolean gst_dataset_src_post_message (
-    GstElement *element, GstMessage *message);
 static gboolean gst_dataset_src_stop (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_set_caps (GstBaseSrc *bsrc, GstCaps *caps);
 static gboolean gst_dataset_src_unlock (GstBaseSrc *bsrc);
@@ -374,8 +372,9 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
       "on-error=fail), and one per empty class folder",
       "gst-train developers");
 
-  element_class->post_message =
-      GST_DEBUG_FUNCPTR (gst_dataset_src_post_message);
+  /* A start that failed posts its reason: GstBaseSrc's own error after it
+   * ("failed to post a proper error message") would contradict it. */
+  gst_train_element_class_drop_fallback_errors (element_class);
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_dataset_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_dataset_src_stop);
   basesrc_class->set_caps = GST_DEBUG_FUNCPTR (gst_dataset_src_set_caps);
@@ -616,18 +615,6 @@ gst_dataset_src_wanted (GstDatasetSrc *src, guint64 place)
     return TRUE;
   }
   return FALSE;
-}
-
-/* A start that failed posts its reason: GstBaseSrc's own error after it
- * ("failed to post a proper error message") would contradict it. */
-static gboolean
-gst_dataset_src_post_message (GstElement *element, GstMessage *message)
-{
-  if (!gst_train_element_keep_message (element, message)) {
-    gst_message_unref (message);
-    return TRUE;
-  }
-  return GST_ELEMENT_CLASS (parent_class)->post_message (element, message);
 }
 
 static gboolean

@@ -487,3 +487,27 @@ gst_train_element_keep_message (GstElement *element, GstMessage *message)
         G_OBJECT (element), ERROR_IN_STATE_CHANGE, GINT_TO_POINTER (change));
   return TRUE;
 }
+
+static gboolean
+gst_train_element_post_kept_message (GstElement *element, GstMessage *message)
+{
+  GstElementClass *klass = GST_ELEMENT_GET_CLASS (element);
+
+  if (!gst_train_element_keep_message (element, message)) {
+    gst_message_unref (message);
+    return TRUE;
+  }
+  /* the parent of the class that installed this function (a subclass may
+   * have its own, and inherits this one until it does) */
+  while (klass->post_message != gst_train_element_post_kept_message)
+    klass = g_type_class_peek_parent (klass);
+  while (klass->post_message == gst_train_element_post_kept_message)
+    klass = g_type_class_peek_parent (klass);
+  return klass->post_message (element, message);
+}
+
+void
+gst_train_element_class_drop_fallback_errors (GstElementClass *klass)
+{
+  klass->post_message = gst_train_element_post_kept_message;
+}

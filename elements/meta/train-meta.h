@@ -275,6 +275,13 @@ GST_TRAIN_META_API GstTrainRegionMeta *gst_buffer_add_train_region_meta (
 GST_TRAIN_META_API gboolean gst_train_element_keep_message (
     GstElement *element, GstMessage *message);
 
+/* For an element that needs nothing else of post_message: installs in
+ * @klass (from class_init) a post_message that drops what
+ * gst_train_element_keep_message() says to drop and hands every other
+ * message to the parent class's. */
+GST_TRAIN_META_API void gst_train_element_class_drop_fallback_errors (
+    GstElementClass *klass);
+
 G_END_DECLS
 
 #endif /* __GST_TRAIN_META_H__ */
