@@ -107,15 +107,50 @@ fixture_write_file (const gchar *path, const guint8 *data, gsize size)
     fail ("could not write %s: %s", path, error->message);
 }
 
+static const FixtureJpeg baseline_420 = { FIXTURE_YCC_420, FALSE, FALSE, 0,
+  90 };
+
 void
-fixture_write_jpeg (const gchar *path, gint width, gint height, guint seed)
+fixture_write_jpeg_as (const gchar *path, gint width, gint height, guint seed,
+    const FixtureJpeg *how)
 {
-  FixtureJpeg how = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
   gsize size;
-  guint8 *data = fixture_jpeg_encode (width, height, seed, &how, &size);
+  guint8 *data = fixture_jpeg_encode (width, height, seed, how, &size);
 
   fixture_write_file (path, data, size);
   g_free (data);
+}
+
+void
+fixture_write_jpeg (const gchar *path, gint width, gint height, guint seed)
+{
+  fixture_write_jpeg_as (path, width, height, seed, &baseline_420);
+}
+
+static gint
+cycle_at (FixtureCycle cycle, guint i)
+{
+  return cycle.base + (gint)(i % cycle.cycle) * cycle.step;
+}
+
+gchar *
+fixture_write_jpeg_tree (guint n, const gchar *const *folders,
+    FixtureCycle width, FixtureCycle height, const FixtureJpeg *kinds,
+    guint n_kinds)
+{
+  gchar *root = fixture_make_temp_dir ();
+  guint n_folders = g_strv_length ((gchar **)folders), i;
+
+  for (i = 0; i < n; i++) {
+    gchar *name = g_strdup_printf ("%03u.jpg", i);
+    gchar *path = g_build_filename (root, folders[i % n_folders], name, NULL);
+
+    fixture_write_jpeg_as (path, cycle_at (width, i), cycle_at (height, i), i,
+        kinds != NULL ? &kinds[i % n_kinds] : &baseline_420);
+    g_free (name);
+    g_free (path);
+  }
+  return root;
 }
 
 void
@@ -469,6 +504,65 @@ fixture_run (const gchar *launch)
   return result;
 }
 
+RunResult *
+fixture_run_printf (const gchar *format, ...)
+{
+  va_list args;
+  gchar *launch;
+  RunResult *result;
+
+  va_start (args, format);
+  launch = g_strdup_vprintf (format, args);
+  va_end (args);
+  result = fixture_run (launch);
+  g_free (launch);
+  return result;
+}
+
+RunResult *
+fixture_run_src (const gchar *location, const gchar *props)
+{
+  return fixture_run_printf (
+      "datasetsrc location=\"%s\" %s ! fakesink name=sink", location, props);
+}
+
+void
+fixture_expect_src_error (const gchar *location, const gchar *props,
+    const gchar *part1, const gchar *part2, guint samples_before)
+{
+  RunResult *r = fixture_run_src (location, props);
+
+  fail_unless (r->error != NULL, "no error for %s", location);
+  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"", part1,
+      r->error);
+  if (part2 != NULL)
+    fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
+        part2, r->error);
+  /* The message names the element. */
+  fail_unless (g_str_has_prefix (r->error, "datasetsrc"), "%s", r->error);
+  fail_unless_equals_int (r->samples->len, samples_before);
+  run_result_free (r);
+}
+
+guint64
+fixture_src_files_skipped (const gchar *location, const gchar *props)
+{
+  gchar *launch = g_strdup_printf (
+      "datasetsrc name=src location=\"%s\" %s ! fakesink", location, props);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  gchar *error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  guint64 skipped = 0;
+
+  fail_unless (error == NULL, "%s", error);
+  g_object_get (src, "files-skipped", &skipped, NULL);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  return skipped;
+}
+
 void
 run_result_free (RunResult *result)
 {
@@ -484,6 +578,51 @@ RunSample *
 run_result_sample (RunResult *result, guint i)
 {
   return &g_array_index (result->samples, RunSample, i);
+}
+
+GArray *
+run_result_indices (RunResult *result, gint epoch)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
+  guint i;
+
+  fail_unless (result->error == NULL, "%s", result->error);
+  for (i = 0; i < result->samples->len; i++)
+    if (epoch < 0 || run_result_sample (result, i)->epoch == epoch)
+      g_array_append_val (out, run_result_sample (result, i)->index);
+  return out;
+}
+
+gboolean
+run_result_same_outputs (RunResult *a, RunResult *b)
+{
+  guint i;
+
+  if (a->samples->len != b->samples->len)
+    return FALSE;
+  for (i = 0; i < a->samples->len; i++) {
+    GstBuffer *ba = gst_sample_get_buffer (run_result_sample (a, i)->sample);
+    GstBuffer *bb = gst_sample_get_buffer (run_result_sample (b, i)->sample);
+    GstMapInfo ma, mb;
+    gboolean same;
+
+    gst_buffer_map (ba, &ma, GST_MAP_READ);
+    gst_buffer_map (bb, &mb, GST_MAP_READ);
+    same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
+    gst_buffer_unmap (ba, &ma);
+    gst_buffer_unmap (bb, &mb);
+    if (!same)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+fixture_arrays_equal (GArray *a, GArray *b)
+{
+  return a->len == b->len
+      && g_array_get_element_size (a) == g_array_get_element_size (b)
+      && memcmp (a->data, b->data, a->len * g_array_get_element_size (a)) == 0;
 }
 
 gboolean

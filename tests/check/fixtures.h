@@ -41,6 +41,28 @@ void fixture_write_file (const gchar *path, const guint8 *data, gsize size);
 void fixture_write_jpeg (
     const gchar *path, gint width, gint height, guint seed);
 
+/* Writes a JPEG file encoded as @how says (fixture_jpeg_encode()). */
+void fixture_write_jpeg_as (const gchar *path, gint width, gint height,
+    guint seed, const FixtureJpeg *how);
+
+/* A size that cycles with an image's number i: @base + (i % @cycle) *
+ * @step. */
+typedef struct
+{
+  gint base;
+  gint step;
+  guint cycle;
+} FixtureCycle;
+
+/* A new temporary folder (fixture_make_temp_dir()) of @n JPEG files,
+ * "%03u.jpg" for i from 0, spread in turn over the sub-folders of
+ * @folders (a NULL-terminated list: one class a folder); image i is @width
+ * x @height at i, of pattern i, encoded as @kinds[i % @n_kinds] says, or
+ * baseline 4:2:0 when @kinds is NULL. */
+gchar *fixture_write_jpeg_tree (guint n, const gchar *const *folders,
+    FixtureCycle width, FixtureCycle height, const FixtureJpeg *kinds,
+    guint n_kinds);
+
 /* Makes this process look like rank @rank of a job of @size ranks that
  * Open MPI's mpirun started (OMPI_COMM_WORLD_* in the environment), as the
  * elements read it (gt-launcher.h); @rank < 0 removes those variables. No
@@ -123,8 +145,36 @@ guint fixture_pool_n_workers (void);
 RunResult *fixture_run (const gchar *launch);
 void run_result_free (RunResult *result);
 
+/* fixture_run() of the launch line that @format and what follows make. */
+RunResult *fixture_run_printf (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
+
+/* fixture_run() of datasetsrc at @location, with properties @props, into
+ * "fakesink name=sink". */
+RunResult *fixture_run_src (const gchar *location, const gchar *props);
+
+/* Runs datasetsrc at @location with @props and checks that it failed with
+ * an error from datasetsrc that contains @part1 and, unless NULL, @part2,
+ * after @samples_before samples. */
+void fixture_expect_src_error (const gchar *location, const gchar *props,
+    const gchar *part1, const gchar *part2, guint samples_before);
+
+/* Plays datasetsrc at @location with @props to EOS, checking that no error
+ * came, and returns its files-skipped. */
+guint64 fixture_src_files_skipped (const gchar *location, const gchar *props);
+
 /* The @i-th buffer that reached the sink. */
 RunSample *run_result_sample (RunResult *result, guint i);
+
+/* The dataset index of every sample of @epoch (of all, when @epoch < 0) in
+ * the order they reached the sink (guint64); checks that @result ended
+ * without an error. */
+GArray *run_result_indices (RunResult *result, gint epoch);
+
+/* TRUE when both runs hold the same bytes in the same order. */
+gboolean run_result_same_outputs (RunResult *a, RunResult *b);
+
+/* TRUE when @a and @b hold the same elements (of the same size). */
+gboolean fixture_arrays_equal (GArray *a, GArray *b);
 
 /* TRUE when some warning contains all of the given substrings. */
 gboolean run_result_has_warning (

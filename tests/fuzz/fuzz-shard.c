@@ -13,40 +13,14 @@
  * inside the input, and the places in order.
  */
 #include "fuzz-scratch.h"
+#include "shard-memory.h"
 #include "shard-pattern.h"
 #include "shard-reader.h"
 
 #include <string.h>
 
-typedef struct
-{
-  const uint8_t *data;
-  size_t size, at, chunk;
-} Memory;
-
-static gssize
-memory_read (gpointer source, guint8 *data, gsize size, GError **error)
-{
-  Memory *m = source;
-  gsize n = MIN (MIN (size, m->chunk), m->size - m->at);
-
-  memcpy (data, m->data + m->at, n);
-  m->at += n;
-  return n;
-}
-
-static gint64
-memory_skip (gpointer source, guint64 size, GError **error)
-{
-  Memory *m = source;
-  guint64 n = MIN (size, m->size - m->at);
-
-  m->at += n;
-  return n;
-}
-
-static const GstTrainShardSourceFuncs memory_funcs = { memory_read,
-  memory_skip };
+static const GstTrainShardSourceFuncs memory_funcs = { shard_memory_read,
+  shard_memory_skip };
 
 static void
 clear_sample (gpointer data)
@@ -60,7 +34,7 @@ static GArray *
 read_all (const uint8_t *data, size_t size, size_t chunk, gboolean read_images,
     gchar **ended)
 {
-  Memory m = { data, size, 0, chunk };
+  ShardMemory m = { data, size, 0, chunk };
   GstTrainShardReader *reader =
       gst_train_shard_reader_new (&memory_funcs, &m, 0, 0, read_images);
   GArray *samples = g_array_new (FALSE, TRUE, sizeof (GstTrainShardSample));

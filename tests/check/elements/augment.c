@@ -765,35 +765,24 @@ GST_END_TEST;
 
 /* ---- the element in pipelines ---- */
 
+/* Two class folders, "a" and "b", which the images alternate between. */
+static const gchar *const two_classes[] = { "a", "b", NULL };
+
 /* A tree of @n JPEGs whose sizes change every few images. */
 static gchar *
 write_mixed_tree (guint n)
 {
-  gchar *root = fixture_make_temp_dir ();
-  guint i;
-
-  for (i = 0; i < n; i++) {
-    gchar *name = g_strdup_printf ("%03u.jpg", i);
-    gchar *path = g_build_filename (root, i % 2 ? "b" : "a", name, NULL);
-
-    fixture_write_jpeg (path, 40 + (i % 7) * 60, 30 + (i % 5) * 70, i);
-    g_free (name);
-    g_free (path);
-  }
-  return root;
+  return fixture_write_jpeg_tree (n, two_classes, (FixtureCycle){ 40, 60, 7 },
+      (FixtureCycle){ 30, 70, 5 }, NULL, 0);
 }
 
 static RunResult *
 run_augment (const gchar *root, const gchar *augment_props)
 {
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
-                                   "! imagedec n-threads=2 ! augment %s "
-                                   "! fakesink name=sink",
+  return fixture_run_printf ("datasetsrc location=\"%s\" shuffle=false ! "
+                             "imagedec n-threads=2 ! augment %s ! fakesink "
+                             "name=sink",
       root, augment_props);
-  RunResult *r = fixture_run (launch);
-
-  g_free (launch);
-  return r;
 }
 
 /* Every output image of @r, one after the other. */
@@ -885,31 +874,6 @@ GST_START_TEST (test_pipeline_gives_fixed_caps)
 
 GST_END_TEST;
 
-/* TRUE when both runs hold the same bytes in the same order. */
-static gboolean
-same_outputs (RunResult *a, RunResult *b)
-{
-  guint i;
-
-  if (a->samples->len != b->samples->len)
-    return FALSE;
-  for (i = 0; i < a->samples->len; i++) {
-    GstBuffer *ba = gst_sample_get_buffer (run_result_sample (a, i)->sample);
-    GstBuffer *bb = gst_sample_get_buffer (run_result_sample (b, i)->sample);
-    GstMapInfo ma, mb;
-    gboolean same;
-
-    gst_buffer_map (ba, &ma, GST_MAP_READ);
-    gst_buffer_map (bb, &mb, GST_MAP_READ);
-    same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
-    gst_buffer_unmap (ba, &ma);
-    gst_buffer_unmap (bb, &mb);
-    if (!same)
-      return FALSE;
-  }
-  return TRUE;
-}
-
 GST_START_TEST (test_same_seed_same_output_whatever_threads)
 {
   gchar *root = write_mixed_tree (30);
@@ -930,8 +894,8 @@ GST_START_TEST (test_same_seed_same_output_whatever_threads)
   fail_unless (other->error == NULL, "%s", other->error);
   fail_unless (no_flip->error == NULL, "%s", no_flip->error);
   fail_unless_equals_int (one->samples->len, 30);
-  fail_unless (same_outputs (one, four));
-  fail_if (same_outputs (one, other));
+  fail_unless (run_result_same_outputs (one, four));
+  fail_if (run_result_same_outputs (one, other));
   for (i = 0; i < 30; i++) {
     fail_unless_equals_uint64 (run_result_sample (one, i)->index, i);
     fail_unless_equals_uint64 (run_result_sample (four, i)->index, i);
@@ -1099,22 +1063,9 @@ write_kinds_tree (guint n)
     { FIXTURE_GRAY, FALSE, FALSE, 0, 90 },
     { FIXTURE_CMYK, FALSE, FALSE, 0, 90 },
   };
-  gchar *root = fixture_make_temp_dir ();
-  guint i;
 
-  for (i = 0; i < n; i++) {
-    gchar *name = g_strdup_printf ("%03u.jpg", i);
-    gchar *path = g_build_filename (root, i % 2 ? "b" : "a", name, NULL);
-    gsize size;
-    guint8 *data = fixture_jpeg_encode (45 + (i % 7) * 53, 33 + (i % 5) * 61, i,
-        &kinds[i % G_N_ELEMENTS (kinds)], &size);
-
-    fixture_write_file (path, data, size);
-    g_free (data);
-    g_free (name);
-    g_free (path);
-  }
-  return root;
+  return fixture_write_jpeg_tree (n, two_classes, (FixtureCycle){ 45, 53, 7 },
+      (FixtureCycle){ 33, 61, 5 }, kinds, G_N_ELEMENTS (kinds));
 }
 
 typedef struct

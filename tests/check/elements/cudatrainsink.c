@@ -594,12 +594,29 @@ GST_START_TEST (test_step_schedule_follows_max_steps)
 
 GST_END_TEST;
 
+/* A resnet20 trainer of 2 classes on batches of two 12x12 images. */
+static GtTrainer *
+new_small_trainer (void)
+{
+  GtTrainerConfig config;
+  GtTrainer *trainer;
+  gchar why[512];
+
+  gt_trainer_config_init (&config);
+  config.model = GT_MODEL_RESNET20;
+  config.num_classes = 2;
+  config.height = config.width = 12;
+  config.batch_size = 2;
+  trainer = gt_trainer_new (&config, why, sizeof (why));
+  fail_unless (trainer != NULL, "%s", why);
+  return trainer;
+}
+
 /* A checkpoint whose classifier ignores the image and favours class 0 by
  * a margin of 3: every prediction is class 0. */
 static gchar *
 make_class0_checkpoint (const gchar *dir)
 {
-  GtTrainerConfig config;
   GtTrainer *trainer;
   GtStFile *file;
   GtStWriter *writer;
@@ -609,13 +626,7 @@ make_class0_checkpoint (const gchar *dir)
   GPtrArray *copies = g_ptr_array_new_with_free_func (g_free);
   gint i;
 
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 2;
-  config.height = config.width = 12;
-  config.batch_size = 2;
-  trainer = gt_trainer_new (&config, why, sizeof (why));
-  fail_unless (trainer != NULL, "%s", why);
+  trainer = new_small_trainer ();
   fail_unless (gt_trainer_save (trainer, base, 1) == GT_OK);
   gt_trainer_free (trainer);
 
@@ -1106,12 +1117,11 @@ GST_START_TEST (test_checkpoint_folder)
   gchar *checkpoint = g_build_filename (folder, "ck.safetensors", NULL);
   gchar *input = input_stage (dir, 1);
   GstElement *pipeline, *sink;
-  GtTrainerConfig config;
   GtTrainer *trainer;
   GstMessage *message;
   GstBus *bus;
   GError *err = NULL;
-  gchar why[512], *want;
+  gchar *want;
   SinkRun *run;
 
   run = sink_run_printf ("%s ! batcher batch-size=4 ! " SINK
@@ -1155,13 +1165,7 @@ GST_START_TEST (test_checkpoint_folder)
   gst_object_unref (pipeline);
 
   /* the trainer's own message */
-  gt_trainer_config_init (&config);
-  config.model = GT_MODEL_RESNET20;
-  config.num_classes = 2;
-  config.height = config.width = 12;
-  config.batch_size = 2;
-  trainer = gt_trainer_new (&config, why, sizeof (why));
-  fail_unless (trainer != NULL, "%s", why);
+  trainer = new_small_trainer ();
   fail_unless_equals_int (
       gt_trainer_save (trainer, checkpoint, 0), GT_ERROR_IO);
   fail_unless (strstr (gt_trainer_error (trainer), checkpoint)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fixtures.h"
+#include "shard-memory.h"
 #include "shard-pattern.h"
 #include "shard-reader.h"
 #include "shard-shuffle.h"
@@ -132,18 +133,6 @@ write_shards (const gchar *dir, guint n_shards, guint per_shard)
   }
 }
 
-static RunResult *
-run_src (const gchar *location, const gchar *props)
-{
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" %s ! "
-                                   "fakesink name=sink",
-      location, props);
-  RunResult *result = fixture_run (launch);
-
-  g_free (launch);
-  return result;
-}
-
 /* The shards' location in @dir: "DIR/shard-{000..N-1}.tar". */
 static gchar *
 shard_pattern (const gchar *dir, guint n_shards)
@@ -205,25 +194,10 @@ GST_START_TEST (test_patterns)
 
 GST_END_TEST;
 
-typedef struct
-{
-  const guint8 *data;
-  gsize size, at, step;
-} MemorySource;
-
-/* Reads in odd steps, so that members straddle the reader's buffer. */
-static gssize
-memory_read (gpointer source, guint8 *data, gsize size, GError **error)
-{
-  MemorySource *m = source;
-  gsize n = MIN (MIN (size, m->step), m->size - m->at);
-
-  memcpy (data, m->data + m->at, n);
-  m->at += n;
-  return n;
-}
-
-static const GstTrainShardSourceFuncs memory_funcs = { memory_read, NULL };
+/* Reads in odd steps, so that members straddle the reader's buffer; with
+ * no skip, so that the reader reads what it passes over. */
+static const GstTrainShardSourceFuncs memory_funcs = { shard_memory_read,
+  NULL };
 
 /* Long names (PAX and ustar prefix-less GNU "L"), folders, members without
  * a key, upper-case extensions, other members: the samples are what
@@ -236,7 +210,7 @@ GST_START_TEST (test_reader_formats)
   gchar *long_jpg = g_strdup_printf ("%s.jpg", long_key);
   GstTrainShardSample sample = { 0 };
   GstTrainShardReader *reader;
-  MemorySource m;
+  ShardMemory m;
   guint step;
 
   tar_header (tar, "dir/", 0, '5');
@@ -257,7 +231,7 @@ GST_START_TEST (test_reader_formats)
   tar_finish (tar);
 
   for (step = 1; step < 2000; step += 499) {
-    m = (MemorySource){ tar->data, tar->len, 0, step * 512 + step % 3 };
+    m = (ShardMemory){ tar->data, tar->len, 0, step * 512 + step % 3 };
     reader = gst_train_shard_reader_new (&memory_funcs, &m, 0, 0, TRUE);
     fail_unless_equals_int (
         gst_train_shard_reader_next (reader, &sample, NULL), 1);
@@ -293,7 +267,7 @@ GST_START_TEST (test_reader_formats)
     GError *error = NULL;
     gint got, n = 0;
 
-    m = (MemorySource){ tar->data, step, 0, 700 };
+    m = (ShardMemory){ tar->data, step, 0, 700 };
     reader = gst_train_shard_reader_new (&memory_funcs, &m, 0, 0, FALSE);
     while ((got = gst_train_shard_reader_next (reader, &sample, &error)) == 1)
       n++;
@@ -351,7 +325,7 @@ GST_START_TEST (test_shard_order_unshuffled)
   write_shards (dir, 3, 4);
   /* several patterns and files, separated by spaces, in the order written */
   location = g_strdup_printf ("%s %s/shard-{000..001}.tar", extra, dir);
-  r = run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  r = fixture_run_src (location, "shuffle=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 24);
   for (i = 0; i < r->samples->len; i++) {
@@ -383,27 +357,6 @@ GST_START_TEST (test_shard_order_unshuffled)
 }
 
 GST_END_TEST;
-
-/* The index of each sample @r read in @epoch, in order. */
-static GArray *
-epoch_indices (RunResult *r, gint epoch)
-{
-  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
-  guint i;
-
-  fail_unless (r->error == NULL, "%s", r->error);
-  for (i = 0; i < r->samples->len; i++)
-    if (run_result_sample (r, i)->epoch == epoch)
-      g_array_append_val (out, run_result_sample (r, i)->index);
-  return out;
-}
-
-static gboolean
-same (GArray *a, GArray *b)
-{
-  return a->len == b->len
-      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
-}
 
 static gint
 compare_indices (gconstpointer a, gconstpointer b)
@@ -441,30 +394,32 @@ GST_START_TEST (test_shuffle_as_webdataset)
   guint i;
 
   write_shards (dir, 4, 5);
-  a = run_src (location,
+  a = fixture_run_src (location,
       "seed=5 num-epochs=2 shuffle-buffer-size=6 "
       "num-classes=10");
-  b = run_src (location,
+  b = fixture_run_src (location,
       "seed=5 num-epochs=1 shuffle-buffer-size=6 "
       "num-classes=10");
-  c = run_src (location,
+  c = fixture_run_src (location,
       "seed=6 num-epochs=1 shuffle-buffer-size=6 "
       "num-classes=10");
-  d = run_src (location,
+  d = fixture_run_src (location,
       "seed=5 num-epochs=1 shuffle-buffer-size=1 "
       "num-classes=10");
-  a0 = epoch_indices (a, 0);
-  a1 = epoch_indices (a, 1);
-  b0 = epoch_indices (b, 0);
-  c0 = epoch_indices (c, 0);
-  d0 = epoch_indices (d, 0);
+  a0 = run_result_indices (a, 0);
+  a1 = run_result_indices (a, 1);
+  b0 = run_result_indices (b, 0);
+  c0 = run_result_indices (c, 0);
+  d0 = run_result_indices (d, 0);
   expect_permutation (a0);
   expect_permutation (a1);
   expect_permutation (c0);
   expect_permutation (d0);
-  fail_unless (same (a0, b0), "the same seed gave another order");
-  fail_if (same (a0, a1), "epochs 0 and 1 came in the same order");
-  fail_if (same (a0, c0), "seeds 5 and 6 gave the same order");
+  fail_unless (
+      fixture_arrays_equal (a0, b0), "the same seed gave another order");
+  fail_if (
+      fixture_arrays_equal (a0, a1), "epochs 0 and 1 came in the same order");
+  fail_if (fixture_arrays_equal (a0, c0), "seeds 5 and 6 gave the same order");
   /* one slot: shards front to back, in an order that is not 0 1 2 3 */
   for (i = 0; i < 20; i++) {
     guint64 head = g_array_index (d0, guint64, i / 5 * 5);
@@ -509,11 +464,11 @@ GST_START_TEST (test_shards_split_across_ranks)
         g_strdup_printf ("seed=2 num-epochs=2 shuffle-buffer-size=4 "
                          "num-classes=10 shard-index=%d num-shards=3",
             rank);
-    RunResult *r, *by_hand = run_src (location, props);
+    RunResult *r, *by_hand = fixture_run_src (location, props);
     GstTrainDatasetInfo info;
 
     fixture_set_launcher (rank, 3);
-    r = run_src (location,
+    r = fixture_run_src (location,
         "seed=2 num-epochs=2 shuffle-buffer-size=4 "
         "num-classes=10");
     fixture_set_launcher (-1, 0);
@@ -544,7 +499,7 @@ GST_START_TEST (test_shards_split_across_ranks)
   /* 7 shards for 8 ranks */
   fixture_set_launcher (7, 8);
   {
-    RunResult *r = run_src (location, "num-classes=10");
+    RunResult *r = fixture_run_src (location, "num-classes=10");
 
     fail_unless (r->error != NULL);
     fail_unless (strstr (r->error, "names 7 shards for 8 ranks") != NULL, "%s",
@@ -579,7 +534,7 @@ GST_START_TEST (test_bad_samples)
   tar_finish (tar);
   fixture_write_file (path, tar->data, tar->len);
 
-  r = run_src (path, "shuffle=false num-epochs=2 num-classes=10");
+  r = fixture_run_src (path, "shuffle=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 4);
   for (i = 0; i < 4; i++)
@@ -592,7 +547,7 @@ GST_START_TEST (test_bad_samples)
   fail_unless (run_result_has_warning (r, path, "Skipping sample"));
   run_result_free (r);
 
-  r = run_src (path, "shuffle=false num-classes=10 on-error=fail");
+  r = fixture_run_src (path, "shuffle=false num-classes=10 on-error=fail");
   fail_unless (r->error != NULL);
   fail_unless (strstr (r->error, "nolabel") != NULL, "%s", r->error);
   fail_unless (strstr (r->error, path) != NULL, "%s", r->error);
@@ -615,12 +570,9 @@ GST_START_TEST (test_truncated_shard)
   gchar *dir = fixture_make_temp_dir ();
   gchar *shard0 = g_strdup_printf ("%s/shard-000.tar", dir);
   gchar *location = shard_pattern (dir, 2);
-  gchar *contents, *props, *cut;
+  gchar *contents, *cut;
   gsize length;
   RunResult *r;
-  GstElement *pipeline, *src;
-  guint64 skipped = 0;
-  gchar *error;
 
   write_shards (dir, 2, 4);
   fail_unless (g_file_get_contents (shard0, &contents, &length, NULL));
@@ -632,7 +584,7 @@ GST_START_TEST (test_truncated_shard)
   fixture_write_file (shard0, (const guint8 *)contents, cut - contents + 600);
   g_free (contents);
 
-  r = run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  r = fixture_run_src (location, "shuffle=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2 * (2 + 4));
   fail_unless_equals_string (run_result_sample (r, 1)->location,
@@ -646,21 +598,11 @@ GST_START_TEST (test_truncated_shard)
   fail_unless (run_result_has_warning (r, "ends inside", "before the damage"));
   run_result_free (r);
 
-  props = g_strdup_printf ("datasetsrc name=src location=\"%s\" shuffle=false "
-                           "num-epochs=3 num-classes=10 ! fakesink",
-      location);
-  pipeline = gst_parse_launch (props, NULL);
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
-  fail_unless (error == NULL, "%s", error);
-  g_object_get (src, "files-skipped", &skipped, NULL);
-  fail_unless_equals_uint64 (skipped, 1);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (src);
-  gst_object_unref (pipeline);
+  fail_unless_equals_uint64 (fixture_src_files_skipped (location,
+                                 "shuffle=false num-epochs=3 num-classes=10"),
+      1);
 
   fixture_remove_tree (dir);
-  g_free (props);
   g_free (dir);
   g_free (shard0);
   g_free (location);
@@ -741,14 +683,14 @@ GST_START_TEST (test_start_position)
   fixture_write_file (extra, tar->data, tar->len);
 
   props = g_strdup_printf ("%s num-epochs=3", common);
-  whole = run_src (location, props);
+  whole = fixture_run_src (location, props);
   g_free (props);
   fail_unless (whole->error == NULL, "%s", whole->error);
   fail_unless_equals_int (whole->samples->len, 3 * 22);
   for (i = 0; i < G_N_ELEMENTS (starts); i++) {
     props = g_strdup_printf (
         "%s num-epochs=3 start-position=%u", common, starts[i]);
-    tail = run_src (location, props);
+    tail = fixture_run_src (location, props);
     expect_tail (whole, starts[i], tail);
     run_result_free (tail);
     g_free (props);
@@ -757,12 +699,12 @@ GST_START_TEST (test_start_position)
 
   /* one epoch, shard order: the images before sample 13 spoiled */
   props = g_strdup_printf ("%s shuffle=false", common);
-  whole = run_src (location, props);
+  whole = fixture_run_src (location, props);
   g_free (props);
   for (i = 0; i < 13; i++)
     spoil_image (run_result_sample (whole, i)->location);
   props = g_strdup_printf ("%s shuffle=false start-position=13", common);
-  tail = run_src (location, props);
+  tail = fixture_run_src (location, props);
   expect_tail (whole, 13, tail);
   run_result_free (tail);
   g_free (props);
@@ -777,23 +719,6 @@ GST_START_TEST (test_start_position)
 
 GST_END_TEST;
 
-static void
-expect_error (const gchar *location, const gchar *props, const gchar *part1,
-    const gchar *part2)
-{
-  RunResult *r = run_src (location, props);
-
-  fail_unless (r->error != NULL, "no error for %s", location);
-  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"", part1,
-      r->error);
-  if (part2 != NULL)
-    fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
-        part2, r->error);
-  fail_unless (g_str_has_prefix (r->error, "datasetsrc"), "%s", r->error);
-  fail_unless_equals_int (r->samples->len, 0);
-  run_result_free (r);
-}
-
 GST_START_TEST (test_errors_name_the_cause)
 {
   gchar *dir = fixture_make_temp_dir ();
@@ -801,22 +726,25 @@ GST_START_TEST (test_errors_name_the_cause)
   gchar *missing = g_strdup_printf ("%s/shard-002.tar", dir);
 
   write_shards (dir, 2, 2);
-  expect_error (location, "num-classes=10", missing, "No such file");
+  fixture_expect_src_error (
+      location, "num-classes=10", missing, "No such file", 0);
   g_free (location);
   location = shard_pattern (dir, 2);
-  expect_error (location, "", "set num-classes", NULL);
-  expect_error (location, "num-classes=10 shard-index=0 num-shards=3",
-      "names 2 shards for 3 ranks", NULL);
-  expect_error (location, "num-classes=10 shard-index=3 num-shards=3",
-      "shard-index 3", NULL);
-  expect_error (
-      "x-{1..}.tar", "num-classes=10", "x-{1..}.tar", "not two numbers");
+  fixture_expect_src_error (location, "", "set num-classes", NULL, 0);
+  fixture_expect_src_error (location,
+      "num-classes=10 shard-index=0 num-shards=3", "names 2 shards for 3 ranks",
+      NULL, 0);
+  fixture_expect_src_error (location,
+      "num-classes=10 shard-index=3 num-shards=3", "shard-index 3", NULL, 0);
+  fixture_expect_src_error (
+      "x-{1..}.tar", "num-classes=10", "x-{1..}.tar", "not two numbers", 0);
   g_free (missing);
   missing = g_build_filename (dir, "tree", "a", "x.jpg", NULL);
   fixture_write_jpeg (missing, 8, 8, 1);
   g_free (missing);
   missing = g_build_filename (dir, "tree", NULL);
-  expect_error (missing, "num-classes=3", "holds 1 classes", NULL);
+  fixture_expect_src_error (
+      missing, "num-classes=3", "holds 1 classes", NULL, 0);
 
   fixture_remove_tree (dir);
   g_free (dir);

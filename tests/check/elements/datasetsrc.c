@@ -42,22 +42,10 @@ make_tree (void)
   return root;
 }
 
-static RunResult *
-run_src (const gchar *root, const gchar *props)
-{
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" %s ! "
-                                   "fakesink name=sink",
-      root, props);
-  RunResult *result = fixture_run (launch);
-
-  g_free (launch);
-  return result;
-}
-
 GST_START_TEST (test_labels_follow_sorted_class_names)
 {
   gchar *root = make_tree ();
-  RunResult *r = run_src (root, "shuffle=false");
+  RunResult *r = fixture_run_src (root, "shuffle=false");
   GstTrainDatasetInfo info;
   guint i;
 
@@ -99,25 +87,6 @@ GST_START_TEST (test_labels_follow_sorted_class_names)
 
 GST_END_TEST;
 
-/* The sequence of dataset indices a run produced. */
-static GArray *
-indices_of (RunResult *r)
-{
-  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
-  guint i;
-
-  for (i = 0; i < r->samples->len; i++)
-    g_array_append_val (out, run_result_sample (r, i)->index);
-  return out;
-}
-
-static gboolean
-same_indices (GArray *a, GArray *b)
-{
-  return a->len == b->len
-      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
-}
-
 /* TRUE when indices [from, from + n) of @a are a permutation of 0 .. n-1. */
 static gboolean
 is_permutation (GArray *a, guint from, guint n)
@@ -141,14 +110,15 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
 {
   gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
-  RunResult *r1 = run_src (root, "seed=7 num-epochs=3");
-  RunResult *r2 = run_src (root,
+  RunResult *r1 = fixture_run_src (root, "seed=7 num-epochs=3");
+  RunResult *r2 = fixture_run_src (root,
       "seed=7 num-epochs=3 n-threads=4 "
       "read-ahead=2");
-  RunResult *r3 = run_src (root, "seed=8 num-epochs=3");
-  RunResult *r4 = run_src (root, "seed=7 num-epochs=3 n-threads=0");
-  GArray *a1 = indices_of (r1), *a2 = indices_of (r2), *a3 = indices_of (r3);
-  GArray *a4 = indices_of (r4);
+  RunResult *r3 = fixture_run_src (root, "seed=8 num-epochs=3");
+  RunResult *r4 = fixture_run_src (root, "seed=7 num-epochs=3 n-threads=0");
+  GArray *a1 = run_result_indices (r1, -1), *a2 = run_result_indices (r2, -1),
+         *a3 = run_result_indices (r3, -1);
+  GArray *a4 = run_result_indices (r4, -1);
   guint e, i, in_order = 0;
 
   fail_unless_equals_int (a1->len, 3 * n);
@@ -168,9 +138,9 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
     in_order += g_array_index (a1, guint64, i) == i;
   fail_if (in_order == n);
   /* Same seed, same order, whatever the threading; another seed differs. */
-  fail_unless (same_indices (a1, a2));
-  fail_unless (same_indices (a1, a4));
-  fail_if (same_indices (a1, a3));
+  fail_unless (fixture_arrays_equal (a1, a2));
+  fail_unless (fixture_arrays_equal (a1, a4));
+  fail_if (fixture_arrays_equal (a1, a3));
   /* Labels travel with their samples. */
   for (i = 0; i < a1->len; i++)
     fail_unless_equals_int (run_result_sample (r1, i)->label,
@@ -204,7 +174,7 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
     gchar *props = g_strdup_printf ("seed=3 num-epochs=%u shard-index=%u "
                                     "num-shards=%u",
         num_epochs, k, num_shards);
-    RunResult *r = run_src (root, props);
+    RunResult *r = fixture_run_src (root, props);
     GstTrainDatasetInfo info;
 
     fail_unless (r->error == NULL, "%s", r->error);
@@ -265,13 +235,14 @@ GST_START_TEST (test_shard_from_launcher)
   for (rank = 0; rank < 3; rank++) {
     gchar *explicit =
         g_strdup_printf ("seed=3 shard-index=%d num-shards=3", rank);
-    RunResult *by_hand = run_src (root, explicit), *launched, *everything;
+    RunResult *by_hand = fixture_run_src (root, explicit), *launched,
+              *everything;
     GArray *want = indices_read (by_hand), *got;
     GstTrainDatasetInfo info;
 
     fixture_set_launcher (rank, 3);
-    launched = run_src (root, "seed=3");
-    everything = run_src (root, "seed=3 num-shards=1");
+    launched = fixture_run_src (root, "seed=3");
+    everything = fixture_run_src (root, "seed=3 num-shards=1");
     fixture_set_launcher (-1, 0);
     got = indices_read (launched);
     fail_unless (want->len == 6 && got->len == want->len
@@ -304,7 +275,8 @@ GST_END_TEST;
 GST_START_TEST (test_num_samples_and_epochs)
 {
   gchar *root = make_tree ();
-  RunResult *r = run_src (root, "shuffle=false num-samples=4 num-epochs=2");
+  RunResult *r =
+      fixture_run_src (root, "shuffle=false num-samples=4 num-epochs=2");
   guint i;
 
   fail_unless (r->error == NULL, "%s", r->error);
@@ -327,14 +299,16 @@ GST_START_TEST (test_start_position)
 {
   gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS, per_shard = n / 3;
-  RunResult *whole = run_src (root,
+  RunResult *whole = fixture_run_src (root,
       "seed=7 num-epochs=3 shard-index=1 "
       "num-shards=3");
-  RunResult *tail = run_src (root,
+  RunResult *tail = fixture_run_src (root,
       "seed=7 num-epochs=3 shard-index=1 "
       "num-shards=3 start-position=8");
-  RunResult *past = run_src (root, "seed=7 num-epochs=3 start-position=54");
-  GArray *a = indices_of (whole), *b = indices_of (tail);
+  RunResult *past =
+      fixture_run_src (root, "seed=7 num-epochs=3 start-position=54");
+  GArray *a = run_result_indices (whole, -1),
+         *b = run_result_indices (tail, -1);
   guint i;
 
   fail_unless (tail->error == NULL, "%s", tail->error);
@@ -358,7 +332,7 @@ GST_START_TEST (test_start_position)
   /* nothing before the start is read: in a list of the files, remove the
    * first ones, and nothing is skipped */
   {
-    RunResult *plain = run_src (root, "shuffle=false num-epochs=1");
+    RunResult *plain = fixture_run_src (root, "shuffle=false num-epochs=1");
     gchar *list = g_build_filename (root, "list.txt", NULL);
     gchar *props = g_strdup_printf (
         "location=\"%s\" shuffle=false num-epochs=1 start-position=5", list);
@@ -372,7 +346,7 @@ GST_START_TEST (test_start_position)
     fail_unless (g_file_set_contents (list, text->str, -1, NULL));
     for (i = 0; i < 5; i++)
       fail_unless (g_unlink (run_result_sample (plain, i)->location) == 0);
-    later = run_src (root, props);
+    later = fixture_run_src (root, props);
     fail_unless (later->error == NULL, "%s", later->error);
     fail_unless_equals_int (later->samples->len, n - 5);
     fail_unless_equals_int (later->warnings->len, 0);
@@ -403,7 +377,7 @@ GST_START_TEST (test_list_file)
   fixture_write_jpeg (img_a, 8, 8, 1);
   fixture_write_jpeg (img_b, 8, 8, 2);
   fixture_write_file (list, (const guint8 *)text, strlen (text));
-  r = run_src (list, "shuffle=false");
+  r = fixture_run_src (list, "shuffle=false");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2);
   fail_unless_equals_int (run_result_sample (r, 0)->label, 2);
@@ -424,31 +398,6 @@ GST_START_TEST (test_list_file)
 
 GST_END_TEST;
 
-static void
-expect_error_after (const gchar *location, const gchar *props,
-    const gchar *part1, const gchar *part2, guint samples_before)
-{
-  RunResult *r = run_src (location, props);
-
-  fail_unless (r->error != NULL, "no error for %s", location);
-  fail_unless (strstr (r->error, part1) != NULL, "\"%s\" not in \"%s\"", part1,
-      r->error);
-  if (part2 != NULL)
-    fail_unless (strstr (r->error, part2) != NULL, "\"%s\" not in \"%s\"",
-        part2, r->error);
-  /* The message names the element. */
-  fail_unless (g_str_has_prefix (r->error, "datasetsrc"), "%s", r->error);
-  fail_unless_equals_int (r->samples->len, samples_before);
-  run_result_free (r);
-}
-
-static void
-expect_error (const gchar *location, const gchar *props, const gchar *part1,
-    const gchar *part2)
-{
-  expect_error_after (location, props, part1, part2, 0);
-}
-
 GST_START_TEST (test_errors_name_the_cause)
 {
   gchar *root = fixture_make_temp_dir ();
@@ -460,18 +409,21 @@ GST_START_TEST (test_errors_name_the_cause)
   gchar *bad_label = g_build_filename (root, "bad-label.txt", NULL);
   gchar *tree = make_tree ();
 
-  expect_error (missing, "", missing, "does not exist");
+  fixture_expect_src_error (missing, "", missing, "does not exist", 0);
   g_mkdir (empty, 0755);
-  expect_error (empty, "", empty, "no class sub-folders");
+  fixture_expect_src_error (empty, "", empty, "no class sub-folders", 0);
   fixture_write_file (txt, (const guint8 *)"x", 1);
-  expect_error (no_images, "", no_images, "holds no samples");
+  fixture_expect_src_error (no_images, "", no_images, "holds no samples", 0);
   fixture_write_file (
       bad_list, (const guint8 *)"a.jpg\t1\nb.jpg\t0\nc.jpg\n", 21);
-  expect_error (bad_list, "", "bad.txt:3:", "relative/path<TAB>label");
+  fixture_expect_src_error (
+      bad_list, "", "bad.txt:3:", "relative/path<TAB>label", 0);
   fixture_write_file (bad_label, (const guint8 *)"a.jpg\tcat\n", 10);
-  expect_error (bad_label, "", "bad-label.txt:1:", "cat");
-  expect_error (tree, "shard-index=4 num-shards=4", "shard-index 4", NULL);
-  expect_error (tree, "shard-index=30 num-shards=40", "gets no sample", NULL);
+  fixture_expect_src_error (bad_label, "", "bad-label.txt:1:", "cat", 0);
+  fixture_expect_src_error (
+      tree, "shard-index=4 num-shards=4", "shard-index 4", NULL, 0);
+  fixture_expect_src_error (
+      tree, "shard-index=30 num-shards=40", "gets no sample", NULL, 0);
 
   fixture_remove_tree (tree);
   fixture_remove_tree (root);
@@ -497,7 +449,7 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
    * root, whom permissions would not stop). */
   fail_unless (symlink ("/nonexistent/gst-train.jpg", dead) == 0);
 
-  r = run_src (root, "shuffle=false");
+  r = fixture_run_src (root, "shuffle=false");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (
       r->samples->len, G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
@@ -505,7 +457,7 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
   run_result_free (r);
 
   /* Read again every epoch, it is warned about (and counted) once. */
-  r = run_src (root, "num-epochs=3");
+  r = fixture_run_src (root, "num-epochs=3");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (
       r->samples->len, 3 * G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS);
@@ -515,27 +467,11 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
 
   /* Class "a" comes fifth: the four classes before it and a/IMG0.JPEG go
    * out ("a/dead.jpg" < "a/img1.jpg"), then the error. */
-  expect_error_after (root, "shuffle=false on-error=fail", dead, "No such file",
-      4 * FILES_PER_CLASS + 1);
+  fixture_expect_src_error (root, "shuffle=false on-error=fail", dead,
+      "No such file", 4 * FILES_PER_CLASS + 1);
 
   /* The skip count is readable. */
-  {
-    gchar *launch = g_strdup_printf ("datasetsrc name=src location=\"%s\" ! "
-                                     "fakesink",
-        root);
-    GstElement *pipeline = gst_parse_launch (launch, NULL);
-    GstElement *named = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-    gchar *error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
-    guint64 skipped = 0;
-
-    fail_unless (error == NULL, "%s", error);
-    g_object_get (named, "files-skipped", &skipped, NULL);
-    fail_unless_equals_uint64 (skipped, 1);
-    gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (named);
-    gst_object_unref (pipeline);
-    g_free (launch);
-  }
+  fail_unless_equals_uint64 (fixture_src_files_skipped (root, ""), 1);
 
   fixture_remove_tree (root);
   g_free (root);

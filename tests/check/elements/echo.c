@@ -345,25 +345,26 @@ sequence_for_seed (guint64 seed)
   return sequence;
 }
 
-static gboolean
-sequences_equal (GArray *a, GArray *b)
+/* Checks that @same holds what @a holds and @other does not (@same_fails
+ * and @other_fails say otherwise), then frees the three. */
+static void
+expect_same_and_other (GArray *a, GArray *same, GArray *other,
+    const gchar *same_fails, const gchar *other_fails)
 {
-  return a->len == b->len
-      && memcmp (a->data, b->data, a->len * sizeof (guint64)) == 0;
+  fail_unless (fixture_arrays_equal (a, same), "%s", same_fails);
+  fail_unless (!fixture_arrays_equal (a, other), "%s", other_fails);
+  g_array_unref (a);
+  g_array_unref (same);
+  g_array_unref (other);
 }
 
 GST_START_TEST (test_seed_reproduces)
 {
   GArray *a = sequence_for_seed (11);
-  GArray *b = sequence_for_seed (11);
-  GArray *c = sequence_for_seed (12);
 
   fail_unless (a->len > 300);
-  fail_unless (sequences_equal (a, b), "the same seed gave another order");
-  fail_unless (!sequences_equal (a, c), "another seed gave the same order");
-  g_array_unref (a);
-  g_array_unref (b);
-  g_array_unref (c);
+  expect_same_and_other (a, sequence_for_seed (11), sequence_for_seed (12),
+      "the same seed gave another order", "another seed gave the same order");
 }
 
 GST_END_TEST;
@@ -379,11 +380,8 @@ GST_START_TEST (test_seed_differs_per_rank)
   fixture_set_launcher (1, 2);
   rank1 = sequence_for_seed (11);
   fixture_set_launcher (-1, 0);
-  fail_unless (sequences_equal (alone, rank0), "rank 0 drew otherwise");
-  fail_unless (!sequences_equal (alone, rank1), "rank 1 drew as rank 0");
-  g_array_unref (alone);
-  g_array_unref (rank0);
-  g_array_unref (rank1);
+  expect_same_and_other (
+      alone, rank0, rank1, "rank 0 drew otherwise", "rank 1 drew as rank 0");
 }
 
 GST_END_TEST;
@@ -532,18 +530,10 @@ GST_END_TEST;
 static gchar *
 write_mixed_dataset (guint n)
 {
-  gchar *root = fixture_make_temp_dir ();
-  guint i;
+  static const gchar *const one_class[] = { "c", NULL };
 
-  for (i = 0; i < n; i++) {
-    gchar *name = g_strdup_printf ("%03u.jpg", i);
-    gchar *path = g_build_filename (root, "c", name, NULL);
-
-    fixture_write_jpeg (path, 16 + (i % 5) * 8, 16 + (i % 3) * 8, i);
-    g_free (name);
-    g_free (path);
-  }
-  return root;
+  return fixture_write_jpeg_tree (n, one_class, (FixtureCycle){ 16, 8, 5 },
+      (FixtureCycle){ 16, 8, 3 }, NULL, 0);
 }
 
 /* Each of @n samples came out exactly twice, emissions 0 then 1, as a
@@ -585,14 +575,12 @@ check_each_image_twice (RunResult *r, guint n)
 static void
 check_position (const gchar *root, guint n, const gchar *middle)
 {
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
-                                   "! %s ! fakesink name=sink",
+  RunResult *r = fixture_run_printf (
+      "datasetsrc location=\"%s\" shuffle=false ! %s ! fakesink name=sink",
       root, middle);
-  RunResult *r = fixture_run (launch);
 
   check_each_image_twice (r, n);
   run_result_free (r);
-  g_free (launch);
 }
 
 GST_START_TEST (test_positions_a_and_b)

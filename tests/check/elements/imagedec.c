@@ -71,13 +71,9 @@ static RunResult *
 run_dec (const gchar *root, const gchar *src_props, const gchar *dec_props,
     const gchar *filter)
 {
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
-                                   "%s ! imagedec %s ! %s%sfakesink name=sink",
+  return fixture_run_printf ("datasetsrc location=\"%s\" shuffle=false %s ! "
+                             "imagedec %s ! %s%sfakesink name=sink",
       root, src_props, dec_props, filter ? filter : "", filter ? " ! " : "");
-  RunResult *r = fixture_run (launch);
-
-  g_free (launch);
-  return r;
 }
 
 /* Writes one file per flavour, class folder "c", in flavour order. */
@@ -90,12 +86,8 @@ write_flavours (gint width, gint height)
   for (i = 0; i < G_N_ELEMENTS (flavours); i++) {
     gchar *name = g_strdup_printf ("%02u-%s.jpg", i, flavours[i].name);
     gchar *path = g_build_filename (root, "c", name, NULL);
-    gsize size;
-    guint8 *data =
-        fixture_jpeg_encode (width, height, i + 1, &flavours[i].how, &size);
 
-    fixture_write_file (path, data, size);
-    g_free (data);
+    fixture_write_jpeg_as (path, width, height, i + 1, &flavours[i].how);
     g_free (name);
     g_free (path);
   }
@@ -147,22 +139,16 @@ GST_END_TEST;
 
 GST_START_TEST (test_order_and_caps_with_mixed_sizes)
 {
-  gchar *root = fixture_make_temp_dir ();
+  static const gchar *const one_class[] = { "c", NULL };
   const guint n = 60;
+  /* Sizes change every few images, and big ones take longer to decode, so
+   * threads finish out of order. */
+  gchar *root = fixture_write_jpeg_tree (n, one_class,
+      (FixtureCycle){ 17, 40, 7 }, (FixtureCycle){ 16, 30, 5 }, NULL, 0);
   guint64 worker_tasks;
   guint i;
   RunResult *r;
 
-  for (i = 0; i < n; i++) {
-    gchar *name = g_strdup_printf ("%03u.jpg", i);
-    gchar *path = g_build_filename (root, "c", name, NULL);
-
-    /* Sizes change every few images, and big ones take longer to decode,
-     * so threads finish out of order. */
-    fixture_write_jpeg (path, 17 + (i % 7) * 40, 16 + (i % 5) * 30, i);
-    g_free (name);
-    g_free (path);
-  }
   /* A budget of 3 (two workers) and only imagedec in the pool
    * (datasetsrc reads in its own thread): the workers decode some of the
    * images, which the order and sizes below do not show. */

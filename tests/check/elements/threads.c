@@ -366,31 +366,6 @@ GST_START_TEST (test_every_worker_takes_tasks)
 
 GST_END_TEST;
 
-/* TRUE when both runs hold the same bytes in the same order. */
-static gboolean
-same_outputs (RunResult *a, RunResult *b)
-{
-  guint i;
-
-  if (a->samples->len != b->samples->len)
-    return FALSE;
-  for (i = 0; i < a->samples->len; i++) {
-    GstBuffer *ba = gst_sample_get_buffer (run_result_sample (a, i)->sample);
-    GstBuffer *bb = gst_sample_get_buffer (run_result_sample (b, i)->sample);
-    GstMapInfo ma, mb;
-    gboolean same;
-
-    gst_buffer_map (ba, &ma, GST_MAP_READ);
-    gst_buffer_map (bb, &mb, GST_MAP_READ);
-    same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
-    gst_buffer_unmap (ba, &ma);
-    gst_buffer_unmap (bb, &mb);
-    if (!same)
-      return FALSE;
-  }
-  return TRUE;
-}
-
 static RunResult *
 run_batches (const gchar *root, guint budget, const gchar *threads)
 {
@@ -425,8 +400,8 @@ GST_START_TEST (test_same_batches_whatever_budget)
     RunResult *r = run_batches (root, budgets[i], "");
     RunResult *r2 = run_batches (root, budgets[i], "n-threads=2");
 
-    fail_unless (same_outputs (serial, r), "budget %u", budgets[i]);
-    fail_unless (same_outputs (serial, r2), "budget %u", budgets[i]);
+    fail_unless (run_result_same_outputs (serial, r), "budget %u", budgets[i]);
+    fail_unless (run_result_same_outputs (serial, r2), "budget %u", budgets[i]);
     run_result_free (r);
     run_result_free (r2);
   }
