@@ -624,17 +624,24 @@ shard_fd_skip (gpointer source, guint64 size, GError **error)
 {
   int fd = GPOINTER_TO_INT (source);
   struct stat st;
-  off_t at = lseek (fd, 0, SEEK_CUR);
+  off_t at;
   guint64 left;
 
-  if (at < 0 || fstat (fd, &st) != 0) {
+  if (fstat (fd, &st) != 0) {
     g_set_error (error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_READ, "%s",
         g_strerror (errno));
     return -1;
   }
-  if (!S_ISREG (st.st_mode)) /* a pipe: read through */
+  /* A pipe cannot seek (lseek fails with ESPIPE): read through it. */
+  if (!S_ISREG (st.st_mode))
     return gst_train_shard_read_over (
         &gst_train_shard_fd_funcs, source, size, error);
+  at = lseek (fd, 0, SEEK_CUR);
+  if (at < 0) {
+    g_set_error (error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_READ, "%s",
+        g_strerror (errno));
+    return -1;
+  }
   left = st.st_size > at ? (guint64)(st.st_size - at) : 0;
   size = MIN (size, left);
   if (lseek (fd, (off_t)size, SEEK_CUR) < 0) {
