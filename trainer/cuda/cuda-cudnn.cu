@@ -31,6 +31,14 @@ typedef struct
   int accumulate_refused;
 } ConvPlan;
 
+/* A member of the plan: a descriptor, or where an algorithm goes. */
+template <typename T> using PlanField = T ConvPlan::*;
+
+static const PlanField<cudnnConvolutionDescriptor_t> conv_descs[] = {
+  &ConvPlan::forward_desc, &ConvPlan::data_desc, &ConvPlan::filter_desc
+};
+#define NUM_DIRECTIONS 3
+
 struct GtCudnn
 {
   const GtTrainerConfig *config; /* its log_func hears the warnings */
@@ -141,6 +149,8 @@ math_to_use (const GtCudnn *cudnn, cudnnMathType_t found)
 static void
 plan_free (ConvPlan *plan)
 {
+  int i;
+
   if (plan == NULL)
     return;
   if (plan->x_desc)
@@ -149,12 +159,9 @@ plan_free (ConvPlan *plan)
     cudnnDestroyTensorDescriptor (plan->y_desc);
   if (plan->w_desc)
     cudnnDestroyFilterDescriptor (plan->w_desc);
-  if (plan->forward_desc)
-    cudnnDestroyConvolutionDescriptor (plan->forward_desc);
-  if (plan->data_desc)
-    cudnnDestroyConvolutionDescriptor (plan->data_desc);
-  if (plan->filter_desc)
-    cudnnDestroyConvolutionDescriptor (plan->filter_desc);
+  for (i = 0; i < NUM_DIRECTIONS; i++)
+    if (plan->*conv_descs[i])
+      cudnnDestroyConvolutionDescriptor (plan->*conv_descs[i]);
   free (plan);
 }
 
@@ -162,8 +169,6 @@ static int
 plan_describe (GtCudnn *cudnn, ConvPlan *plan, char *why, size_t why_size)
 {
   const GtConvShape *shape = &plan->shape;
-  cudnnConvolutionDescriptor_t *descs[3] = { &plan->forward_desc,
-    &plan->data_desc, &plan->filter_desc };
   int out_h = shape->out_h, out_w = shape->out_w;
   int dims[4], i;
 
@@ -177,12 +182,14 @@ plan_describe (GtCudnn *cudnn, ConvPlan *plan, char *why, size_t why_size)
   CUDNN_TRY (cudnnSetFilter4dDescriptor (plan->w_desc, data_type (cudnn),
       CUDNN_TENSOR_NHWC, shape->out_channels, shape->in_channels, shape->kernel,
       shape->kernel));
-  for (i = 0; i < 3; i++) {
-    CUDNN_TRY (cudnnCreateConvolutionDescriptor (descs[i]));
-    CUDNN_TRY (cudnnSetConvolution2dDescriptor (*descs[i], shape->padding,
+  for (i = 0; i < NUM_DIRECTIONS; i++) {
+    cudnnConvolutionDescriptor_t *desc = &(plan->*conv_descs[i]);
+
+    CUDNN_TRY (cudnnCreateConvolutionDescriptor (desc));
+    CUDNN_TRY (cudnnSetConvolution2dDescriptor (*desc, shape->padding,
         shape->padding, shape->stride, shape->stride, 1, 1,
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CUDNN_TRY (cudnnSetConvolutionMathType (*descs[i], requested_math (cudnn)));
+    CUDNN_TRY (cudnnSetConvolutionMathType (*desc, requested_math (cudnn)));
   }
   CUDNN_TRY (cudnnGetConvolution2dForwardOutputDim (plan->forward_desc,
       plan->x_desc, plan->w_desc, &dims[0], &dims[1], &dims[2], &dims[3]));
@@ -252,174 +259,168 @@ note_nondeterministic (
   pthread_mutex_unlock (&nondeterministic_lock);
 }
 
-/* The algorithm cuDNN documents as deterministic for each direction, when
- * it takes the shape (its workspace query succeeds) and fits the
- * workspace; else -1. */
-static int
-documented_forward (GtCudnn *cudnn, ConvPlan *plan)
+/* One direction of a convolution as cuDNN's legacy API has it: its result
+ * and algorithm types, its search, heuristics and workspace query, and the
+ * convolution itself (@run), which all take the plan's descriptors in the
+ * same order: two operands (@a, @b), the convolution, the result (@c); the
+ * algorithm chosen goes to @algo. @documented: the algorithms cuDNN
+ * documents as deterministic, the first that takes the shape (its
+ * workspace query succeeds) and fits the workspace being the direction's.
+ * The three directions differ only in these: one piece of code chooses
+ * and runs each. */
+template <typename PerfT, typename AlgoT, int CountV, typename ADesc,
+    typename BDesc, typename CDesc>
+struct Direction
 {
-  static const cudnnConvolutionFwdAlgo_t algos[] = {
-    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-    CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
-  };
-  size_t i, bytes;
+  typedef PerfT Perf;
+  typedef AlgoT Algo;
+  static const int count = CountV;
 
-  for (i = 0; i < sizeof (algos) / sizeof (algos[0]); i++)
-    if (cudnnGetConvolutionForwardWorkspaceSize (cudnn->handle, plan->x_desc,
-            plan->w_desc, plan->forward_desc, plan->y_desc, algos[i], &bytes)
+  const char *name;
+  PlanField<ADesc> a;
+  PlanField<BDesc> b;
+  PlanField<cudnnConvolutionDescriptor_t> conv;
+  PlanField<CDesc> c;
+  PlanField<AlgoT> algo;
+  cudnnStatus_t (*find) (cudnnHandle_t, ADesc, const void *, BDesc,
+      const void *, cudnnConvolutionDescriptor_t, CDesc, void *, int, int *,
+      Perf *, void *, size_t);
+  cudnnStatus_t (*heuristics) (cudnnHandle_t, ADesc, BDesc,
+      cudnnConvolutionDescriptor_t, CDesc, int, int *, Perf *);
+  cudnnStatus_t (*workspace) (cudnnHandle_t, ADesc, BDesc,
+      cudnnConvolutionDescriptor_t, CDesc, AlgoT, size_t *);
+  /* c = alpha * the direction of (a, b) + beta * c */
+  cudnnStatus_t (*run) (cudnnHandle_t, const void *, ADesc, const void *, BDesc,
+      const void *, cudnnConvolutionDescriptor_t, AlgoT, void *, size_t,
+      const void *, CDesc, void *);
+  const char *run_name;
+  AlgoT documented[3];
+  int num_documented;
+};
+
+typedef cudnnTensorDescriptor_t TensorDesc;
+typedef cudnnFilterDescriptor_t FilterDesc;
+
+/* cuDNN names each direction's types after @Short (Fwd, BwdData,
+ * BwdFilter), its count after @SHORT, and its calls after @Long (Forward,
+ * BackwardData, BackwardFilter). */
+#define DIRECTION(Short, SHORT, A, B, C)                                       \
+  Direction<cudnnConvolution##Short##AlgoPerf_t,                               \
+      cudnnConvolution##Short##Algo_t, CUDNN_CONVOLUTION_##SHORT##_ALGO_COUNT, \
+      A, B, C>
+#define DIRECTION_CALLS(Long)                                                  \
+  cudnnFindConvolution##Long##AlgorithmEx,                                     \
+      cudnnGetConvolution##Long##Algorithm_v7,                                 \
+      cudnnGetConvolution##Long##WorkspaceSize, cudnnConvolution##Long,        \
+      "cudnnConvolution" #Long
+
+/* y = conv (x, w) */
+static const DIRECTION (
+    Fwd, FWD, TensorDesc, FilterDesc, TensorDesc) forward = { "forward",
+  &ConvPlan::x_desc, &ConvPlan::w_desc, &ConvPlan::forward_desc,
+  &ConvPlan::y_desc, &ConvPlan::forward_algo, DIRECTION_CALLS (Forward),
+  { CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+      CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+      CUDNN_CONVOLUTION_FWD_ALGO_GEMM },
+  3 };
+/* dx from w and dy */
+static const DIRECTION (BwdData, BWD_DATA, FilterDesc, TensorDesc,
+    TensorDesc) backward_data = { "backward-data", &ConvPlan::w_desc,
+  &ConvPlan::y_desc, &ConvPlan::data_desc, &ConvPlan::x_desc,
+  &ConvPlan::data_algo, DIRECTION_CALLS (BackwardData),
+  { CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 }, 1 };
+/* dw from x and dy */
+static const DIRECTION (BwdFilter, BWD_FILTER, TensorDesc, TensorDesc,
+    FilterDesc) backward_filter = { "backward-filter", &ConvPlan::x_desc,
+  &ConvPlan::y_desc, &ConvPlan::filter_desc, &ConvPlan::w_desc,
+  &ConvPlan::filter_algo, DIRECTION_CALLS (BackwardFilter),
+  { CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 }, 1 };
+
+/* The documented deterministic algorithm of direction @d for @plan, or -1
+ * when none takes the shape within the workspace. */
+template <typename D>
+static int
+documented_algo (GtCudnn *cudnn, const ConvPlan *plan, const D &d)
+{
+  size_t bytes;
+  int i;
+
+  for (i = 0; i < d.num_documented; i++)
+    if (d.workspace (cudnn->handle, plan->*d.a, plan->*d.b, plan->*d.conv,
+            plan->*d.c, d.documented[i], &bytes)
             == CUDNN_STATUS_SUCCESS
         && bytes <= cudnn->workspace_bytes)
-      return (int)algos[i];
+      return (int)d.documented[i];
   return -1;
 }
 
+/* Direction @d's algorithm, as cuda-algo-choice.h rules: measured on the
+ * scratch buffers @a, @b and @c (its operands and result) when @measure
+ * (bf16), predicted by the heuristics, or the documented deterministic
+ * one; gt_algo_choose decides among them, the chosen algorithm goes to
+ * the plan and its math type to the direction's descriptor. -1 when
+ * nothing fits. */
+template <typename D>
 static int
-documented_data (GtCudnn *cudnn, ConvPlan *plan)
+choose_algo (GtCudnn *cudnn, ConvPlan *plan, const D &d, const void *a,
+    const void *b, void *c, int measure)
 {
-  size_t bytes;
-
-  if (cudnnGetConvolutionBackwardDataWorkspaceSize (cudnn->handle, plan->w_desc,
-          plan->y_desc, plan->data_desc, plan->x_desc,
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &bytes)
-          != CUDNN_STATUS_SUCCESS
-      || bytes > cudnn->workspace_bytes)
-    return -1;
-  return (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-}
-
-static int
-documented_filter (GtCudnn *cudnn, ConvPlan *plan)
-{
-  size_t bytes;
-
-  if (cudnnGetConvolutionBackwardFilterWorkspaceSize (cudnn->handle,
-          plan->x_desc, plan->y_desc, plan->filter_desc, plan->w_desc,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, &bytes)
-          != CUDNN_STATUS_SUCCESS
-      || bytes > cudnn->workspace_bytes)
-    return -1;
-  return (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-}
-
-/* The steps every direction takes: @find measures (in bf16, when
- * @measure), @heuristics predicts, @documented names cuDNN's documented
- * deterministic algorithm; gt_algo_choose decides among them, the chosen
- * algorithm goes to *@algo and its math type to @desc. -1 when nothing
- * fits. The three directions differ only in their cuDNN calls and result
- * types. */
-template <typename Perf, int Count, typename Algo, typename Find,
-    typename Heuristics, typename Documented>
-static int
-choose_algo (GtCudnn *cudnn, const ConvPlan *plan, const char *direction,
-    cudnnConvolutionDescriptor_t desc, int measure, Find find,
-    Heuristics heuristics, Documented documented, Algo *algo)
-{
-  Perf measured[Count], predicted[Count];
-  GtAlgoCandidate measured_candidates[Count], predicted_candidates[Count];
-  int num_measured = 0, num_predicted = 0, documented_algo = documented ();
+  typename D::Perf measured[D::count], predicted[D::count];
+  GtAlgoCandidate measured_candidates[D::count], predicted_candidates[D::count];
+  int num_measured = 0, num_predicted = 0,
+      documented = documented_algo (cudnn, plan, d);
   cudnnMathType_t math = requested_math (cudnn);
   GtAlgoChoice choice;
 
-  if (measure && find (Count, &num_measured, measured) != CUDNN_STATUS_SUCCESS)
+  if (measure
+      && d.find (cudnn->handle, plan->*d.a, a, plan->*d.b, b, plan->*d.conv,
+             plan->*d.c, c, D::count, &num_measured, measured, cudnn->workspace,
+             cudnn->workspace_bytes)
+          != CUDNN_STATUS_SUCCESS)
     num_measured = 0;
-  if (heuristics (Count, &num_predicted, predicted) != CUDNN_STATUS_SUCCESS)
+  if (d.heuristics (cudnn->handle, plan->*d.a, plan->*d.b, plan->*d.conv,
+          plan->*d.c, D::count, &num_predicted, predicted)
+      != CUDNN_STATUS_SUCCESS)
     num_predicted = 0;
   to_candidates (cudnn, measured, num_measured, measured_candidates);
   to_candidates (cudnn, predicted, num_predicted, predicted_candidates);
   choice = gt_algo_choose (measured_candidates, num_measured,
-      predicted_candidates, num_predicted, documented_algo >= 0,
+      predicted_candidates, num_predicted, documented >= 0,
       cudnn->workspace_bytes, cudnn->dtype == GT_CUDA_F32);
   switch (choice.source) {
     case GT_ALGO_MEASURED:
-      *algo = measured[choice.index].algo;
+      plan->*d.algo = measured[choice.index].algo;
       math = measured[choice.index].mathType;
       break;
     case GT_ALGO_PREDICTED:
-      *algo = predicted[choice.index].algo;
+      plan->*d.algo = predicted[choice.index].algo;
       math = predicted[choice.index].mathType;
       break;
     case GT_ALGO_DOCUMENTED:
-      *algo = (Algo)documented_algo;
+      plan->*d.algo = (typename D::Algo)documented;
       break;
     default:
       return -1;
   }
   if (choice.gave_up_determinism)
-    note_nondeterministic (cudnn, &plan->shape, direction, (int)*algo);
-  return cudnnSetConvolutionMathType (desc, math_to_use (cudnn, math))
+    note_nondeterministic (cudnn, &plan->shape, d.name, (int)(plan->*d.algo));
+  return cudnnSetConvolutionMathType (plan->*d.conv, math_to_use (cudnn, math))
           == CUDNN_STATUS_SUCCESS
       ? 0
       : -1;
 }
 
-/* Each direction's algorithm, as cuda-algo-choice.h rules: measured when
- * the scratch buffers are given (bf16), predicted by the heuristics, or
- * the documented deterministic one. */
-static int
-choose_forward (GtCudnn *cudnn, ConvPlan *plan, const void *x, const void *w,
-    void *y, int measure)
+/* Direction @d on @plan: @c = the direction of (@a, @b) + @beta * @c. */
+template <typename D>
+static cudnnStatus_t
+run (GtCudnn *cudnn, const ConvPlan *plan, const D &d, const void *a,
+    const void *b, float beta, void *c)
 {
-  typedef cudnnConvolutionFwdAlgoPerf_t Perf;
+  const float one = 1.f;
 
-  return choose_algo<Perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> (
-      cudnn, plan, "forward", plan->forward_desc, measure,
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnFindConvolutionForwardAlgorithmEx (cudnn->handle,
-            plan->x_desc, x, plan->w_desc, w, plan->forward_desc, plan->y_desc,
-            y, capacity, count, results, cudnn->workspace,
-            cudnn->workspace_bytes);
-      },
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnGetConvolutionForwardAlgorithm_v7 (cudnn->handle,
-            plan->x_desc, plan->w_desc, plan->forward_desc, plan->y_desc,
-            capacity, count, results);
-      },
-      [&] () { return documented_forward (cudnn, plan); }, &plan->forward_algo);
-}
-
-static int
-choose_data (GtCudnn *cudnn, ConvPlan *plan, const void *w, const void *dy,
-    void *dx, int measure)
-{
-  typedef cudnnConvolutionBwdDataAlgoPerf_t Perf;
-
-  return choose_algo<Perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> (
-      cudnn, plan, "backward-data", plan->data_desc, measure,
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnFindConvolutionBackwardDataAlgorithmEx (cudnn->handle,
-            plan->w_desc, w, plan->y_desc, dy, plan->data_desc, plan->x_desc,
-            dx, capacity, count, results, cudnn->workspace,
-            cudnn->workspace_bytes);
-      },
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnGetConvolutionBackwardDataAlgorithm_v7 (cudnn->handle,
-            plan->w_desc, plan->y_desc, plan->data_desc, plan->x_desc, capacity,
-            count, results);
-      },
-      [&] () { return documented_data (cudnn, plan); }, &plan->data_algo);
-}
-
-static int
-choose_filter (GtCudnn *cudnn, ConvPlan *plan, const void *x, const void *dy,
-    void *dw, int measure)
-{
-  typedef cudnnConvolutionBwdFilterAlgoPerf_t Perf;
-
-  return choose_algo<Perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> (
-      cudnn, plan, "backward-filter", plan->filter_desc, measure,
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnFindConvolutionBackwardFilterAlgorithmEx (cudnn->handle,
-            plan->x_desc, x, plan->y_desc, dy, plan->filter_desc, plan->w_desc,
-            dw, capacity, count, results, cudnn->workspace,
-            cudnn->workspace_bytes);
-      },
-      [&] (int capacity, int *count, Perf *results) {
-        return cudnnGetConvolutionBackwardFilterAlgorithm_v7 (cudnn->handle,
-            plan->x_desc, plan->y_desc, plan->filter_desc, plan->w_desc,
-            capacity, count, results);
-      },
-      [&] () { return documented_filter (cudnn, plan); }, &plan->filter_algo);
+  return d.run (cudnn->handle, &one, plan->*d.a, a, plan->*d.b, b,
+      plan->*d.conv, plan->*d.algo, cudnn->workspace, cudnn->workspace_bytes,
+      &beta, plan->*d.c, c);
 }
 
 /* cuDNN's ways of saying that an algorithm does not take beta 1 (adding
@@ -508,10 +509,7 @@ probe_accumulate (GtCudnn *cudnn, ConvPlan *plan, const void *w, const void *dy,
     void *dx, char *why, size_t why_size)
 {
   const GtConvShape *shape = &plan->shape;
-  const float one = 1.f;
-  cudnnStatus_t status = cudnnConvolutionBackwardData (cudnn->handle, &one,
-      plan->w_desc, w, plan->y_desc, dy, plan->data_desc, plan->data_algo,
-      cudnn->workspace, cudnn->workspace_bytes, &one, plan->x_desc, dx);
+  cudnnStatus_t status = run (cudnn, plan, backward_data, w, dy, 1.f, dx);
 
   if (status == CUDNN_STATUS_SUCCESS)
     return GT_OK;
@@ -528,12 +526,14 @@ plan_choose (GtCudnn *cudnn, ConvPlan *plan, void *x, void *w, void *y,
   const GtConvShape *shape = &plan->shape;
   int measure = x != NULL && cudnn->dtype != GT_CUDA_F32;
 
-  if (choose_forward (cudnn, plan, x, w, y, measure) < 0)
-    NO_ALGORITHM ("forward");
-  if (plan->with_data_grad && choose_data (cudnn, plan, w, y, dx, measure) < 0)
-    NO_ALGORITHM ("backward-data");
-  if (choose_filter (cudnn, plan, x, y, dw, measure) < 0)
-    NO_ALGORITHM ("backward-filter");
+  /* dy is measured in y's buffer */
+  if (choose_algo (cudnn, plan, forward, x, w, y, measure) < 0)
+    NO_ALGORITHM (forward.name);
+  if (plan->with_data_grad
+      && choose_algo (cudnn, plan, backward_data, w, y, dx, measure) < 0)
+    NO_ALGORITHM (backward_data.name);
+  if (choose_algo (cudnn, plan, backward_filter, x, y, dw, measure) < 0)
+    NO_ALGORITHM (backward_filter.name);
   if (plan->with_data_grad && dx != NULL)
     return probe_accumulate (cudnn, plan, w, y, dx, why, why_size);
   return GT_OK;
@@ -708,10 +708,8 @@ gt_cudnn_free (GtCudnn *cudnn)
   for (i = 0; i < cudnn->num_retired; i++)
     cudaFree (cudnn->retired[i]);
   free (cudnn->retired);
-  if (cudnn->scratch)
-    cudaFree (cudnn->scratch);
-  if (cudnn->workspace)
-    cudaFree (cudnn->workspace);
+  cudaFree (cudnn->scratch); /* NULL: nothing */
+  cudaFree (cudnn->workspace);
   if (cudnn->handle)
     cudnnDestroy (cudnn->handle);
   free (cudnn);
@@ -727,21 +725,42 @@ gt_cudnn_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad,
       cudnn, shape, with_data_grad, x, w, y, dx, dw, &plan, why, why_size);
 }
 
+/* The plan of @shape for a pass (from the heuristics when it has none);
+ * NULL with *@status. */
+static ConvPlan *
+pass_plan (GtCudnn *cudnn, const GtConvShape *shape, int with_data_grad,
+    int *status, char *why, size_t why_size)
+{
+  ConvPlan *plan = NULL;
+
+  *status = get_plan (cudnn, shape, with_data_grad, NULL, NULL, NULL, NULL,
+      NULL, &plan, why, why_size);
+  return *status == GT_OK ? plan : NULL;
+}
+
+/* Direction @d over the whole of @c (beta 0): forward or backward-filter. */
+template <typename D>
+static int
+run_pass (GtCudnn *cudnn, const GtConvShape *shape, const D &d, const void *a,
+    const void *b, void *c, char *why, size_t why_size)
+{
+  int status;
+  ConvPlan *plan = pass_plan (cudnn, shape, 0, &status, why, why_size);
+  cudnnStatus_t cs;
+
+  if (plan == NULL)
+    return status;
+  cs = run (cudnn, plan, d, a, b, 0.f, c);
+  if (cs != CUDNN_STATUS_SUCCESS)
+    return cudnn_failed (cs, d.run_name, shape, why, why_size);
+  return GT_OK;
+}
+
 int
 gt_cudnn_forward (GtCudnn *cudnn, const GtConvShape *shape, const void *x,
     const void *w, void *y, char *why, size_t why_size)
 {
-  const float one = 1.f, zero = 0.f;
-  ConvPlan *plan;
-  int status = get_plan (
-      cudnn, shape, 0, NULL, NULL, NULL, NULL, NULL, &plan, why, why_size);
-
-  if (status != GT_OK)
-    return status;
-  CUDNN_TRY (cudnnConvolutionForward (cudnn->handle, &one, plan->x_desc, x,
-      plan->w_desc, w, plan->forward_desc, plan->forward_algo, cudnn->workspace,
-      cudnn->workspace_bytes, &zero, plan->y_desc, y));
-  return GT_OK;
+  return run_pass (cudnn, shape, forward, x, w, y, why, why_size);
 }
 
 /* With beta 1 where the algorithm takes it; else (cuDNN says it does not,
@@ -754,31 +773,26 @@ gt_cudnn_backward_data (GtCudnn *cudnn, const GtConvShape *shape,
     const void *dy, const void *w, float beta, void *dx, char *why,
     size_t why_size)
 {
-  const float one = 1.f, zero = 0.f;
-  ConvPlan *plan;
+  int status;
+  ConvPlan *plan = pass_plan (cudnn, shape, 1, &status, why, why_size);
+  cudnnStatus_t cs;
   cudaError_t err;
-  int status = get_plan (
-      cudnn, shape, 1, NULL, NULL, NULL, NULL, NULL, &plan, why, why_size);
 
-  if (status != GT_OK)
+  if (plan == NULL)
     return status;
   if (beta == 0.f || !plan->accumulate_refused) {
-    cudnnStatus_t cs = cudnnConvolutionBackwardData (cudnn->handle, &one,
-        plan->w_desc, w, plan->y_desc, dy, plan->data_desc, plan->data_algo,
-        cudnn->workspace, cudnn->workspace_bytes, &beta, plan->x_desc, dx);
-
+    cs = run (cudnn, plan, backward_data, w, dy, beta, dx);
     if (cs == CUDNN_STATUS_SUCCESS)
       return GT_OK;
     if (beta == 0.f || !refuses_accumulate (cs))
-      return cudnn_failed (
-          cs, "cudnnConvolutionBackwardData", shape, why, why_size);
+      return cudnn_failed (cs, backward_data.run_name, shape, why, why_size);
     status = refuse_accumulate (cudnn, plan, why, why_size);
     if (status != GT_OK)
       return status;
   }
-  CUDNN_TRY (cudnnConvolutionBackwardData (cudnn->handle, &one, plan->w_desc, w,
-      plan->y_desc, dy, plan->data_desc, plan->data_algo, cudnn->workspace,
-      cudnn->workspace_bytes, &zero, plan->x_desc, cudnn->scratch));
+  cs = run (cudnn, plan, backward_data, w, dy, 0.f, cudnn->scratch);
+  if (cs != CUDNN_STATUS_SUCCESS)
+    return cudnn_failed (cs, backward_data.run_name, shape, why, why_size);
   err = gt_cuda_accumulate (
       cudnn->dtype, dx, cudnn->scratch, input_values (shape), cudnn->stream);
   if (err != cudaSuccess) {
@@ -794,15 +808,5 @@ int
 gt_cudnn_backward_filter (GtCudnn *cudnn, const GtConvShape *shape,
     const void *x, const void *dy, void *dw, char *why, size_t why_size)
 {
-  const float one = 1.f, zero = 0.f;
-  ConvPlan *plan;
-  int status = get_plan (
-      cudnn, shape, 0, NULL, NULL, NULL, NULL, NULL, &plan, why, why_size);
-
-  if (status != GT_OK)
-    return status;
-  CUDNN_TRY (cudnnConvolutionBackwardFilter (cudnn->handle, &one, plan->x_desc,
-      x, plan->y_desc, dy, plan->filter_desc, plan->filter_algo,
-      cudnn->workspace, cudnn->workspace_bytes, &zero, plan->w_desc, dw));
-  return GT_OK;
+  return run_pass (cudnn, shape, backward_filter, x, dy, dw, why, why_size);
 }
