@@ -94,27 +94,9 @@ unset GST_DEBUG GST_TRACERS GST_PLUGIN_PATH_1_0 || true
 
 # --- nginx over the shards -------------------------------------------------------
 NG=$OUT/nginx
-rm -rf "$NG"; mkdir -p "$NG/tmp"
+rm -rf "$NG"
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$NG/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $NG/nginx.pid;
-error_log $NG/error.log;
-events { worker_connections 64; }
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path $NG/tmp;
-  proxy_temp_path $NG/tmp;
-  fastcgi_temp_path $NG/tmp;
-  uwsgi_temp_path $NG/tmp;
-  scgi_temp_path $NG/tmp;
-  server { listen 127.0.0.1:$PORT; root $SHARDS; }
-}
-CONF
-"$NGINX" -e "$NG/error.log" -p "$NG" -c "$NG/nginx.conf" &
+"$ROOT/bench/echo-http-server.sh" "$SHARDS" "$PORT" "$NG" &
 NGINX_PID=$!
 trap 'kill "$NGINX_PID" 2>/dev/null || true' EXIT
 "$PY" -c 'import socket, sys, time
