@@ -1,9 +1,9 @@
 /* gst-train.c: runs a training pipeline and shows how it is doing.
  *
  *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] [--resume CKPT]
- *             LAUNCH-LINE...
+ *             [--tensorboard DIR] LAUNCH-LINE...
  *   gst-train [--dot-dir DIR] [--summary FILE] [--quiet] [--resume CKPT]
- *             -f FILE.pipeline
+ *             [--tensorboard DIR] -f FILE.pipeline
  *
  * A small GLib application on the GStreamer API, written to be read by
  * those who embed gst-train in their own programs: it finds its own plugins
