@@ -424,12 +424,20 @@ fixture_cond_wait (
 }
 
 void
-fixture_stop_mid_stream (const gchar *launch, GstState stop_state, guint rounds)
+fixture_stop_mid_stream (
+    GstState stop_state, guint rounds, const gchar *format, ...)
 {
-  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  va_list args;
+  gchar *launch;
+  GstElement *pipeline;
   guint i;
 
+  va_start (args, format);
+  launch = g_strdup_vprintf (format, args);
+  va_end (args);
+  pipeline = gst_parse_launch (launch, NULL);
   fail_unless (pipeline != NULL, "could not parse \"%s\"", launch);
+  g_free (launch);
   for (i = 0; i < rounds; i++) {
     fixture_play_until_flowing (pipeline);
     fail_unless (gst_element_set_state (pipeline, stop_state)

@@ -126,11 +126,12 @@ gint64 fixture_deadline (guint seconds);
 void fixture_cond_wait (
     GCond *cond, GMutex *lock, gint64 deadline, const gchar *what);
 
-/* Parses @launch, then @rounds times plays it until data flows and sets it
- * to @stop_state (READY or NULL), each change a success; then to NULL.
- * Stopping mid-stream, threads busy, must be clean. */
-void fixture_stop_mid_stream (
-    const gchar *launch, GstState stop_state, guint rounds);
+/* Parses the launch line that @format and what follows make, then @rounds
+ * times plays it until data flows and sets it to @stop_state (READY or
+ * NULL), each change a success; then to NULL. Stopping mid-stream, threads
+ * busy, must be clean. */
+void fixture_stop_mid_stream (GstState stop_state, guint rounds,
+    const gchar *format, ...) G_GNUC_PRINTF (3, 4);
 
 /* The data elements' shared pool (train-pool.h) as the "train" plugin that
  * this process loaded sees it, loading the plugin if need be: the plugin

@@ -2,6 +2,8 @@
 /* meta.c: the public sample-metadata library on its own. */
 #include <gst/check/gstcheck.h>
 
+#include "check-main.h"
+
 #include "train-meta.h"
 
 GST_START_TEST (test_sample_meta_survives_copies)
@@ -104,17 +106,9 @@ GST_START_TEST (test_dataset_info_round_trip)
 
 GST_END_TEST;
 
-static Suite *
-meta_suite (void)
-{
-  Suite *s = suite_create ("meta");
-  TCase *tc = tcase_create ("general");
+#define META_TESTS(test)                                                       \
+  test (test_sample_meta_survives_copies);                                     \
+  test (test_batch_meta_counts_fresh_images);                                  \
+  test (test_dataset_info_round_trip);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_sample_meta_survives_copies);
-  tcase_add_test (tc, test_batch_meta_counts_fresh_images);
-  tcase_add_test (tc, test_dataset_info_round_trip);
-  return s;
-}
-
-GST_CHECK_MAIN (meta);
+CHECK_MAIN (meta, "meta", META_TESTS);

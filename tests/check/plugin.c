@@ -3,6 +3,8 @@
  * registered, described, with a debug category, and every property of ours
  * with a real blurb. */
 #include <gst/check/gstcheck.h>
+
+#include "check-main.h"
 #include <string.h>
 
 static const gchar *elements[] = { "datasetsrc", "imagedec", "augment", "echo",
@@ -71,15 +73,6 @@ GST_START_TEST (test_every_element_is_documented)
 
 GST_END_TEST;
 
-static Suite *
-plugin_suite (void)
-{
-  Suite *s = suite_create ("plugin");
-  TCase *tc = tcase_create ("general");
+#define PLUGIN_TESTS(test) test (test_every_element_is_documented);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_every_element_is_documented);
-  return s;
-}
-
-GST_CHECK_MAIN (plugin);
+CHECK_MAIN (plugin, "plugin", PLUGIN_TESTS);

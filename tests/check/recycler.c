@@ -2,6 +2,8 @@
 /* recycler.c: the memory recycler that imagedec's output comes from. */
 #include <gst/check/gstcheck.h>
 
+#include "check-main.h"
+
 #include "memory-recycler.h"
 
 static guint8 *
@@ -74,17 +76,9 @@ GST_START_TEST (test_buffers_outlive_the_recycler)
 
 GST_END_TEST;
 
-static Suite *
-recycler_suite (void)
-{
-  Suite *s = suite_create ("recycler");
-  TCase *tc = tcase_create ("general");
+#define RECYCLER_TESTS(test)                                                   \
+  test (test_returned_block_is_reused);                                        \
+  test (test_blocks_follow_the_largest_size);                                  \
+  test (test_buffers_outlive_the_recycler);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_returned_block_is_reused);
-  tcase_add_test (tc, test_blocks_follow_the_largest_size);
-  tcase_add_test (tc, test_buffers_outlive_the_recycler);
-  return s;
-}
-
-GST_CHECK_MAIN (recycler);
+CHECK_MAIN (recycler, "recycler", RECYCLER_TESTS);

@@ -6,6 +6,8 @@
  * files in tests/integration/tensorboard.sh. */
 #include <gst/check/gstcheck.h>
 
+#include "check-main.h"
+
 #include "tb-writer.h"
 
 #include <glib/gstdio.h>
@@ -264,19 +266,11 @@ GST_START_TEST (test_failed_write_leaves_whole_records)
 
 GST_END_TEST;
 
-static Suite *
-tb_writer_suite (void)
-{
-  Suite *s = suite_create ("tb-writer");
-  TCase *tc = tcase_create ("general");
+#define TB_WRITER_TESTS(test)                                                  \
+  test (test_crc32c_check_value);                                              \
+  test (test_events_as_tensorboard_reads_them);                                \
+  test (test_file_name_sorts_after_the_folder_s_files);                        \
+  test (test_folder_that_cannot_be_made_is_named);                             \
+  test (test_failed_write_leaves_whole_records);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_crc32c_check_value);
-  tcase_add_test (tc, test_events_as_tensorboard_reads_them);
-  tcase_add_test (tc, test_file_name_sorts_after_the_folder_s_files);
-  tcase_add_test (tc, test_folder_that_cannot_be_made_is_named);
-  tcase_add_test (tc, test_failed_write_leaves_whole_records);
-  return s;
-}
-
-GST_CHECK_MAIN (tb_writer);
+CHECK_MAIN (tb_writer, "tb-writer", TB_WRITER_TESTS);

@@ -259,7 +259,7 @@ typedef struct
   GstBufferPool parent;
   GMutex lock;
   GHashTable *memories;
-  guint allocated;
+  gint allocated; /* atomic */
 } TestPool;
 typedef GstBufferPoolClass TestPoolClass;
 
@@ -280,8 +280,8 @@ test_pool_alloc_buffer (
   g_mutex_lock (&self->lock);
   for (i = 0; i < gst_buffer_n_memory (*buffer); i++)
     g_hash_table_add (self->memories, gst_buffer_peek_memory (*buffer, i));
-  self->allocated++;
   g_mutex_unlock (&self->lock);
+  g_atomic_int_inc (&self->allocated);
   return GST_FLOW_OK;
 }
 
@@ -332,12 +332,7 @@ test_pool_made (TestPool *pool, GstMemory *memory)
 static guint
 test_pool_allocated (TestPool *pool)
 {
-  guint allocated;
-
-  g_mutex_lock (&pool->lock);
-  allocated = pool->allocated;
-  g_mutex_unlock (&pool->lock);
-  return allocated;
+  return (guint)g_atomic_int_get (&pool->allocated);
 }
 
 static TestPool *answer_pool;
@@ -593,16 +588,15 @@ GST_END_TEST;
 GST_START_TEST (test_stop_while_batches_fill_the_pool)
 {
   gchar *root = write_pool_tree (6, 2);
-  gchar *launch;
+  GstState stop_states[] = { GST_STATE_READY, GST_STATE_NULL };
+  guint rounds[] = { 3, 2 }, i;
 
-  launch = g_strdup_printf (
-      "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec ! "
-      "batcher batch-size=2 ! queue ! identity sleep-time=20000 ! "
-      "echo factor=2 shuffle-buffer-size=2 ! testpoolsink",
-      root);
-  fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
-  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
-  g_free (launch);
+  for (i = 0; i < G_N_ELEMENTS (stop_states); i++)
+    fixture_stop_mid_stream (stop_states[i], rounds[i],
+        "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec ! batcher "
+        "batch-size=2 ! queue ! identity sleep-time=20000 ! echo factor=2 "
+        "shuffle-buffer-size=2 ! testpoolsink",
+        root);
   fixture_remove_tree (root);
   g_free (root);
 }

@@ -758,16 +758,14 @@ GST_START_TEST (test_stop_mid_stream)
 {
   gchar *dir = fixture_make_temp_dir ();
   gchar *location = shard_pattern (dir, 3);
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
-                                   "num-classes=10 ! fakesink",
-      location);
 
   write_shards (dir, 3, 5);
-  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  fixture_stop_mid_stream (GST_STATE_NULL, 2,
+      "datasetsrc location=\"%s\" num-epochs=-1 num-classes=10 ! fakesink",
+      location);
   fixture_remove_tree (dir);
   g_free (dir);
   g_free (location);
-  g_free (launch);
 }
 
 GST_END_TEST;

@@ -483,13 +483,10 @@ GST_END_TEST;
 GST_START_TEST (test_stop_mid_stream)
 {
   gchar *root = make_tree ();
-  gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
-                                   "n-threads=3 ! fakesink",
-      root);
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
-  fixture_stop_mid_stream (launch, GST_STATE_NULL, 1);
-  g_free (launch);
+  fixture_stop_mid_stream (GST_STATE_NULL, 1,
+      "datasetsrc location=\"%s\" num-epochs=-1 n-threads=3 ! fakesink", root);
   fixture_remove_tree (root);
   g_free (root);
 }

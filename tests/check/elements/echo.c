@@ -761,19 +761,19 @@ GST_START_TEST (test_state_changes)
 {
   /* Twice PLAYING and back to READY while data flows (and, with a slow
    * sink, while upstream waits for room). */
-  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
-                           "filltype=nothing ! echo shuffle-buffer-size=32 ! "
-                           "fakesink sync=false",
-      GST_STATE_READY, 2);
-  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
-                           "filltype=nothing ! echo mode=adaptive "
-                           "shuffle-buffer-size=32 ! fakesink sync=false",
-      GST_STATE_READY, 2);
-  fixture_stop_mid_stream ("fakesrc sizetype=fixed sizemax=64 "
-                           "filltype=nothing ! echo mode=adaptive "
-                           "shuffle-buffer-size=4 ! identity sleep-time=1000 ! "
-                           "fakesink sync=false",
-      GST_STATE_READY, 2);
+  fixture_stop_mid_stream (GST_STATE_READY, 2,
+      "fakesrc sizetype=fixed sizemax=64 "
+      "filltype=nothing ! echo shuffle-buffer-size=32 ! "
+      "fakesink sync=false");
+  fixture_stop_mid_stream (GST_STATE_READY, 2,
+      "fakesrc sizetype=fixed sizemax=64 "
+      "filltype=nothing ! echo mode=adaptive "
+      "shuffle-buffer-size=32 ! fakesink sync=false");
+  fixture_stop_mid_stream (GST_STATE_READY, 2,
+      "fakesrc sizetype=fixed sizemax=64 "
+      "filltype=nothing ! echo mode=adaptive "
+      "shuffle-buffer-size=4 ! identity sleep-time=1000 ! "
+      "fakesink sync=false");
 }
 
 GST_END_TEST;

@@ -5,6 +5,7 @@
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fixtures.h"
@@ -194,53 +195,67 @@ GST_START_TEST (test_order_and_caps_with_mixed_sizes)
 
 GST_END_TEST;
 
+/* The scale imagedec should pick for a min-short-side. */
+typedef struct
+{
+  guint min_short_side;
+  const gchar *scale; /* "M/N" */
+} ScalePick;
+
 GST_START_TEST (test_min_short_side_picks_scale)
 {
   gchar *root = fixture_make_temp_dir ();
   gchar *path = g_build_filename (root, "c", "big.jpg", NULL);
-  struct
+  /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180,
+   * 1/2 gives 240, 7/8 gives 420. */
+  const ScalePick all[] = {
+    { 100, "1/4" },
+    { 120, "1/4" },
+    { 121, "3/8" },
+    { 60, "1/8" },
+    { 400, "7/8" },
+    { 480, "1/1" },
+    { 1000, "1/1" },
+  };
+  /* The default keeps to the fast scales 1/8, 1/4, 1/2, 1. */
+  const ScalePick fast[] = {
+    { 121, "1/2" },
+    { 60, "1/8" },
+    { 240, "1/2" },
+    { 241, "1/1" },
+    { 1000, "1/1" },
+  };
+  const struct
   {
     const gchar *scales;
-    guint min_short_side;
-    const gchar *scale;
-    gint width, height;
-  } cases[] = {
-    /* 640x480: 1/8 gives a short side of 60, 1/4 gives 120, 3/8 gives 180,
-     * 1/2 gives 240, 7/8 gives 420. */
-    { "all", 100, "1/4", 160, 120 },
-    { "all", 120, "1/4", 160, 120 },
-    { "all", 121, "3/8", 240, 180 },
-    { "all", 60, "1/8", 80, 60 },
-    { "all", 400, "7/8", 560, 420 },
-    { "all", 480, "1/1", 640, 480 },
-    { "all", 1000, "1/1", 640, 480 },
-    /* The default keeps to the fast scales 1/8, 1/4, 1/2, 1. */
-    { "fast", 121, "1/2", 320, 240 },
-    { "fast", 60, "1/8", 80, 60 },
-    { "fast", 240, "1/2", 320, 240 },
-    { "fast", 241, "1/1", 640, 480 },
-    { "fast", 1000, "1/1", 640, 480 },
-  };
-  guint i;
+    const ScalePick *picks;
+    guint n_picks;
+  } modes[] = { { "all", all, G_N_ELEMENTS (all) },
+    { "fast", fast, G_N_ELEMENTS (fast) } };
+  guint m, i;
 
   fixture_write_jpeg (path, 640, 480, 5);
-  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
-    gchar *props = g_strdup_printf ("n-threads=1 min-short-side=%u scales=%s",
-        cases[i].min_short_side, cases[i].scales);
-    RunResult *r = run_dec (root, "", props, NULL);
-    gint w = 0, h = 0;
-    guint8 *want = fixture_djpeg_rgb (path, cases[i].scale, &w, &h);
+  for (m = 0; m < G_N_ELEMENTS (modes); m++)
+    for (i = 0; i < modes[m].n_picks; i++) {
+      const ScalePick *pick = &modes[m].picks[i];
+      gchar *props = g_strdup_printf ("n-threads=1 min-short-side=%u scales=%s",
+          pick->min_short_side, modes[m].scales);
+      RunResult *r = run_dec (root, "", props, NULL);
+      gint w = 0, h = 0, num = 0, den = 1;
+      guint8 *want = fixture_djpeg_rgb (path, pick->scale, &w, &h);
 
-    fail_unless (r->error == NULL, "%s", r->error);
-    fail_unless_equals_int (r->samples->len, 1);
-    fail_unless (want != NULL);
-    fail_unless_equals_int (w, cases[i].width);
-    fail_unless_equals_int (h, cases[i].height);
-    assert_rgb_equals (run_result_sample (r, 0), want, w, h, props);
-    g_free (want);
-    g_free (props);
-    run_result_free (r);
-  }
+      fail_unless (r->error == NULL, "%s", r->error);
+      fail_unless_equals_int (r->samples->len, 1);
+      fail_unless (want != NULL);
+      /* djpeg's decode is 640x480 at that scale */
+      fail_unless_equals_int (sscanf (pick->scale, "%d/%d", &num, &den), 2);
+      fail_unless_equals_int (w, 640 * num / den);
+      fail_unless_equals_int (h, 480 * num / den);
+      assert_rgb_equals (run_result_sample (r, 0), want, w, h, props);
+      g_free (want);
+      g_free (props);
+      run_result_free (r);
+    }
   fixture_remove_tree (root);
   g_free (root);
   g_free (path);
@@ -521,7 +536,6 @@ GST_END_TEST;
 GST_START_TEST (test_stop_while_decoding)
 {
   gchar *root = fixture_make_temp_dir ();
-  gchar *launch;
   guint i;
 
   for (i = 0; i < 8; i++) {
@@ -534,11 +548,10 @@ GST_START_TEST (test_stop_while_decoding)
   }
   /* An endless stream, four decoder threads, stopped from PLAYING; and it
    * starts again from NULL. */
-  launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 ! "
-                            "imagedec n-threads=4 ! fakesink",
+  fixture_stop_mid_stream (GST_STATE_NULL, 2,
+      "datasetsrc location=\"%s\" num-epochs=-1 ! imagedec n-threads=4 ! "
+      "fakesink",
       root);
-  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
-  g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
 }

@@ -419,8 +419,8 @@ GST_START_TEST (test_stop_mid_stream_with_tasks_in_flight)
   gchar *launch = many_elements_launch (root, -1);
 
   g_setenv ("GST_TRAIN_THREADS", "3", TRUE);
-  fixture_stop_mid_stream (launch, GST_STATE_READY, 3);
-  fixture_stop_mid_stream (launch, GST_STATE_NULL, 2);
+  fixture_stop_mid_stream (GST_STATE_READY, 3, "%s", launch);
+  fixture_stop_mid_stream (GST_STATE_NULL, 2, "%s", launch);
   g_unsetenv ("GST_TRAIN_THREADS");
   fail_unless_equals_int (fixture_pool_n_workers (), 0);
   g_free (launch);
