@@ -754,6 +754,74 @@ GST_START_TEST (test_errors_name_the_cause)
 
 GST_END_TEST;
 
+/* shard-index not below num-shards, whatever the location (an ImageFolder,
+ * a list file, shards): datasetsrc does not start (the state change fails)
+ * and its error names both numbers. */
+GST_START_TEST (test_shard_index_out_of_range)
+{
+  gchar *dir = fixture_make_temp_dir ();
+  gchar *tree = g_build_filename (dir, "tree", NULL);
+  gchar *image = g_build_filename (tree, "a", "x.jpg", NULL);
+  gchar *list = g_build_filename (dir, "list.txt", NULL);
+  gchar *shards = shard_pattern (dir, 2);
+  /* shards need num-classes, which the other two find themselves */
+  const struct
+  {
+    const gchar *location;
+    guint num_classes;
+  } locations[] = { { tree, 0 }, { list, 0 }, { shards, NUM_CLASSES } };
+  const guint index_and_count[][2] = { { 2, 2 }, { 7, 3 }, { 1, 1 } };
+  guint l, c;
+
+  write_shards (dir, 2, 2);
+  fixture_write_jpeg (image, 8, 8, 1);
+  fixture_write_file (list, (const guint8 *)"tree/a/x.jpg\t0\n", 15);
+  for (l = 0; l < G_N_ELEMENTS (locations); l++)
+    for (c = 0; c < G_N_ELEMENTS (index_and_count); c++) {
+      guint index = index_and_count[c][0], count = index_and_count[c][1];
+      GstElement *pipeline = gst_parse_launch_full ("datasetsrc name=src ! "
+                                                    "fakesink",
+          NULL, GST_PARSE_FLAG_FATAL_ERRORS, NULL);
+      GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+      GstBus *bus = gst_element_get_bus (pipeline);
+      gchar *want = g_strdup_printf (
+          "shard-index %u is out of range for num-shards %u.", index, count);
+      GstMessage *message;
+      GError *error = NULL;
+
+      g_object_set (src, "location", locations[l].location, "shard-index",
+          index, "num-shards", count, "num-classes", locations[l].num_classes,
+          NULL);
+      fail_unless_equals_int (
+          gst_element_set_state (pipeline, GST_STATE_PAUSED),
+          GST_STATE_CHANGE_FAILURE);
+      message = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+      fail_unless (message != NULL, "no error for %s", locations[l].location);
+      fail_unless (GST_MESSAGE_SRC (message) == GST_OBJECT (src));
+      gst_message_parse_error (message, &error, NULL);
+      fail_unless (g_error_matches (
+                       error, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS),
+          "%s", error->message);
+      fail_unless_equals_string (error->message, want);
+      g_error_free (error);
+      gst_message_unref (message);
+      gst_element_set_state (pipeline, GST_STATE_NULL);
+      g_free (want);
+      gst_object_unref (bus);
+      gst_object_unref (src);
+      gst_object_unref (pipeline);
+    }
+
+  fixture_remove_tree (dir);
+  g_free (dir);
+  g_free (tree);
+  g_free (image);
+  g_free (list);
+  g_free (shards);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_stop_mid_stream)
 {
   gchar *dir = fixture_make_temp_dir ();
@@ -787,6 +855,7 @@ datasetsrc_shards_suite (void)
   tcase_add_test (tc, test_truncated_shard);
   tcase_add_test (tc, test_start_position);
   tcase_add_test (tc, test_errors_name_the_cause);
+  tcase_add_test (tc, test_shard_index_out_of_range);
   tcase_add_test (tc, test_stop_mid_stream);
   return s;
 }
