@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static const GtCudaModule *loaded_module;
-static char load_error[2560];
-
-#ifdef GT_HAVE_CUDA_MODULE
 /* The module was built from these headers. */
 static int
 module_fits (const void *table)
@@ -32,37 +27,25 @@ module_fits (const void *table)
       && module->device_info_size == sizeof (GtCudaDeviceInfo);
 }
 
-static const GtModuleInfo module_info = {
-  .env_var = "GT_CUDA_MODULE",
-  .file_name = GT_CUDA_MODULE_FILE,
-  .what = "the CUDA backend",
-  .module = "the CUDA backend module",
-  .symbol = GT_CUDA_MODULE_SYMBOL,
-  .abi = GT_CUDA_MODULE_ABI,
-  .fits = module_fits,
-};
-#endif
+/* GT_CUDA_MODULE_FILE is NULL in a build without the module (meson.build) */
+static GtModule backend_module = GT_MODULE_INIT ("GT_CUDA_MODULE",
+    GT_CUDA_MODULE_FILE, "the CUDA backend", "the CUDA backend module",
+    GT_CUDA_MODULE_SYMBOL, GT_CUDA_MODULE_ABI, module_fits,
+    "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "
+    "or cuBLAS at build time)");
 
-static void
-load_module (void)
-{
-#ifdef GT_HAVE_CUDA_MODULE
-  loaded_module =
-      gt_module_load (&module_info, load_error, sizeof (load_error));
-#else
-  snprintf (load_error, sizeof (load_error),
-      "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "
-      "or cuBLAS at build time)");
-#endif
-}
-
+/* The module, loaded by the first call. */
 static const GtCudaModule *
 cuda_module (char *why, size_t why_size)
 {
-  pthread_once (&load_once, load_module);
-  if (loaded_module == NULL && why != NULL && why_size > 0)
-    snprintf (why, why_size, "%s", load_error);
-  return loaded_module;
+  return gt_module_get (&backend_module, why, why_size);
+}
+
+/* The module, which a pinned block or a usable device says is loaded. */
+static const GtCudaModule *
+loaded_module (void)
+{
+  return backend_module.table;
 }
 
 const GtBackendOps *
@@ -141,7 +124,7 @@ gt_host_alloc (size_t size, int gpu_id, int *pinned)
   if (size > SIZE_MAX - HOST_ALIGN)
     return NULL;
   if (gpu_id >= 0 && gpu_id < host_device_count ()
-      && (block = loaded_module->host_alloc (size + HOST_ALIGN, gpu_id))) {
+      && (block = loaded_module ()->host_alloc (size + HOST_ALIGN, gpu_id))) {
     *(uint32_t *)block = HOST_MAGIC_PINNED;
   } else if (posix_memalign ((void **)&block, HOST_ALIGN, size + HOST_ALIGN)
       == 0) {
@@ -162,8 +145,8 @@ gt_host_free (void *memory)
   if (memory == NULL)
     return;
   block = (unsigned char *)memory - HOST_ALIGN;
-  if (*(uint32_t *)block == HOST_MAGIC_PINNED && loaded_module != NULL)
-    loaded_module->host_free (block);
+  if (*(uint32_t *)block == HOST_MAGIC_PINNED && loaded_module () != NULL)
+    loaded_module ()->host_free (block);
   else
     free (block);
 }

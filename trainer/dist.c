@@ -8,39 +8,23 @@
 #include "module-loader.h"
 #include "trainer-private.h"
 
-#include <pthread.h>
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The MPI module (mpi-module.h), opened by the first gt_comm_new. */
-static pthread_once_t mpi_once = PTHREAD_ONCE_INIT;
-static const GtMpiModule *mpi;
-static char mpi_error[1280];
+static GtModule mpi_module =
+    GT_MODULE_INIT ("GT_MPI_MODULE", GT_MPI_MODULE_FILE, "the MPI module",
+        "the MPI module", GT_MPI_MODULE_SYMBOL, GT_MPI_MODULE_ABI, NULL,
+        "this build has no MPI (rebuild with libopenmpi-dev installed, meson "
+        "-Dmpi=enabled)");
 
-#ifdef GT_HAVE_MPI_MODULE
-static const GtModuleInfo mpi_module_info = {
-  .env_var = "GT_MPI_MODULE",
-  .file_name = GT_MPI_MODULE_FILE,
-  .what = "the MPI module",
-  .module = "the MPI module",
-  .symbol = GT_MPI_MODULE_SYMBOL,
-  .abi = GT_MPI_MODULE_ABI,
-};
-#endif
-
-static void
-load_mpi_module (void)
+/* The module's table: a communicator exists only once it is loaded. */
+static const GtMpiModule *
+mpi (void)
 {
-#ifdef GT_HAVE_MPI_MODULE
-  mpi = gt_module_load (&mpi_module_info, mpi_error, sizeof (mpi_error));
-#else
-  snprintf (mpi_error, sizeof (mpi_error),
-      "this build has no MPI (rebuild with libopenmpi-dev installed, meson "
-      "-Dmpi=enabled)");
-#endif
+  return mpi_module.table;
 }
 
 int
@@ -56,12 +40,9 @@ gt_dist_built (void)
 GtComm *
 gt_comm_new (char *why, size_t why_size)
 {
-  pthread_once (&mpi_once, load_mpi_module);
-  if (mpi == NULL) {
-    snprintf (why, why_size, "%s", mpi_error);
-    return NULL;
-  }
-  return mpi->comm_new (why, why_size);
+  const GtMpiModule *loaded = gt_module_get (&mpi_module, why, why_size);
+
+  return loaded ? loaded->comm_new (why, why_size) : NULL;
 }
 
 /* A communicator exists only once the module is loaded. */
@@ -69,31 +50,31 @@ void
 gt_comm_free (GtComm *comm)
 {
   if (comm != NULL)
-    mpi->comm_free (comm);
+    mpi ()->comm_free (comm);
 }
 
 int
 gt_comm_rank (const GtComm *comm)
 {
-  return comm ? mpi->rank (comm) : 0;
+  return comm ? mpi ()->rank (comm) : 0;
 }
 
 int
 gt_comm_size (const GtComm *comm)
 {
-  return comm ? mpi->size (comm) : 1;
+  return comm ? mpi ()->size (comm) : 1;
 }
 
 int
 gt_comm_local_rank (const GtComm *comm)
 {
-  return comm ? mpi->local_rank (comm) : 0;
+  return comm ? mpi ()->local_rank (comm) : 0;
 }
 
 int
 gt_comm_local_size (const GtComm *comm)
 {
-  return comm ? mpi->local_size (comm) : 1;
+  return comm ? mpi ()->local_size (comm) : 1;
 }
 
 int
@@ -104,7 +85,7 @@ gt_comm_allreduce (GtComm *comm, void *values, size_t count, GtCommType type,
     snprintf (why, why_size, "no communicator");
     return -1;
   }
-  return mpi->allreduce (comm, values, count, type, op, why, why_size);
+  return mpi ()->allreduce (comm, values, count, type, op, why, why_size);
 }
 
 int
@@ -115,37 +96,37 @@ gt_comm_broadcast (GtComm *comm, void *data, size_t bytes, int root, char *why,
     snprintf (why, why_size, "no communicator");
     return -1;
   }
-  return mpi->broadcast (comm, data, bytes, root, why, why_size);
+  return mpi ()->broadcast (comm, data, bytes, root, why, why_size);
 }
 
 void
 gt_comm_abort (GtComm *comm, int code, const char *message)
 {
-  if (comm == NULL || mpi == NULL) {
+  if (comm == NULL || mpi () == NULL) {
     gt_log (NULL, GT_LOG_ERROR, "%s", message);
     exit (code);
   }
-  mpi->abort (comm, code, message);
+  mpi ()->abort (comm, code, message);
 }
 
 void
 gt_comm_set_timeout (GtComm *comm, double seconds)
 {
   if (comm != NULL)
-    mpi->set_timeout (comm, seconds);
+    mpi ()->set_timeout (comm, seconds);
 }
 
 double
 gt_comm_timeout (const GtComm *comm)
 {
-  return comm ? mpi->timeout (comm) : 0;
+  return comm ? mpi ()->timeout (comm) : 0;
 }
 
 void
 gt_comm_set_activity (GtComm *comm, const char *what, int64_t step)
 {
   if (comm != NULL)
-    mpi->set_activity (comm, what, step);
+    mpi ()->set_activity (comm, what, step);
 }
 
 int
@@ -155,26 +136,26 @@ gt_comm_gave_up (GtComm *comm, char *why, size_t why_size)
     snprintf (why, why_size, "no communicator");
     return GT_ERROR_INVALID;
   }
-  return mpi->gave_up (comm, why, why_size);
+  return mpi ()->gave_up (comm, why, why_size);
 }
 
 int
 gt_comm_timed_out (const GtComm *comm)
 {
-  return comm ? mpi->timed_out (comm) : 0;
+  return comm ? mpi ()->timed_out (comm) : 0;
 }
 
 /* Only trainers with a communicator call these: the module is loaded. */
 void
 gt_dist_trainer_joined (void)
 {
-  mpi->trainer_joined ();
+  mpi ()->trainer_joined ();
 }
 
 void
 gt_dist_trainer_left (void)
 {
-  mpi->trainer_left ();
+  mpi ()->trainer_left ();
 }
 
 /* ---- the steps (backend.h) ---- */

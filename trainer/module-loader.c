@@ -43,10 +43,15 @@ gt_module_open_file (const char *env_var, const char *path, const char *what,
 const void *
 gt_module_load (const GtModuleInfo *info, char *why, size_t why_size)
 {
-  void *handle = gt_module_open (
-      info->env_var, info->file_name, info->what, why, why_size);
+  void *handle;
   const int *table;
 
+  if (info->file_name == NULL) {
+    snprintf (why, why_size, "%s", info->unbuilt);
+    return NULL;
+  }
+  handle = gt_module_open (
+      info->env_var, info->file_name, info->what, why, why_size);
   if (handle == NULL)
     return NULL;
   table = dlsym (handle, info->symbol);
@@ -58,6 +63,24 @@ gt_module_load (const GtModuleInfo *info, char *why, size_t why_size)
     dlclose (handle);
     return NULL;
   }
+  return table;
+}
+
+const void *
+gt_module_get (GtModule *module, char *why, size_t why_size)
+{
+  const void *table;
+
+  pthread_mutex_lock (&module->lock);
+  if (!module->tried) {
+    module->tried = 1;
+    module->table =
+        gt_module_load (&module->info, module->error, sizeof (module->error));
+  }
+  table = module->table;
+  if (table == NULL && why != NULL && why_size > 0)
+    snprintf (why, why_size, "%s", module->error);
+  pthread_mutex_unlock (&module->lock);
   return table;
 }
 

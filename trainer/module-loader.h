@@ -11,6 +11,7 @@
 #ifndef GT_MODULE_LOADER_H
 #define GT_MODULE_LOADER_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 /* dlopen()s module @file_name, or the file in @env_var when set. Returns
@@ -31,14 +32,38 @@ typedef struct
   int abi;               /* an int that must be this */
   /* when not NULL: 1 when the table fits this build (its sizes) */
   int (*fits) (const void *table);
+  /* a build without the module has no file_name (NULL): this says why */
+  const char *unbuilt;
 } GtModuleInfo;
 
 /* Opens the module @info describes (gt_module_open) and returns its table,
  * kept open for the life of the process; NULL with the reason in @why when
- * it cannot be opened, or when its table is missing or does not fit ("the
- * module FILE is from another build of gst-train"). */
+ * this build has no such module (@info's unbuilt), when it cannot be
+ * opened, or when its table is missing or does not fit ("the module FILE
+ * is from another build of gst-train"). */
 const void *gt_module_load (
     const GtModuleInfo *info, char *why, size_t why_size);
+
+/* A module opened when it is first wanted (gt_module_get), once for the
+ * process, and what came of it. */
+typedef struct
+{
+  GtModuleInfo info;
+  pthread_mutex_t lock;
+  int tried;
+  const void *table; /* its table, once it is open */
+  char error[2560];  /* else why it is not */
+} GtModule;
+
+/* A GtModule described by GtModuleInfo's fields, in order. */
+#define GT_MODULE_INIT(...)                                                    \
+  {                                                                            \
+    { __VA_ARGS__ }, PTHREAD_MUTEX_INITIALIZER, 0, NULL, ""                    \
+  }
+
+/* @module's table, opened by the first call (gt_module_load); NULL with
+ * the reason in @why (when not NULL), the same on every call. */
+const void *gt_module_get (GtModule *module, char *why, size_t why_size);
 
 /* dlopen()s @path, which @env_var named (for a library opened by file, as
  * the CUDA module opens NCCL): the handle, or NULL with the reason in @why,
