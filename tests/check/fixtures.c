@@ -191,6 +191,49 @@ fixture_remove_tree (const gchar *path)
         NULL, NULL);
 }
 
+static gchar *scratch;
+static GPtrArray *scratch_strings;
+
+const gchar *
+fixture_scratch (void)
+{
+  if (scratch == NULL) {
+    scratch = fixture_make_temp_dir ();
+    scratch_strings = g_ptr_array_new_with_free_func (g_free);
+  }
+  return scratch;
+}
+
+const gchar *
+fixture_scratch_own (gchar *string)
+{
+  fixture_scratch ();
+  g_ptr_array_add (scratch_strings, string);
+  return string;
+}
+
+const gchar *
+fixture_scratch_path (const gchar *first_element, ...)
+{
+  va_list args;
+  gchar *rest, *path;
+
+  va_start (args, first_element);
+  rest = g_build_filename_valist (first_element, &args);
+  va_end (args);
+  path = g_build_filename (fixture_scratch (), rest, NULL);
+  g_free (rest);
+  return fixture_scratch_own (path);
+}
+
+void
+fixture_scratch_teardown (void)
+{
+  fixture_remove_tree (scratch);
+  g_clear_pointer (&scratch, g_free);
+  g_clear_pointer (&scratch_strings, g_ptr_array_unref);
+}
+
 /* Parses a binary PGM or PPM; returns RGB. */
 static guint8 *
 parse_pnm (const guint8 *data, gsize size, gint *width, gint *height)

@@ -73,6 +73,23 @@ void fixture_set_launcher (gint rank, gint size);
 gchar *fixture_make_temp_dir (void);
 void fixture_remove_tree (const gchar *path);
 
+/* The running test's scratch folder: a temporary folder, made on first
+ * use, that fixture_scratch_teardown() removes with all it holds. A test
+ * case whose tests use it registers that as its checked fixture's teardown
+ * (tcase_add_checked_fixture (tc, NULL, fixture_scratch_teardown)), so that
+ * a test that fails leaves nothing behind either. */
+const gchar *fixture_scratch (void);
+
+/* The path of the elements given (as g_build_filename() takes them) inside
+ * fixture_scratch(); the scratch owns it. */
+const gchar *fixture_scratch_path (
+    const gchar *first_element, ...) G_GNUC_NULL_TERMINATED;
+
+/* Hands @string to the scratch, which frees it at teardown; returns it. */
+const gchar *fixture_scratch_own (gchar *string);
+
+void fixture_scratch_teardown (void);
+
 /* libjpeg-turbo's own decode of @path to packed RGB (djpeg -ppm, with
  * "-scale M/N" when @scale is not NULL), width x height x 3 bytes; gray files
  * are expanded to R = G = B. NULL if djpeg fails. */

@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "check-main.h"
 #include "fixtures.h"
 #include "shard-memory.h"
 #include "shard-pattern.h"
@@ -103,16 +104,16 @@ tar_sample (GByteArray *tar, const gchar *key, guint seed, const gchar *label)
 }
 
 /* Writes @n_shards shards "shard-000.tar", ... of @per_shard samples into
- * @dir: sample i of shard s has key "s<s>_<i>" and label (s * per_shard +
- * i) % NUM_CLASSES. */
+ * the scratch folder: sample i of shard s has key "s<s>_<i>" and label (s *
+ * per_shard + i) % NUM_CLASSES. */
 static void
-write_shards (const gchar *dir, guint n_shards, guint per_shard)
+write_shards (guint n_shards, guint per_shard)
 {
   guint s, i;
 
   for (s = 0; s < n_shards; s++) {
     GByteArray *tar = g_byte_array_new ();
-    gchar *path = g_strdup_printf ("%s/shard-%03u.tar", dir, s);
+    gchar *path = g_strdup_printf ("%s/shard-%03u.tar", fixture_scratch (), s);
 
     for (i = 0; i < per_shard; i++) {
       gchar *key = g_strdup_printf ("s%u_%04u", s, i);
@@ -133,11 +134,12 @@ write_shards (const gchar *dir, guint n_shards, guint per_shard)
   }
 }
 
-/* The shards' location in @dir: "DIR/shard-{000..N-1}.tar". */
-static gchar *
-shard_pattern (const gchar *dir, guint n_shards)
+/* The shards' location in the scratch folder: "DIR/shard-{000..N-1}.tar". */
+static const gchar *
+shard_pattern (guint n_shards)
 {
-  return g_strdup_printf ("%s/shard-{000..%03u}.tar", dir, n_shards - 1);
+  return fixture_scratch_own (g_strdup_printf (
+      "%s/shard-{000..%03u}.tar", fixture_scratch (), n_shards - 1));
 }
 
 /* ---- the GLib-only pieces ---- */
@@ -315,16 +317,17 @@ GST_END_TEST;
  * sample meta names the shard and the member; tags say the classes. */
 GST_START_TEST (test_shard_order_unshuffled)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *extra = g_strdup_printf ("%s/shard-002.tar", dir);
-  gchar *location;
+  const gchar *dir = fixture_scratch ();
+  const gchar *extra = fixture_scratch_path ("shard-002.tar", NULL);
+  const gchar *location;
   GstTrainDatasetInfo info;
   RunResult *r;
   guint i;
 
-  write_shards (dir, 3, 4);
+  write_shards (3, 4);
   /* several patterns and files, separated by spaces, in the order written */
-  location = g_strdup_printf ("%s %s/shard-{000..001}.tar", extra, dir);
+  location = fixture_scratch_own (
+      g_strdup_printf ("%s %s/shard-{000..001}.tar", extra, dir));
   r = fixture_run_src (location, "shuffle=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 24);
@@ -350,10 +353,6 @@ GST_START_TEST (test_shard_order_unshuffled)
   fail_unless_equals_uint64 (info.epoch_samples, 12);
   gst_train_dataset_info_clear (&info);
   run_result_free (r);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (extra);
-  g_free (location);
 }
 
 GST_END_TEST;
@@ -387,13 +386,12 @@ expect_permutation (GArray *indices)
  * back, in one run. */
 GST_START_TEST (test_shuffle_as_webdataset)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *location = shard_pattern (dir, 4);
+  const gchar *location = shard_pattern (4);
   RunResult *a, *b, *c, *d;
   GArray *a0, *a1, *b0, *c0, *d0;
   guint i;
 
-  write_shards (dir, 4, 5);
+  write_shards (4, 5);
   a = fixture_run_src (location,
       "seed=5 num-epochs=2 shuffle-buffer-size=6 "
       "num-classes=10");
@@ -440,9 +438,6 @@ GST_START_TEST (test_shuffle_as_webdataset)
   run_result_free (b);
   run_result_free (c);
   run_result_free (d);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (location);
 }
 
 GST_END_TEST;
@@ -453,12 +448,11 @@ GST_END_TEST;
  * than ranks is an error that names both. */
 GST_START_TEST (test_shards_split_across_ranks)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *location = shard_pattern (dir, 7);
+  const gchar *location = shard_pattern (7);
   guint seen[7 * 3] = { 0 }, i;
   gint rank;
 
-  write_shards (dir, 7, 3);
+  write_shards (7, 3);
   for (rank = 0; rank < 3; rank++) {
     gchar *props =
         g_strdup_printf ("seed=2 num-epochs=2 shuffle-buffer-size=4 "
@@ -507,9 +501,6 @@ GST_START_TEST (test_shards_split_across_ranks)
     run_result_free (r);
   }
   fixture_set_launcher (-1, 0);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (location);
 }
 
 GST_END_TEST;
@@ -519,8 +510,7 @@ GST_END_TEST;
  * on-error=fail the first is an error. */
 GST_START_TEST (test_bad_samples)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *path = g_strdup_printf ("%s/bad.tar", dir);
+  const gchar *path = fixture_scratch_path ("bad.tar", NULL);
   GByteArray *tar = g_byte_array_new ();
   RunResult *r;
   guint i;
@@ -555,9 +545,6 @@ GST_START_TEST (test_bad_samples)
   run_result_free (r);
 
   g_byte_array_unref (tar);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (path);
 }
 
 GST_END_TEST;
@@ -567,14 +554,14 @@ GST_END_TEST;
  * read whole. */
 GST_START_TEST (test_truncated_shard)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *shard0 = g_strdup_printf ("%s/shard-000.tar", dir);
-  gchar *location = shard_pattern (dir, 2);
+  const gchar *dir = fixture_scratch ();
+  const gchar *shard0 = fixture_scratch_path ("shard-000.tar", NULL);
+  const gchar *location = shard_pattern (2);
   gchar *contents, *cut;
   gsize length;
   RunResult *r;
 
-  write_shards (dir, 2, 4);
+  write_shards (2, 4);
   fail_unless (g_file_get_contents (shard0, &contents, &length, NULL));
   /* cut in the third sample's image */
   for (cut = contents; cut + 11 < contents + length; cut++)
@@ -601,11 +588,6 @@ GST_START_TEST (test_truncated_shard)
   fail_unless_equals_uint64 (fixture_src_files_skipped (location,
                                  "shuffle=false num-epochs=3 num-classes=10"),
       1);
-
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (shard0);
-  g_free (location);
 }
 
 GST_END_TEST;
@@ -666,16 +648,17 @@ spoil_image (const gchar *location)
  * they go unnoticed). */
 GST_START_TEST (test_start_position)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *extra = g_strdup_printf ("%s/extra.tar", dir);
-  gchar *location = g_strdup_printf ("%s/shard-{000..003}.tar %s", dir, extra);
+  const gchar *dir = fixture_scratch ();
+  const gchar *extra = fixture_scratch_path ("extra.tar", NULL);
+  const gchar *location = fixture_scratch_own (
+      g_strdup_printf ("%s/shard-{000..003}.tar %s", dir, extra));
   const gchar *common = "seed=4 shuffle-buffer-size=3 num-classes=10";
   GByteArray *tar = g_byte_array_new ();
   guint starts[] = { 1, 4, 7, 11, 22, 25, 49, 66 }, i;
   RunResult *whole, *tail;
   gchar *props;
 
-  write_shards (dir, 4, 5);
+  write_shards (4, 5);
   tar_sample (tar, "e0", 1, "1");
   tar_sample (tar, "e1", 2, "x");
   tar_sample (tar, "e2", 3, "2");
@@ -711,25 +694,19 @@ GST_START_TEST (test_start_position)
   run_result_free (whole);
 
   g_byte_array_unref (tar);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (extra);
-  g_free (location);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_errors_name_the_cause)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *location = shard_pattern (dir, 3);
-  gchar *missing = g_strdup_printf ("%s/shard-002.tar", dir);
+  const gchar *location = shard_pattern (3);
+  const gchar *missing = fixture_scratch_path ("shard-002.tar", NULL);
 
-  write_shards (dir, 2, 2);
+  write_shards (2, 2);
   fixture_expect_src_error (
       location, "num-classes=10", missing, "No such file", 0);
-  g_free (location);
-  location = shard_pattern (dir, 2);
+  location = shard_pattern (2);
   fixture_expect_src_error (location, "", "set num-classes", NULL, 0);
   fixture_expect_src_error (location,
       "num-classes=10 shard-index=0 num-shards=3", "names 2 shards for 3 ranks",
@@ -738,18 +715,11 @@ GST_START_TEST (test_errors_name_the_cause)
       "num-classes=10 shard-index=3 num-shards=3", "shard-index 3", NULL, 0);
   fixture_expect_src_error (
       "x-{1..}.tar", "num-classes=10", "x-{1..}.tar", "not two numbers", 0);
-  g_free (missing);
-  missing = g_build_filename (dir, "tree", "a", "x.jpg", NULL);
-  fixture_write_jpeg (missing, 8, 8, 1);
-  g_free (missing);
-  missing = g_build_filename (dir, "tree", NULL);
+  fixture_write_jpeg (
+      fixture_scratch_path ("tree", "a", "x.jpg", NULL), 8, 8, 1);
+  missing = fixture_scratch_path ("tree", NULL);
   fixture_expect_src_error (
       missing, "num-classes=3", "holds 1 classes", NULL, 0);
-
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (location);
-  g_free (missing);
 }
 
 GST_END_TEST;
@@ -759,11 +729,10 @@ GST_END_TEST;
  * and its error names both numbers. */
 GST_START_TEST (test_shard_index_out_of_range)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *tree = g_build_filename (dir, "tree", NULL);
-  gchar *image = g_build_filename (tree, "a", "x.jpg", NULL);
-  gchar *list = g_build_filename (dir, "list.txt", NULL);
-  gchar *shards = shard_pattern (dir, 2);
+  const gchar *tree = fixture_scratch_path ("tree", NULL);
+  const gchar *image = fixture_scratch_path ("tree", "a", "x.jpg", NULL);
+  const gchar *list = fixture_scratch_path ("list.txt", NULL);
+  const gchar *shards = shard_pattern (2);
   /* shards need num-classes, which the other two find themselves */
   const struct
   {
@@ -773,7 +742,7 @@ GST_START_TEST (test_shard_index_out_of_range)
   const guint index_and_count[][2] = { { 2, 2 }, { 7, 3 }, { 1, 1 } };
   guint l, c;
 
-  write_shards (dir, 2, 2);
+  write_shards (2, 2);
   fixture_write_jpeg (image, 8, 8, 1);
   fixture_write_file (list, (const guint8 *)"tree/a/x.jpg\t0\n", 15);
   for (l = 0; l < G_N_ELEMENTS (locations); l++)
@@ -811,53 +780,35 @@ GST_START_TEST (test_shard_index_out_of_range)
       gst_object_unref (src);
       gst_object_unref (pipeline);
     }
-
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (tree);
-  g_free (image);
-  g_free (list);
-  g_free (shards);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_stop_mid_stream)
 {
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *location = shard_pattern (dir, 3);
+  const gchar *location = shard_pattern (3);
 
-  write_shards (dir, 3, 5);
+  write_shards (3, 5);
   fixture_stop_mid_stream (GST_STATE_NULL, 2,
       "datasetsrc location=\"%s\" num-epochs=-1 num-classes=10 ! fakesink",
       location);
-  fixture_remove_tree (dir);
-  g_free (dir);
-  g_free (location);
 }
 
 GST_END_TEST;
 
-static Suite *
-datasetsrc_shards_suite (void)
-{
-  Suite *s = suite_create ("datasetsrc-shards");
-  TCase *tc = tcase_create ("general");
+#define DATASETSRC_SHARDS_TESTS(test)                                          \
+  test (test_patterns);                                                        \
+  test (test_reader_formats);                                                  \
+  test (test_split_and_order);                                                 \
+  test (test_shard_order_unshuffled);                                          \
+  test (test_shuffle_as_webdataset);                                           \
+  test (test_shards_split_across_ranks);                                       \
+  test (test_bad_samples);                                                     \
+  test (test_truncated_shard);                                                 \
+  test (test_start_position);                                                  \
+  test (test_errors_name_the_cause);                                           \
+  test (test_shard_index_out_of_range);                                        \
+  test (test_stop_mid_stream);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_patterns);
-  tcase_add_test (tc, test_reader_formats);
-  tcase_add_test (tc, test_split_and_order);
-  tcase_add_test (tc, test_shard_order_unshuffled);
-  tcase_add_test (tc, test_shuffle_as_webdataset);
-  tcase_add_test (tc, test_shards_split_across_ranks);
-  tcase_add_test (tc, test_bad_samples);
-  tcase_add_test (tc, test_truncated_shard);
-  tcase_add_test (tc, test_start_position);
-  tcase_add_test (tc, test_errors_name_the_cause);
-  tcase_add_test (tc, test_shard_index_out_of_range);
-  tcase_add_test (tc, test_stop_mid_stream);
-  return s;
-}
-
-GST_CHECK_MAIN (datasetsrc_shards);
+CHECK_MAIN_WITH_TEARDOWN (datasetsrc_shards, "datasetsrc-shards",
+    fixture_scratch_teardown, DATASETSRC_SHARDS_TESTS);

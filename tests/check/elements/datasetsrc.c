@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check-main.h"
 #include "fixtures.h"
 #include "train-meta.h"
 
@@ -15,12 +16,13 @@ static const gchar *sorted_classes[] = { "A", "B", "Zeta", "_x", "a", "b" };
 
 #define FILES_PER_CLASS 3
 
-/* Writes a small ImageFolder tree: FILES_PER_CLASS images per class, one of
- * them in a nested folder, plus files the extension filter must ignore. */
-static gchar *
+/* Writes a small ImageFolder tree, "tree" in the scratch folder:
+ * FILES_PER_CLASS images per class, one of them in a nested folder, plus
+ * files the extension filter must ignore. */
+static const gchar *
 make_tree (void)
 {
-  gchar *root = fixture_make_temp_dir ();
+  const gchar *root = fixture_scratch_path ("tree", NULL);
   guint c;
 
   for (c = 0; c < G_N_ELEMENTS (class_dirs); c++) {
@@ -44,7 +46,7 @@ make_tree (void)
 
 GST_START_TEST (test_labels_follow_sorted_class_names)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   RunResult *r = fixture_run_src (root, "shuffle=false");
   GstTrainDatasetInfo info;
   guint i;
@@ -81,8 +83,6 @@ GST_START_TEST (test_labels_follow_sorted_class_names)
   gst_train_dataset_info_clear (&info);
 
   run_result_free (r);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -108,7 +108,7 @@ is_permutation (GArray *a, guint from, guint n)
 
 GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
   RunResult *r1 = fixture_run_src (root, "seed=7 num-epochs=3");
   RunResult *r2 = fixture_run_src (root,
@@ -154,15 +154,13 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
   run_result_free (r1);
   run_result_free (r2);
   run_result_free (r3);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_shards_are_disjoint_and_complete)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
   const guint num_shards = 4, num_epochs = 2;
   guint e, k, i, total = 0;
@@ -204,8 +202,6 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
           owner[e * n + i] == -1, "sample %u of epoch %u in no shard", i, e);
   fail_unless_equals_int (total, n * num_epochs);
   g_free (owner);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -228,7 +224,7 @@ indices_read (RunResult *r)
  * so in its tags; a shard set by hand wins (num-shards=1: everything). */
 GST_START_TEST (test_shard_from_launcher)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
   gint rank;
 
@@ -266,15 +262,13 @@ GST_START_TEST (test_shard_from_launcher)
     run_result_free (everything);
     g_free (explicit);
   }
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_num_samples_and_epochs)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   RunResult *r =
       fixture_run_src (root, "shuffle=false num-samples=4 num-epochs=2");
   guint i;
@@ -286,8 +280,6 @@ GST_START_TEST (test_num_samples_and_epochs)
     fail_unless_equals_int (run_result_sample (r, i)->epoch, i / 4);
   }
   run_result_free (r);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -297,7 +289,7 @@ GST_END_TEST;
  * the files before it are not read (their removal goes unnoticed). */
 GST_START_TEST (test_start_position)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS, per_shard = n / 3;
   RunResult *whole = fixture_run_src (root,
       "seed=7 num-epochs=3 shard-index=1 "
@@ -358,18 +350,15 @@ GST_START_TEST (test_start_position)
     run_result_free (plain);
     run_result_free (later);
   }
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_list_file)
 {
-  gchar *root = fixture_make_temp_dir ();
-  gchar *list = g_build_filename (root, "train.txt", NULL);
-  gchar *img_a = g_build_filename (root, "imgs", "a.jpg", NULL);
-  gchar *img_b = g_build_filename (root, "imgs", "b.jpg", NULL);
+  const gchar *list = fixture_scratch_path ("train.txt", NULL);
+  const gchar *img_a = fixture_scratch_path ("imgs", "a.jpg", NULL);
+  const gchar *img_b = fixture_scratch_path ("imgs", "b.jpg", NULL);
   const gchar *text = "# comment\nimgs/a.jpg\t2\n\nimgs/b.jpg\t0\n";
   RunResult *r;
   GstTrainDatasetInfo info;
@@ -388,26 +377,20 @@ GST_START_TEST (test_list_file)
   fail_unless_equals_string (info.class_names[2], "2");
   gst_train_dataset_info_clear (&info);
   run_result_free (r);
-
-  fixture_remove_tree (root);
-  g_free (root);
-  g_free (list);
-  g_free (img_a);
-  g_free (img_b);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_errors_name_the_cause)
 {
-  gchar *root = fixture_make_temp_dir ();
-  gchar *missing = g_build_filename (root, "nowhere", NULL);
-  gchar *empty = g_build_filename (root, "empty", NULL);
-  gchar *no_images = g_build_filename (root, "no-images", NULL);
-  gchar *txt = g_build_filename (no_images, "cls", "readme.txt", NULL);
-  gchar *bad_list = g_build_filename (root, "bad.txt", NULL);
-  gchar *bad_label = g_build_filename (root, "bad-label.txt", NULL);
-  gchar *tree = make_tree ();
+  const gchar *missing = fixture_scratch_path ("nowhere", NULL);
+  const gchar *empty = fixture_scratch_path ("empty", NULL);
+  const gchar *no_images = fixture_scratch_path ("no-images", NULL);
+  const gchar *txt =
+      fixture_scratch_path ("no-images", "cls", "readme.txt", NULL);
+  const gchar *bad_list = fixture_scratch_path ("bad.txt", NULL);
+  const gchar *bad_label = fixture_scratch_path ("bad-label.txt", NULL);
+  const gchar *tree = make_tree ();
 
   fixture_expect_src_error (missing, "", missing, "does not exist", 0);
   g_mkdir (empty, 0755);
@@ -424,25 +407,15 @@ GST_START_TEST (test_errors_name_the_cause)
       tree, "shard-index=4 num-shards=4", "shard-index 4", NULL, 0);
   fixture_expect_src_error (
       tree, "shard-index=30 num-shards=40", "gets no sample", NULL, 0);
-
-  fixture_remove_tree (tree);
-  fixture_remove_tree (root);
-  g_free (tree);
-  g_free (root);
-  g_free (missing);
-  g_free (empty);
-  g_free (no_images);
-  g_free (txt);
-  g_free (bad_list);
-  g_free (bad_label);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_unreadable_file_skip_or_fail)
 {
-  gchar *root = make_tree ();
-  gchar *dead = g_build_filename (root, "a", "dead.jpg", NULL);
+  const gchar *root = make_tree ();
+  const gchar *dead =
+      fixture_scratch_own (g_build_filename (root, "a", "dead.jpg", NULL));
   RunResult *r;
 
   /* A dangling link: listed like any file, unreadable when opened (even for
@@ -472,45 +445,32 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
 
   /* The skip count is readable. */
   fail_unless_equals_uint64 (fixture_src_files_skipped (root, ""), 1);
-
-  fixture_remove_tree (root);
-  g_free (root);
-  g_free (dead);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_stop_mid_stream)
 {
-  gchar *root = make_tree ();
+  const gchar *root = make_tree ();
 
   /* An endless source stops cleanly from PLAYING, readers in flight. */
   fixture_stop_mid_stream (GST_STATE_NULL, 1,
       "datasetsrc location=\"%s\" num-epochs=-1 n-threads=3 ! fakesink", root);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
-static Suite *
-datasetsrc_suite (void)
-{
-  Suite *s = suite_create ("datasetsrc");
-  TCase *tc = tcase_create ("general");
+#define DATASETSRC_TESTS(test)                                                 \
+  test (test_labels_follow_sorted_class_names);                                \
+  test (test_shuffle_is_reproducible_permutation_per_epoch);                   \
+  test (test_shards_are_disjoint_and_complete);                                \
+  test (test_shard_from_launcher);                                             \
+  test (test_num_samples_and_epochs);                                          \
+  test (test_start_position);                                                  \
+  test (test_list_file);                                                       \
+  test (test_errors_name_the_cause);                                           \
+  test (test_unreadable_file_skip_or_fail);                                    \
+  test (test_stop_mid_stream);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_labels_follow_sorted_class_names);
-  tcase_add_test (tc, test_shuffle_is_reproducible_permutation_per_epoch);
-  tcase_add_test (tc, test_shards_are_disjoint_and_complete);
-  tcase_add_test (tc, test_shard_from_launcher);
-  tcase_add_test (tc, test_num_samples_and_epochs);
-  tcase_add_test (tc, test_start_position);
-  tcase_add_test (tc, test_list_file);
-  tcase_add_test (tc, test_errors_name_the_cause);
-  tcase_add_test (tc, test_unreadable_file_skip_or_fail);
-  tcase_add_test (tc, test_stop_mid_stream);
-  return s;
-}
-
-GST_CHECK_MAIN (datasetsrc);
+CHECK_MAIN_WITH_TEARDOWN (
+    datasetsrc, "datasetsrc", fixture_scratch_teardown, DATASETSRC_TESTS);
