@@ -133,12 +133,11 @@ cycle_at (FixtureCycle cycle, guint i)
   return cycle.base + (gint)(i % cycle.cycle) * cycle.step;
 }
 
-gchar *
-fixture_write_jpeg_tree (guint n, const gchar *const *folders,
-    FixtureCycle width, FixtureCycle height, const FixtureJpeg *kinds,
-    guint n_kinds)
+void
+fixture_write_jpeg_tree (const gchar *root, guint n,
+    const gchar *const *folders, FixtureCycle width, FixtureCycle height,
+    const FixtureJpeg *kinds, guint n_kinds)
 {
-  gchar *root = fixture_make_temp_dir ();
   guint n_folders = g_strv_length ((gchar **)folders), i;
 
   for (i = 0; i < n; i++) {
@@ -150,7 +149,6 @@ fixture_write_jpeg_tree (guint n, const gchar *const *folders,
     g_free (name);
     g_free (path);
   }
-  return root;
 }
 
 void
@@ -169,6 +167,25 @@ fixture_set_launcher (gint rank, gint size)
   g_setenv ("OMPI_COMM_WORLD_LOCAL_RANK", text, TRUE);
   g_snprintf (text, sizeof (text), "%d", size);
   g_setenv ("OMPI_COMM_WORLD_SIZE", text, TRUE);
+}
+
+void
+fixture_check_pad_caps (
+    GstPad *pad, const gchar *format, gint width, gint height)
+{
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  GstStructure *st;
+  gint w = 0, h = 0;
+
+  fail_unless (caps != NULL, "no caps");
+  st = gst_caps_get_structure (caps, 0);
+  fail_unless (gst_structure_get_int (st, "width", &w));
+  fail_unless (gst_structure_get_int (st, "height", &h));
+  fail_unless_equals_int (w, width);
+  fail_unless_equals_int (h, height);
+  if (format != NULL)
+    fail_unless_equals_string (gst_structure_get_string (st, "format"), format);
+  gst_caps_unref (caps);
 }
 
 gchar *

@@ -54,20 +54,24 @@ typedef struct
   guint cycle;
 } FixtureCycle;
 
-/* A new temporary folder (fixture_make_temp_dir()) of @n JPEG files,
- * "%03u.jpg" for i from 0, spread in turn over the sub-folders of
- * @folders (a NULL-terminated list: one class a folder); image i is @width
- * x @height at i, of pattern i, encoded as @kinds[i % @n_kinds] says, or
- * baseline 4:2:0 when @kinds is NULL. */
-gchar *fixture_write_jpeg_tree (guint n, const gchar *const *folders,
-    FixtureCycle width, FixtureCycle height, const FixtureJpeg *kinds,
-    guint n_kinds);
+/* Writes @n JPEG files into @root, "%03u.jpg" for i from 0, spread in turn
+ * over the sub-folders of @folders (a NULL-terminated list: one class a
+ * folder); image i is @width x @height at i, of pattern i, encoded as
+ * @kinds[i % @n_kinds] says, or baseline 4:2:0 when @kinds is NULL. */
+void fixture_write_jpeg_tree (const gchar *root, guint n,
+    const gchar *const *folders, FixtureCycle width, FixtureCycle height,
+    const FixtureJpeg *kinds, guint n_kinds);
 
 /* Makes this process look like rank @rank of a job of @size ranks that
  * Open MPI's mpirun started (OMPI_COMM_WORLD_* in the environment), as the
  * elements read it (gt-launcher.h); @rank < 0 removes those variables. No
  * MPI is involved: for the elements that only read the environment. */
 void fixture_set_launcher (gint rank, gint size);
+
+/* Checks the caps current on @pad: @width x @height, and @format too
+ * unless it is NULL. */
+void fixture_check_pad_caps (
+    GstPad *pad, const gchar *format, gint width, gint height);
 
 /* A new empty temporary folder; remove with fixture_remove_tree(). */
 gchar *fixture_make_temp_dir (void);

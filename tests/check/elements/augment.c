@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "augment-ops.h"
+#include "check-main.h"
 #include "fixtures.h"
 #include "jpeg-decode.h"
 #include "train-common.h"
@@ -582,9 +583,6 @@ GST_START_TEST (test_element_draws_per_sample)
     GstTrainSampleMeta *meta;
     gboolean flip;
     guint8 *want;
-    GstCaps *caps;
-    GstStructure *st;
-    gint cw = 0, ch = 0;
 
     /* The documented draw order: the box, then the flip. */
     sample_random (&rng, seed, i, 0, 0);
@@ -604,14 +602,7 @@ GST_START_TEST (test_element_draws_per_sample)
     fail_unless_equals_int (meta->label, (gint)i % 3);
     fail_unless_equals_uint64 (GST_BUFFER_PTS (out), i * GST_SECOND);
     /* Same output caps whatever the input size. */
-    caps = gst_pad_get_current_caps (h->sinkpad);
-    st = gst_caps_get_structure (caps, 0);
-    fail_unless (gst_structure_get_int (st, "width", &cw));
-    fail_unless (gst_structure_get_int (st, "height", &ch));
-    fail_unless_equals_int (cw, 50);
-    fail_unless_equals_int (ch, 40);
-    fail_unless_equals_string (gst_structure_get_string (st, "format"), "RGB");
-    gst_caps_unref (caps);
+    fixture_check_pad_caps (h->sinkpad, "RGB", 50, 40);
     gst_buffer_unref (out);
     gst_buffer_unref (in);
     g_free (want);
@@ -660,21 +651,21 @@ GST_START_TEST (test_element_center_resize_and_flip)
 
 GST_END_TEST;
 
-/* The error message the element posted, or NULL. */
-static gchar *
-pop_error (GstBus *bus)
+/* Checks that the element posted an error on @bus whose message contains
+ * @part1 and, unless NULL, @part2. */
+static void
+expect_bus_error (GstBus *bus, const gchar *part1, const gchar *part2)
 {
   GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
   GError *error = NULL;
-  gchar *text;
 
-  if (msg == NULL)
-    return NULL;
+  fail_unless (msg != NULL, "no error");
   gst_message_parse_error (msg, &error, NULL);
-  text = g_strdup (error->message);
+  fail_unless (strstr (error->message, part1) != NULL, "%s", error->message);
+  if (part2 != NULL)
+    fail_unless (strstr (error->message, part2) != NULL, "%s", error->message);
   g_error_free (error);
   gst_message_unref (msg);
-  return text;
 }
 
 /* A harness around augment whose element posts to a bus of its own. */
@@ -702,7 +693,6 @@ GST_START_TEST (test_element_refuses_bad_input)
   GstBus *bus;
   GstCaps *caps;
   GstSegment segment;
-  gchar *error;
 
   /* An image before any caps. */
   h = harness_with_bus ("augment", &bus);
@@ -711,11 +701,7 @@ GST_START_TEST (test_element_refuses_bad_input)
   gst_harness_push_event (h, gst_event_new_segment (&segment));
   fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 17)),
       GST_FLOW_NOT_NEGOTIATED);
-  error = pop_error (bus);
-  fail_unless (error != NULL);
-  fail_unless (
-      strstr (error, "Sample 17 arrived before any caps") != NULL, "%s", error);
-  g_free (error);
+  expect_bus_error (bus, "Sample 17 arrived before any caps", NULL);
   harness_with_bus_teardown (h, bus);
 
   /* A buffer too small for the size its caps announce. */
@@ -723,11 +709,7 @@ GST_START_TEST (test_element_refuses_bad_input)
   set_rgb_caps (h, 40, 30);
   fail_unless_equals_int (
       gst_harness_push (h, picture_buffer (8, 8, 1, 18)), GST_FLOW_ERROR);
-  error = pop_error (bus);
-  fail_unless (error != NULL);
-  fail_unless (strstr (error, "Sample 18") != NULL, "%s", error);
-  fail_unless (strstr (error, "40x30 RGB") != NULL, "%s", error);
-  g_free (error);
+  expect_bus_error (bus, "Sample 18", "40x30 RGB");
   harness_with_bus_teardown (h, bus);
 
   /* Not RGB: negotiation refuses the caps (the template says RGB, so that
@@ -748,14 +730,8 @@ GST_START_TEST (test_element_refuses_bad_input)
   gst_harness_set_sink_caps_str (
       h, "video/x-raw, format=RGB, width=32, height=32");
   set_rgb_caps (h, 8, 8);
-  error = pop_error (bus);
-  fail_unless (error != NULL);
-  fail_unless (strstr (error,
-                   "Downstream does not accept RGB images of "
-                   "64x64")
-          != NULL,
-      "%s", error);
-  g_free (error);
+  expect_bus_error (
+      bus, "Downstream does not accept RGB images of 64x64", NULL);
   fail_unless_equals_int (gst_harness_push (h, picture_buffer (8, 8, 1, 20)),
       GST_FLOW_NOT_NEGOTIATED);
   harness_with_bus_teardown (h, bus);
@@ -768,12 +744,14 @@ GST_END_TEST;
 /* Two class folders, "a" and "b", which the images alternate between. */
 static const gchar *const two_classes[] = { "a", "b", NULL };
 
-/* A tree of @n JPEGs whose sizes change every few images. */
-static gchar *
+/* A tree of @n JPEGs whose sizes change every few images, in the scratch
+ * folder, which it returns. */
+static const gchar *
 write_mixed_tree (guint n)
 {
-  return fixture_write_jpeg_tree (n, two_classes, (FixtureCycle){ 40, 60, 7 },
-      (FixtureCycle){ 30, 70, 5 }, NULL, 0);
+  fixture_write_jpeg_tree (fixture_scratch (), n, two_classes,
+      (FixtureCycle){ 40, 60, 7 }, (FixtureCycle){ 30, 70, 5 }, NULL, 0);
+  return fixture_scratch ();
 }
 
 static RunResult *
@@ -810,7 +788,7 @@ all_pixels (RunResult *r)
  * process alone does and rank 1 crops otherwise, from one seed. */
 GST_START_TEST (test_seed_differs_per_rank)
 {
-  gchar *root = write_mixed_tree (8);
+  const gchar *root = write_mixed_tree (8);
   /* every rank reads every image (num-shards set), to compare the crops */
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
                                    "num-shards=1 ! imagedec ! augment "
@@ -835,15 +813,13 @@ GST_START_TEST (test_seed_differs_per_rank)
   g_byte_array_unref (rank0);
   g_byte_array_unref (rank1);
   g_free (launch);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_pipeline_gives_fixed_caps)
 {
-  gchar *root = write_mixed_tree (24);
+  const gchar *root = write_mixed_tree (24);
   RunResult *r = run_augment (root, "");
   guint i;
 
@@ -868,15 +844,13 @@ GST_START_TEST (test_pipeline_gives_fixed_caps)
     fail_unless_equals_int (s->label, i < 12 ? 0 : 1);
   }
   run_result_free (r);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_same_seed_same_output_whatever_threads)
 {
-  gchar *root = write_mixed_tree (30);
+  const gchar *root = write_mixed_tree (30);
   RunResult *one = run_augment (root, "seed=7 n-threads=1 width=96 height=80");
   RunResult *four = run_augment (root, "seed=7 n-threads=4 width=96 height=80");
   RunResult *other =
@@ -950,15 +924,13 @@ GST_START_TEST (test_same_seed_same_output_whatever_threads)
   run_result_free (four);
   run_result_free (other);
   run_result_free (no_flip);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_bad_settings_fail_at_start)
 {
-  gchar *root = write_mixed_tree (2);
+  const gchar *root = write_mixed_tree (2);
   RunResult *r = run_augment (root, "scale-min=0.9 scale-max=0.5");
 
   fail_unless (r->error != NULL);
@@ -975,9 +947,6 @@ GST_START_TEST (test_bad_settings_fail_at_start)
       strstr (r->error, "ratio-min (2) is larger than ratio-max (1.5)") != NULL,
       "%s", r->error);
   run_result_free (r);
-
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -1006,7 +975,7 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
 {
   HandoffCount counted;
   GstElement *sink;
-  gchar *root = write_mixed_tree (6);
+  const gchar *root = write_mixed_tree (6);
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" num-epochs=-1 "
                                    "! imagedec ! augment n-threads=4 "
                                    "! fakesink name=sink signal-handoffs=true",
@@ -1042,8 +1011,6 @@ GST_START_TEST (test_stop_and_restart_while_streaming)
   g_mutex_clear (&counted.lock);
   g_cond_clear (&counted.cond);
   g_free (launch);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -1051,8 +1018,9 @@ GST_END_TEST;
 /* ---- imagedec decoding only the crop (decode-region) ---- */
 
 /* Images of several kinds and sizes (a CMYK one among them, which
- * imagedec decodes whole), two class folders. */
-static gchar *
+ * imagedec decodes whole), two class folders, in the scratch folder, which
+ * it returns. */
+static const gchar *
 write_kinds_tree (guint n)
 {
   static const FixtureJpeg kinds[] = {
@@ -1064,8 +1032,10 @@ write_kinds_tree (guint n)
     { FIXTURE_CMYK, FALSE, FALSE, 0, 90 },
   };
 
-  return fixture_write_jpeg_tree (n, two_classes, (FixtureCycle){ 45, 53, 7 },
-      (FixtureCycle){ 33, 61, 5 }, kinds, G_N_ELEMENTS (kinds));
+  fixture_write_jpeg_tree (fixture_scratch (), n, two_classes,
+      (FixtureCycle){ 45, 53, 7 }, (FixtureCycle){ 33, 61, 5 }, kinds,
+      G_N_ELEMENTS (kinds));
+  return fixture_scratch ();
 }
 
 typedef struct
@@ -1215,7 +1185,7 @@ same_bytes (GByteArray *a, GByteArray *b)
  * between them (a queue, echo) it decodes whole images. */
 GST_START_TEST (test_region_decode_gives_the_same_images)
 {
-  gchar *root = write_kinds_tree (24);
+  const gchar *root = write_kinds_tree (24);
   static const gchar *const dec_props[] = { "n-threads=1", "n-threads=3",
     "min-short-side=40" };
   RegionRun whole, region, other;
@@ -1257,8 +1227,6 @@ GST_START_TEST (test_region_decode_gives_the_same_images)
   fail_unless (other.queries <= 1, "%u queries", other.queries);
   g_byte_array_unref (other.pixels);
   g_byte_array_unref (whole.pixels);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -1347,7 +1315,7 @@ GST_START_TEST (test_region_queries_resume_after_relink)
 {
   const guint n = 24, relink_after = 8;
   const gchar *crops = "scale-min=0.2 scale-max=0.5";
-  gchar *root = fixture_make_temp_dir ();
+  const gchar *root = fixture_scratch ();
   gchar *launch;
   RegionRun whole, run;
   Relink relink = { 0 };
@@ -1430,8 +1398,6 @@ GST_START_TEST (test_region_queries_resume_after_relink)
   g_mutex_clear (&relink.lock);
   g_cond_clear (&relink.cond);
   g_free (launch);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -1474,7 +1440,7 @@ GST_START_TEST (test_region_decode_skips_what_whole_decodes_skip)
 {
   static const FixtureJpeg baseline = { FIXTURE_YCC_420, FALSE, FALSE, 0, 90 };
   static const GstTrainRegion top_box = { 16, 0, 48, 32 };
-  gchar *root = fixture_make_temp_dir ();
+  const gchar *root = fixture_scratch ();
   const gchar *small = "scale-min=0.08 scale-max=0.1";
   GBytes *damaged[8] = { NULL };
   RegionRun whole, region;
@@ -1534,8 +1500,6 @@ GST_START_TEST (test_region_decode_skips_what_whole_decodes_skip)
   g_array_unref (region.answers);
   for (i = 0; i < 8; i++)
     g_clear_pointer (&damaged[i], g_bytes_unref);
-  fixture_remove_tree (root);
-  g_free (root);
 }
 
 GST_END_TEST;
@@ -1549,51 +1513,38 @@ GST_START_TEST (test_region_without_the_crop_is_an_error)
   GstBus *bus;
   GstHarness *h = harness_with_bus ("augment width=4 height=4", &bus);
   GstBuffer *buffer = picture_buffer (8, 8, 1, 21);
-  gchar *error;
 
   set_rgb_caps (h, 8, 8);
   /* 8x8 at (0, 0) of a 400x300 image: no crop of that image fits. */
   gst_buffer_add_train_region_meta (buffer, 400, 300, &r);
   fail_unless_equals_int (gst_harness_push (h, buffer), GST_FLOW_ERROR);
-  error = pop_error (bus);
-  fail_unless (error != NULL);
-  fail_unless (strstr (error,
-                   "Sample 21 is the 8x8 region at (0, 0) of a "
-                   "400x300 image, which does not hold its crop")
-          != NULL,
-      "%s", error);
-  fail_unless (strstr (error, "decode-region=false") != NULL, "%s", error);
-  g_free (error);
+  expect_bus_error (bus,
+      "Sample 21 is the 8x8 region at (0, 0) of a 400x300 image, which does "
+      "not hold its crop",
+      "decode-region=false");
   harness_with_bus_teardown (h, bus);
 }
 
 GST_END_TEST;
 
-static Suite *
-augment_suite (void)
-{
-  Suite *s = suite_create ("augment");
-  TCase *tc = tcase_create ("general");
+#define AUGMENT_TESTS(test)                                                    \
+  test (test_crop_boxes_follow_torchvision_rule);                              \
+  test (test_crop_fallback);                                                   \
+  test (test_center_and_resize_windows);                                       \
+  test (test_resampler_closed_forms);                                          \
+  test (test_resampler_rows_split_and_padding);                                \
+  test (test_element_draws_per_sample);                                        \
+  test (test_element_center_resize_and_flip);                                  \
+  test (test_element_refuses_bad_input);                                       \
+  test (test_pipeline_gives_fixed_caps);                                       \
+  test (test_seed_differs_per_rank);                                           \
+  test (test_same_seed_same_output_whatever_threads);                          \
+  test (test_bad_settings_fail_at_start);                                      \
+  test (test_stop_and_restart_while_streaming);                                \
+  test (test_region_decode_gives_the_same_images);                             \
+  test (test_region_queries_resume_after_relink);                              \
+  test (test_region_without_the_crop_is_an_error);                             \
+  test (test_region_decode_skips_what_whole_decodes_skip);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_crop_boxes_follow_torchvision_rule);
-  tcase_add_test (tc, test_crop_fallback);
-  tcase_add_test (tc, test_center_and_resize_windows);
-  tcase_add_test (tc, test_resampler_closed_forms);
-  tcase_add_test (tc, test_resampler_rows_split_and_padding);
-  tcase_add_test (tc, test_element_draws_per_sample);
-  tcase_add_test (tc, test_element_center_resize_and_flip);
-  tcase_add_test (tc, test_element_refuses_bad_input);
-  tcase_add_test (tc, test_pipeline_gives_fixed_caps);
-  tcase_add_test (tc, test_seed_differs_per_rank);
-  tcase_add_test (tc, test_same_seed_same_output_whatever_threads);
-  tcase_add_test (tc, test_bad_settings_fail_at_start);
-  tcase_add_test (tc, test_stop_and_restart_while_streaming);
-  tcase_add_test (tc, test_region_decode_gives_the_same_images);
-  tcase_add_test (tc, test_region_queries_resume_after_relink);
-  tcase_add_test (tc, test_region_without_the_crop_is_an_error);
-  tcase_add_test (tc, test_region_decode_skips_what_whole_decodes_skip);
-  return s;
-}
-
-GST_CHECK_MAIN (augment);
+CHECK_MAIN_WITH_TEARDOWN (
+    augment, "augment", fixture_scratch_teardown, AUGMENT_TESTS);

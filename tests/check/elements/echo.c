@@ -531,9 +531,11 @@ static gchar *
 write_mixed_dataset (guint n)
 {
   static const gchar *const one_class[] = { "c", NULL };
+  gchar *root = fixture_make_temp_dir ();
 
-  return fixture_write_jpeg_tree (n, one_class, (FixtureCycle){ 16, 8, 5 },
+  fixture_write_jpeg_tree (root, n, one_class, (FixtureCycle){ 16, 8, 5 },
       (FixtureCycle){ 16, 8, 3 }, NULL, 0);
+  return root;
 }
 
 /* Each of @n samples came out exactly twice, emissions 0 then 1, as a
