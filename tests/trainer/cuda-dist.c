@@ -30,6 +30,7 @@
  * fails the bounds without a bug; the data seed taken is the first whose
  * errors stay within a quarter of every bound on the stand-in pair (the
  * CPU's fast kernels against its reference ones). */
+#include "gpu-skip.h"
 #include "gt-clock.h"
 #include "trainer-compare.h"
 
@@ -91,29 +92,10 @@ create_trainer (const GtTrainerConfig *config, const char *what)
 static int
 identical (GtTrainer *a, GtTrainer *b, int with_stats)
 {
-  int i, k, same = 1;
-
-  for (i = 0; i < gt_trainer_num_tensors (a); i++) {
-    GtTensorInfo info;
-
-    gt_trainer_tensor_info (a, i, &info);
-    for (k = 0; k < 2; k++) {
-      GtTensorPart part = k ? GT_TENSOR_MOMENTUM : GT_TENSOR_VALUE;
-      float *x, *y;
-
-      if (!info.is_parameter && (k || !with_stats))
-        continue;
-      x = read_part (a, &info, part);
-      y = read_part (b, &info, part);
-      if (memcmp (x, y, (size_t)info.numel * sizeof (float)) != 0) {
-        fprintf (stderr, "  %s%s differs\n", info.name, k ? " (momentum)" : "");
-        same = 0;
-      }
-      free (x);
-      free (y);
-    }
-  }
-  return same;
+  /* every difference named */
+  return same_tensors (a, b,
+      PART_BIT (GT_TENSOR_VALUE) | PART_BIT (GT_TENSOR_MOMENTUM), with_stats, 0,
+      1, print_difference);
 }
 
 /* 1 when @trainer's parameters and momentum are the same on every rank:
@@ -702,8 +684,7 @@ int
 main (int argc, char **argv)
 {
   const char *mpirun = NULL;
-  char why[512] = "";
-  int worker = 0, i, status;
+  int worker = 0, i, status, skip;
 
   for (i = 1; i < argc; i++) {
     if (strcmp (argv[i], "--worker") == 0)
@@ -729,14 +710,8 @@ main (int argc, char **argv)
     printf ("SKIP: no mpirun (--mpirun PATH)\n");
     return 77;
   }
-  if (!stand_in && !gt_cuda_built ()) {
-    printf ("SKIP: this build has no CUDA backend\n");
-    return 77;
-  }
-  if (!stand_in && gt_cuda_device_count (why, sizeof (why)) <= 0) {
-    printf ("SKIP: %s\n", why);
-    return 77;
-  }
+  if (!stand_in && (skip = gpu_skip ()) != 0)
+    return skip;
   /* Open MPI: two ranks on a machine with fewer cores, and CI containers
    * that run as root */
   setenv ("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);

@@ -51,6 +51,7 @@
  * other, which moves single gradient elements by far more than rounding
  * does, but the norm of the tensor hardly). */
 #define _GNU_SOURCE /* dl_iterate_phdr, in cuda-module-report.h */
+#include "gpu-skip.h"
 #include "trainer-compare.h"
 
 #include "cuda-module-report.h"
@@ -176,17 +177,6 @@ free_parity_trainers (ParityTrainers *trainers)
   gt_trainer_free (trainers->initial);
 }
 
-/* |ours - ref| / |ref|; 0 when both are zero. */
-static double
-relative_l2 (const float *ours, const float *ref, size_t count)
-{
-  double diff = norm2 (ours, ref, count), scale = norm2 (ref, NULL, count);
-
-  if (scale == 0)
-    return diff == 0 ? 0 : INFINITY;
-  return diff / scale;
-}
-
 /* Compares one part of every tensor (parameters only for GRAD). Returns
  * the worst error. */
 static double
@@ -217,28 +207,12 @@ compare_tensors (GtTrainer *gpu, GtTrainer *cpu, GtTensorPart part,
   return worst;
 }
 
+/* @part of every tensor (parameters only but for VALUE) the same bit for
+ * bit; the first that is not named. */
 static int
 all_values_identical (GtTrainer *a, GtTrainer *b, GtTensorPart part)
 {
-  int i, same = 1;
-
-  for (i = 0; i < gt_trainer_num_tensors (a) && same; i++) {
-    GtTensorInfo info;
-    float *x, *y;
-
-    gt_trainer_tensor_info (a, i, &info);
-    if (part != GT_TENSOR_VALUE && !info.is_parameter)
-      continue;
-    x = read_part (a, &info, part);
-    y = read_part (b, &info, part);
-    if (memcmp (x, y, (size_t)info.numel * sizeof (float)) != 0) {
-      fprintf (stderr, "  %s differs\n", info.name);
-      same = 0;
-    }
-    free (x);
-    free (y);
-  }
-  return same;
+  return same_tensors (a, b, PART_BIT (part), 1, 0, 0, print_difference);
 }
 
 static void
@@ -746,9 +720,8 @@ test_memory (void)
 int
 main (int argc, char **argv)
 {
-  char why[512] = "";
   const char *only = getenv ("GT_CUDA_PARITY_ONLY");
-  int rest = 1, determinism = 1, thorough;
+  int rest = 1, determinism = 1, thorough, skip;
 
   if (argc == 3 && strcmp (argv[1], "--stand-in") == 0) {
     under_test = UNDER_TEST_STAND_IN;
@@ -779,14 +752,8 @@ main (int argc, char **argv)
     printf ("%s\n", failures ? "FAILED" : "all passed");
     return failures ? 1 : 0;
   }
-  if (!gt_cuda_built ()) {
-    printf ("SKIP: this build has no CUDA backend\n");
-    return 77;
-  }
-  if (gt_cuda_device_count (why, sizeof (why)) <= 0) {
-    printf ("SKIP: %s\n", why);
-    return 77;
-  }
+  if ((skip = gpu_skip ()) != 0)
+    return skip;
   /* no TF32 anywhere in fp32 (the backend asks for none; this makes sure) */
   setenv ("NVIDIA_TF32_OVERRIDE", "0", 1);
 

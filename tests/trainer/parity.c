@@ -28,9 +28,11 @@
  * |ours - torch| / |torch| (see BF16_FORWARD for why). */
 #define _GNU_SOURCE /* dl_iterate_phdr, in cuda-module-report.h */
 #include "cuda-module-report.h"
+#include "gpu-skip.h"
 #include "parity-rule.h"
 #include "reference.h"
 #include "safetensors.h"
+#include "trainer-tensors.h"
 #include "trainer.h"
 
 #include <math.h>
@@ -94,7 +96,7 @@ static int use_l2;
 
 /* |a - exact| / |exact| in the L2 sense */
 static double
-relative_l2 (const float *a, const double *exact, size_t count)
+relative_l2_exact (const float *a, const double *exact, size_t count)
 {
   double diff = 0, scale = 0;
   size_t i;
@@ -114,7 +116,7 @@ relative_l2 (const float *a, const double *exact, size_t count)
 static double
 relative_error (const float *a, const double *exact, size_t count)
 {
-  return use_l2 ? relative_l2 (a, exact, count)
+  return use_l2 ? relative_l2_exact (a, exact, count)
                 : parity_max_error (a, exact, count);
 }
 
@@ -211,59 +213,28 @@ make_trainer (GtStFile *file, const char *init_path)
   return trainer;
 }
 
-/* Relative L2 distance between two float arrays; 0 when both are 0. */
-static double
-distance (const float *x, const float *y, size_t count)
-{
-  double diff = 0, scale = 0;
-  size_t i;
-
-  for (i = 0; i < count; i++) {
-    diff += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-    scale += (double)y[i] * y[i];
-  }
-  if (diff == 0)
-    return 0;
-  return scale > 0 ? sqrt (diff / scale) : INFINITY;
-}
-
 /* Every value and momentum of @a and @b bit-identical, or (@tolerance
  * above 0) within that relative L2 distance. */
+static void
+resume_differs (const GtTensorInfo *info, GtTensorPart part, double tolerance,
+    double distance)
+{
+  const char *which = part == GT_TENSOR_MOMENTUM ? " (momentum)" : "";
+
+  if (tolerance <= 0)
+    fail ("%s%s differs after save, load and continue", info->name, which);
+  else
+    fail ("%s%s: relative L2 distance %.3g > %.3g after save, load and "
+          "continue",
+        info->name, which, distance, tolerance);
+}
+
 static int
 same_state (GtTrainer *a, GtTrainer *b, double tolerance)
 {
-  int i, same = 1;
-
-  for (i = 0; i < gt_trainer_num_tensors (a) && same; i++) {
-    GtTensorInfo info;
-    float *x, *y;
-    int part;
-
-    gt_trainer_tensor_info (a, i, &info);
-    x = malloc (info.numel * sizeof (float));
-    y = malloc (info.numel * sizeof (float));
-    for (part = 0; part < (info.is_parameter ? 2 : 1) && same; part++) {
-      GtTensorPart which = part ? GT_TENSOR_MOMENTUM : GT_TENSOR_VALUE;
-      double d;
-
-      gt_trainer_read_tensor (a, info.name, which, x, info.numel);
-      gt_trainer_read_tensor (b, info.name, which, y, info.numel);
-      if (tolerance <= 0 && memcmp (x, y, info.numel * sizeof (float)) != 0) {
-        fail ("%s%s differs after save, load and continue", info.name,
-            part ? " (momentum)" : "");
-        same = 0;
-      } else if (tolerance > 0
-          && !((d = distance (x, y, info.numel)) <= tolerance)) {
-        fail ("%s%s: relative L2 distance %.3g > %.3g after save, load and "
-              "continue",
-            info.name, part ? " (momentum)" : "", d, tolerance);
-        same = 0;
-      }
-    }
-    free (x);
-    free (y);
-  }
-  return same;
+  return same_tensors (a, b,
+      PART_BIT (GT_TENSOR_VALUE) | PART_BIT (GT_TENSOR_MOMENTUM), 1, tolerance,
+      0, resume_differs);
 }
 
 /* How close the trainer and the one resumed from its checkpoint must be
@@ -372,19 +343,7 @@ parse_options (int *argc, char ***argv)
 static int
 backend_usable (void)
 {
-  char why[512] = "";
-
-  if (backend != GT_BACKEND_CUDA)
-    return 0;
-  if (!gt_cuda_built ()) {
-    printf ("SKIP: this build has no CUDA backend\n");
-    return 77;
-  }
-  if (gt_cuda_device_count (why, sizeof (why)) <= 0) {
-    printf ("SKIP: %s\n", why);
-    return 77;
-  }
-  return 0;
+  return backend == GT_BACKEND_CUDA ? gpu_skip () : 0;
 }
 
 int

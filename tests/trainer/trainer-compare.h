@@ -2,13 +2,15 @@
 /* trainer-compare.h: what the tests that hold a trainer against another
  * (cuda-parity.c: the CUDA backend against the CPU reference; cuda-dist.c:
  * data-parallel CUDA against data-parallel CPU) share: the random batches
- * both take, reading a trainer's tensors, and the comparison of the states
- * after some steps in L2 norms. Header-only: each test is one program. */
+ * both take and the comparison of the states after some steps in L2 norms
+ * (reading the tensors: trainer-tensors.h). Header-only: each test is one
+ * program. */
 #ifndef GT_TEST_TRAINER_COMPARE_H
 #define GT_TEST_TRAINER_COMPARE_H
 
 #include "check.h"
 #include "gt-random.h"
+#include "trainer-tensors.h"
 #include "trainer.h"
 
 #include <math.h>
@@ -24,10 +26,6 @@ static int quiet;
     if (!quiet)                                                                \
       CHECK (condition, __VA_ARGS__);                                          \
   } while (0)
-
-/* Begins every message of the helpers below ("rank 1: " in a
- * data-parallel test, else nothing). */
-static char compare_who[32];
 
 typedef struct
 {
@@ -86,23 +84,6 @@ init_config (GtTrainerConfig *config, GtModel model, int classes, int size,
   config->precision = precision;
 }
 
-/* @part of the tensor @info describes (malloc'd); a failure to read ends
- * the test. */
-static inline float *
-read_part (GtTrainer *trainer, const GtTensorInfo *info, GtTensorPart part)
-{
-  float *values = malloc ((size_t)info->numel * sizeof (float));
-
-  if (gt_trainer_read_tensor (
-          trainer, info->name, part, values, (size_t)info->numel)
-      != GT_OK) {
-    fprintf (stderr, "FAIL: %sreading %s: %s\n", compare_who, info->name,
-        gt_trainer_error (trainer));
-    exit (1);
-  }
-  return values;
-}
-
 /* The values of tensor @name, its description in @info. */
 static inline float *
 read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
@@ -115,21 +96,6 @@ read_named (GtTrainer *trainer, const char *name, GtTensorInfo *info)
       break;
   }
   return read_part (trainer, info, GT_TENSOR_VALUE);
-}
-
-/* |a - b|, or |a| when @b is NULL. */
-static inline double
-norm2 (const float *a, const float *b, size_t count)
-{
-  double sum = 0;
-  size_t i;
-
-  for (i = 0; i < count; i++) {
-    double d = b ? (double)a[i] - b[i] : a[i];
-
-    sum += d * d;
-  }
-  return sqrt (sum);
 }
 
 /* The larger of @worst and @error as a fraction of @bound (infinite for
