@@ -693,6 +693,26 @@ fixture_arrays_equal (GArray *a, GArray *b)
       && memcmp (a->data, b->data, a->len * g_array_get_element_size (a)) == 0;
 }
 
+GArray *
+fixture_expect_rank_draws (
+    FixtureDrawFunc draw, gpointer user_data, const gchar *what)
+{
+  GArray *alone = draw (user_data), *rank0, *rank1;
+
+  fixture_set_launcher (0, 2);
+  rank0 = draw (user_data);
+  fixture_set_launcher (1, 2);
+  rank1 = draw (user_data);
+  fixture_set_launcher (-1, 0);
+  fail_unless (
+      fixture_arrays_equal (alone, rank0), "rank 0 %s otherwise", what);
+  fail_unless (
+      !fixture_arrays_equal (alone, rank1), "rank 1 %s as rank 0", what);
+  g_array_unref (rank0);
+  g_array_unref (rank1);
+  return alone;
+}
+
 gboolean
 run_result_has_warning (
     RunResult *result, const gchar *part1, const gchar *part2)

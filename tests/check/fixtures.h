@@ -198,6 +198,16 @@ gboolean run_result_same_outputs (RunResult *a, RunResult *b);
 /* TRUE when @a and @b hold the same elements (of the same size). */
 gboolean fixture_arrays_equal (GArray *a, GArray *b);
 
+/* What an element drew (an order, pixels), as a new array. */
+typedef GArray *(*FixtureDrawFunc) (gpointer user_data);
+
+/* Calls @draw in a process alone, then as rank 0 and as rank 1 of a
+ * data-parallel job of 2 (fixture_set_launcher()), and checks that rank 0
+ * drew what a process alone draws and rank 1 drew otherwise (@what names
+ * the draws in the failures). Returns what the process alone drew. */
+GArray *fixture_expect_rank_draws (
+    FixtureDrawFunc draw, gpointer user_data, const gchar *what);
+
 /* TRUE when some warning contains all of the given substrings. */
 gboolean run_result_has_warning (
     RunResult *result, const gchar *part1, const gchar *part2);
