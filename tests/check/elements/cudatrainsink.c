@@ -116,23 +116,19 @@ sink_run (const gchar *launch)
   return run;
 }
 
-/* sink_run on the launch line that @format makes. */
-static SinkRun *sink_run_printf (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
-
+/* sink_run on @launch, which it frees. */
 static SinkRun *
-sink_run_printf (const gchar *format, ...)
+sink_run_take (gchar *launch)
 {
-  va_list args;
-  gchar *launch;
-  SinkRun *run;
+  SinkRun *run = sink_run (launch);
 
-  va_start (args, format);
-  launch = g_strdup_vprintf (format, args);
-  va_end (args);
-  run = sink_run (launch);
   g_free (launch);
   return run;
 }
+
+/* sink_run on the launch line that g_strdup_printf() makes of the
+ * arguments. */
+#define sink_run_printf(...) sink_run_take (g_strdup_printf (__VA_ARGS__))
 
 static void
 sink_run_free (SinkRun *run)
@@ -171,11 +167,14 @@ last_stats (SinkRun *run)
   return g_ptr_array_index (run->stats, run->stats->len - 1);
 }
 
-/* An ImageFolder of @per_class JPEGs of 12x12 in each of @classes classes. */
-static gchar *
-make_dataset (gint classes, gint per_class)
+/* The dataset of the test that runs, which the scratch folder holds (its
+ * checked fixture removes it after the test): an ImageFolder of @per_class
+ * JPEGs of 12x12 in each of @classes classes, "classC/NN.jpg". What the
+ * tests write beside it, checkpoints and logs, does not count as data. */
+static const gchar *
+use_dataset (gint classes, gint per_class)
 {
-  gchar *dir = fixture_make_temp_dir ();
+  const gchar *dir = fixture_scratch ();
   gint c, i;
 
   for (c = 0; c < classes; c++)
@@ -186,26 +185,6 @@ make_dataset (gint classes, gint per_class)
       g_free (path);
     }
   return dir;
-}
-
-/* The dataset of the test that runs: made by use_dataset, removed after
- * the test by the checked fixture (remove_dataset). */
-static gchar *test_dataset;
-
-static const gchar *
-use_dataset (gint classes, gint per_class)
-{
-  g_assert (test_dataset == NULL);
-  test_dataset = make_dataset (classes, per_class);
-  return test_dataset;
-}
-
-static void
-remove_dataset (void)
-{
-  if (test_dataset != NULL)
-    fixture_remove_tree (test_dataset);
-  g_clear_pointer (&test_dataset, g_free);
 }
 
 /* The head of every pipeline here: deterministic given the seeds. */
@@ -316,10 +295,9 @@ static void
 assert_resume_exact (const gchar *pipeline, const gchar *resumed_pipeline,
     gint half, gint steps, gint total, GString *notes)
 {
-  const gchar *dir = test_dataset;
-  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
-  gchar *first = g_build_filename (dir, "first.safetensors", NULL);
-  gchar *resumed = g_build_filename (dir, "resumed.safetensors", NULL);
+  const gchar *straight = fixture_scratch_path ("straight.safetensors", NULL);
+  const gchar *first = fixture_scratch_path ("first.safetensors", NULL);
+  const gchar *resumed = fixture_scratch_path ("resumed.safetensors", NULL);
   SinkRun *run;
 
   run = sink_run_printf ("%s ! " SINK "total-steps=%d max-steps=%d "
@@ -340,18 +318,14 @@ assert_resume_exact (const gchar *pipeline, const gchar *resumed_pipeline,
     g_string_append (notes, run->notes->str);
   sink_run_free (run);
   assert_same_checkpoints (straight, resumed);
-  g_free (straight);
-  g_free (first);
-  g_free (resumed);
 }
 
-/* A list file of the dataset's images in ImageFolder order, the first
- * @missing of them replaced by files that do not exist. */
-static gchar *
-write_list (const gchar *dir, const gchar *name, gint classes, gint per_class,
-    gint missing)
+/* A list file @name beside the dataset, of its images in ImageFolder
+ * order, the first @missing of them replaced by files that do not exist. */
+static const gchar *
+write_list (const gchar *name, gint classes, gint per_class, gint missing)
 {
-  gchar *path = g_build_filename (dir, name, NULL);
+  const gchar *path = fixture_scratch_path (name, NULL);
   GString *text = g_string_new (NULL);
   gint c, i, n = 0;
 
@@ -370,17 +344,21 @@ write_list (const gchar *dir, const gchar *name, gint classes, gint per_class,
 /* An exact resume does not read what the checkpoint already trained on:
  * the resumed run reads a list whose first samples (those of the first
  * run) do not exist, and neither warns about them nor differs. */
-GST_START_TEST (test_resume_reads_nothing_trained_on)
-{
-  const gchar *dir = use_dataset (2, 6);
-  gchar *whole = write_list (dir, "whole.txt", 2, 6, 0);
-  gchar *holed = write_list (dir, "holed.txt", 2, 6, 8);
 #define LIST_STAGE                                                             \
   "datasetsrc location=%s shuffle=false ! imagedec ! augment width=12 "        \
   "height=12 seed=4 ! batcher batch-size=4"
-  gchar *a = g_strdup_printf (LIST_STAGE, whole);
-  gchar *b = g_strdup_printf (LIST_STAGE, holed);
+
+GST_START_TEST (test_resume_reads_nothing_trained_on)
+{
+  const gchar *whole, *holed;
+  gchar *a, *b;
   GString *notes = g_string_new (NULL);
+
+  use_dataset (2, 6);
+  whole = write_list ("whole.txt", 2, 6, 0);
+  holed = write_list ("holed.txt", 2, 6, 8);
+  a = g_strdup_printf (LIST_STAGE, whole);
+  b = g_strdup_printf (LIST_STAGE, holed);
 
   /* 2 steps (samples 0..7), then the last one: samples 8..11 */
   assert_resume_exact (a, b, 2, 3, 3, notes);
@@ -389,8 +367,6 @@ GST_START_TEST (test_resume_reads_nothing_trained_on)
 
   g_free (a);
   g_free (b);
-  g_free (whole);
-  g_free (holed);
 }
 
 GST_END_TEST;
@@ -440,9 +416,9 @@ GST_START_TEST (test_resume_is_exact)
 {
   const gchar *dir = use_dataset (2, 6);
   gchar *input = input_stage (dir, 10);
-  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
-  gchar *half = g_build_filename (dir, "half.safetensors", NULL);
-  gchar *resumed = g_build_filename (dir, "resumed.safetensors", NULL);
+  const gchar *straight = fixture_scratch_path ("straight.safetensors", NULL);
+  const gchar *half = fixture_scratch_path ("half.safetensors", NULL);
+  const gchar *resumed = fixture_scratch_path ("resumed.safetensors", NULL);
   gchar *contents;
   gsize length;
   SinkRun *run;
@@ -467,9 +443,6 @@ GST_START_TEST (test_resume_is_exact)
   sink_run_free (run);
   assert_same_checkpoints (straight, half);
 
-  g_free (straight);
-  g_free (half);
-  g_free (resumed);
   g_free (input);
 }
 
@@ -614,15 +587,15 @@ new_small_trainer (void)
 
 /* A checkpoint whose classifier ignores the image and favours class 0 by
  * a margin of 3: every prediction is class 0. */
-static gchar *
-make_class0_checkpoint (const gchar *dir)
+static const gchar *
+make_class0_checkpoint (void)
 {
   GtTrainer *trainer;
   GtStFile *file;
   GtStWriter *writer;
   gchar why[512];
-  gchar *base = g_build_filename (dir, "base.safetensors", NULL);
-  gchar *path = g_build_filename (dir, "class0.safetensors", NULL);
+  const gchar *base = fixture_scratch_path ("base.safetensors", NULL);
+  const gchar *path = fixture_scratch_path ("class0.safetensors", NULL);
   GPtrArray *copies = g_ptr_array_new_with_free_func (g_free);
   gint i;
 
@@ -652,7 +625,6 @@ make_class0_checkpoint (const gchar *dir)
   gt_st_writer_free (writer);
   gt_st_close (file);
   g_ptr_array_unref (copies);
-  g_free (base);
   return path;
 }
 
@@ -660,13 +632,13 @@ GST_START_TEST (test_eval_on_a_known_checkpoint)
 {
   const gchar *dir = use_dataset (2, 3); /* 3 of class 0, 3 of class 1 */
   gchar *extra = g_strdup_printf ("%s/class0/extra.jpg", dir);
-  gchar *checkpoint;
+  const gchar *checkpoint;
   SinkRun *run;
   gdouble expected_loss;
 
   /* a fourth image in class 0: top-1 = 4 / 7 */
   fixture_write_jpeg (extra, 12, 12, 999);
-  checkpoint = make_class0_checkpoint (dir);
+  checkpoint = make_class0_checkpoint ();
   run = sink_run_printf ("datasetsrc location=%s shuffle=false ! imagedec ! "
                          "augment width=12 height=12 crop=center ! "
                          "batcher batch-size=4 drop-remainder=false ! " SINK
@@ -684,7 +656,6 @@ GST_START_TEST (test_eval_on_a_known_checkpoint)
       "loss %g, expected %g", get_double (run->eval, "loss"), expected_loss);
   sink_run_free (run);
 
-  g_free (checkpoint);
   g_free (extra);
 }
 
@@ -702,7 +673,7 @@ GST_START_TEST (test_errors)
 {
   const gchar *dir = use_dataset (3, 2);
   gchar *input = input_stage (dir, 1);
-  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
   SinkRun *run;
 
   /* types other than the template's: the link itself is refused */
@@ -765,7 +736,6 @@ GST_START_TEST (test_errors)
           input, checkpoint),
       "does not fit");
 
-  g_free (checkpoint);
   g_free (input);
 }
 
@@ -776,8 +746,8 @@ GST_END_TEST;
 GST_START_TEST (test_snapshots_count_fresh_images)
 {
   const gchar *dir = use_dataset (2, 8);
-  gchar *snapshots = g_build_filename (dir, "snapshots", NULL);
-  gchar *metrics = g_build_filename (dir, "metrics.jsonl", NULL);
+  const gchar *snapshots = fixture_scratch_path ("snapshots", NULL);
+  const gchar *metrics = fixture_scratch_path ("metrics.jsonl", NULL);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s num-epochs=2 seed=3 ! imagedec ! echo factor=2 "
       "shuffle-buffer-size=0 ! augment width=12 height=12 ! batcher "
@@ -814,8 +784,6 @@ GST_START_TEST (test_snapshots_count_fresh_images)
   g_strfreev (lines);
   g_free (contents);
   sink_run_free (run);
-  g_free (metrics);
-  g_free (snapshots);
 }
 
 GST_END_TEST;
@@ -826,7 +794,7 @@ GST_END_TEST;
 GST_START_TEST (test_too_small_last_batch_is_dropped)
 {
   const gchar *dir = use_dataset (1, 5);
-  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s ! imagedec ! augment width=4 height=4 ! "
       "batcher batch-size=4 drop-remainder=false ! " SINK
@@ -844,7 +812,6 @@ GST_START_TEST (test_too_small_last_batch_is_dropped)
       "no warning for the dropped batch: \"%s\"", run->notes->str);
   fail_unless_equals_uint64 (checkpoint_step (checkpoint), 1);
   sink_run_free (run);
-  g_free (checkpoint);
 }
 
 GST_END_TEST;
@@ -873,8 +840,8 @@ GST_START_TEST (test_epoch_goes_on_after_resume)
 {
   const gchar *dir = use_dataset (2, 6);
   gchar *input = input_stage (dir, 10);
-  gchar *straight = g_build_filename (dir, "straight.safetensors", NULL);
-  gchar *half = g_build_filename (dir, "half.safetensors", NULL);
+  const gchar *straight = fixture_scratch_path ("straight.safetensors", NULL);
+  const gchar *half = fixture_scratch_path ("half.safetensors", NULL);
   SinkRun *whole, *half_run, *rest;
   gdouble expected, resumed;
 
@@ -901,8 +868,6 @@ GST_START_TEST (test_epoch_goes_on_after_resume)
   sink_run_free (whole);
   sink_run_free (half_run);
   sink_run_free (rest);
-  g_free (straight);
-  g_free (half);
   g_free (input);
 }
 
@@ -978,7 +943,7 @@ collect_warnings (GstBus *bus, GstMessage *message, gpointer notes)
 GST_START_TEST (test_stop_signal)
 {
   const gchar *dir = use_dataset (2, 4);
-  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   GstBus *bus = gst_element_get_bus (pipeline);
@@ -1055,7 +1020,6 @@ GST_START_TEST (test_stop_signal)
     gst_object_unref (bus);
     gst_object_unref (pipeline);
   }
-  g_free (checkpoint);
 }
 
 GST_END_TEST;
@@ -1065,7 +1029,7 @@ GST_END_TEST;
 GST_START_TEST (test_stop_without_eos_checkpoints)
 {
   const gchar *dir = use_dataset (2, 4);
-  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstBus *bus = gst_element_get_bus (pipeline);
   GString *notes = g_string_new (NULL);
@@ -1101,7 +1065,6 @@ GST_START_TEST (test_stop_without_eos_checkpoints)
   g_string_free (notes, TRUE);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
-  g_free (checkpoint);
 }
 
 GST_END_TEST;
@@ -1113,8 +1076,9 @@ GST_END_TEST;
 GST_START_TEST (test_checkpoint_folder)
 {
   const gchar *dir = use_dataset (2, 4);
-  gchar *folder = g_build_filename (dir, "gone", NULL);
-  gchar *checkpoint = g_build_filename (folder, "ck.safetensors", NULL);
+  const gchar *folder = fixture_scratch_path ("gone", NULL);
+  const gchar *checkpoint =
+      fixture_scratch_path ("gone", "ck.safetensors", NULL);
   gchar *input = input_stage (dir, 1);
   GstElement *pipeline, *sink;
   GtTrainer *trainer;
@@ -1174,8 +1138,6 @@ GST_START_TEST (test_checkpoint_folder)
   gt_trainer_free (trainer);
 
   g_free (input);
-  g_free (checkpoint);
-  g_free (folder);
 }
 
 GST_END_TEST;
@@ -1338,8 +1300,7 @@ GST_START_TEST (test_no_checkpoint_after_an_error)
 {
   static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
       "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
-  gchar *dir = fixture_make_temp_dir ();
-  gchar *checkpoint = g_build_filename (dir, "ck.safetensors", NULL);
+  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
   GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
   GstCaps *caps = gst_caps_from_string (
       "other/tensors, format=static, num_tensors=2, "
@@ -1366,9 +1327,6 @@ GST_START_TEST (test_no_checkpoint_after_an_error)
   gst_check_teardown_src_pad (sink);
   gst_object_unref (sink);
   gst_caps_unref (caps);
-  fixture_remove_tree (dir);
-  g_free (checkpoint);
-  g_free (dir);
 }
 
 GST_END_TEST;
@@ -1447,7 +1405,7 @@ cudatrainsink_suite (void)
   Suite *s = suite_create ("cudatrainsink");
   TCase *tc = tcase_create ("general");
 
-  tcase_add_checked_fixture (tc, NULL, remove_dataset);
+  tcase_add_checked_fixture (tc, NULL, fixture_scratch_teardown);
 
   /* enforced when check forks (CK_FORK=yes, as meson runs it); under
    * CK_FORK=no, BUS_WAIT bounds every wait */
