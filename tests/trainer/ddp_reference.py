@@ -376,30 +376,17 @@ def cmd_check_gloo(a):
     return 1 if mismatches else 0
 
 
-def add_training_arguments(p, ranks_default=2):
-    p.add_argument("--model", required=True, choices=tr.MODELS)
-    p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--size", type=int, default=16)
-    p.add_argument("--batch", type=int, default=4, help="samples per rank")
-    p.add_argument("--ranks", type=int, default=ranks_default)
+def add_training_arguments(p):
+    """torch_reference.py's training options, per rank, and the ranks."""
+    tr.add_training_arguments(p, size=16, batch=4, batch_help="samples per rank")
+    p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--rank-batches", default=None, metavar="B0,B1,...",
                    help="each rank's number of samples, when they differ (DDP "
                    "still averages the ranks' mean gradients with equal weights)")
-    p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=1e-4)
-    p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--nesterov", type=int, choices=(0, 1), default=0)
-    p.add_argument("--zero-init-residual", type=int, choices=(0, 1), default=0)
-    p.add_argument("--seed", type=int, default=1)
 
 
 def add_data_arguments(p):
-    p.add_argument("--min-relu-margin", type=float, default=0.0,
-                   help="try data seeds seed, seed+1, ... until every ReLU input of "
-                   "every replica stays this far from zero")
-    p.add_argument("--max-attempts", type=int, default=200)
+    tr.add_data_arguments(p, "every ReLU input of every replica")
 
 
 def main(argv=None):

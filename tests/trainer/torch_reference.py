@@ -441,23 +441,37 @@ def cmd_count(a):
     return 0
 
 
+def add_training_arguments(p, size=32, batch=8, batch_help=None):
+    """The options of a training run: the model, the batch and SGD's
+    settings (ddp_reference.py's runs take them too, with its defaults)."""
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--size", type=int, default=size)
+    p.add_argument("--batch", type=int, default=batch, help=batch_help)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=1e-4)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--nesterov", type=int, choices=(0, 1), default=0)
+    p.add_argument("--zero-init-residual", type=int, choices=(0, 1), default=0)
+    p.add_argument("--seed", type=int, default=1)
+
+
+def add_data_arguments(p, inputs="every ReLU input"):
+    """The options of choose_batch's search: until @inputs stay clear of zero."""
+    p.add_argument("--min-relu-margin", type=float, default=0.0,
+                   help=f"try data seeds seed, seed+1, ... until {inputs} "
+                   "stays this far from zero")
+    p.add_argument("--max-attempts", type=int, default=200)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("reference", help="write a reference training run")
-    r.add_argument("--model", required=True, choices=MODELS)
-    r.add_argument("--classes", type=int, default=10)
-    r.add_argument("--size", type=int, default=32)
-    r.add_argument("--batch", type=int, default=8)
-    r.add_argument("--steps", type=int, default=3)
-    r.add_argument("--lr", type=float, default=0.1)
-    r.add_argument("--momentum", type=float, default=0.9)
-    r.add_argument("--weight-decay", type=float, default=1e-4)
-    r.add_argument("--label-smoothing", type=float, default=0.1)
-    r.add_argument("--nesterov", type=int, choices=(0, 1), default=0)
-    r.add_argument("--zero-init-residual", type=int, choices=(0, 1), default=0)
-    r.add_argument("--seed", type=int, default=1)
+    add_training_arguments(r)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--forward-only", action="store_true")
     r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -465,10 +479,7 @@ def main(argv=None):
     r.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                    help="bf16: autocast to bfloat16 around forward and loss, "
                    "channels_last")
-    r.add_argument("--min-relu-margin", type=float, default=0.0,
-                   help="try data seeds seed, seed+1, ... until every ReLU input "
-                   "stays this far from zero")
-    r.add_argument("--max-attempts", type=int, default=200)
+    add_data_arguments(r)
     r.add_argument("--out", required=True)
 
     c = sub.add_parser("check-checkpoint", help="compare a checkpoint's eval logits")
