@@ -5,8 +5,11 @@
 
 #ifdef GT_HAVE_NCCL
 #include "gt-clock.h"
+#include "gt-error.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 /* Aborts the communicator once, from whichever thread sees the failure
@@ -86,6 +89,56 @@ gt_dist_watchdog_init (GtDistWatchdog *watchdog, GtComm *comm)
   pthread_mutex_init (&watchdog->lock, NULL);
   pthread_cond_init (&watchdog->cond, NULL);
   return cudaEventCreateWithFlags (&watchdog->done, cudaEventDisableTiming);
+}
+
+int
+gt_dist_watchdog_open (GtDistWatchdog *watchdog, int rank, int size, int device,
+    char *why, size_t why_size)
+{
+  struct
+  {
+    int64_t ok;
+    ncclUniqueId id;
+  } offer;
+  char reason[256];
+  ncclResult_t result;
+  cudaError_t err;
+  const GtNccl *lib;
+
+  /* opened when the ranks agreed on NCCL: this only fetches the functions */
+  lib = watchdog->lib = gt_nccl_open (why, why_size);
+  if (lib == NULL)
+    return GT_ERROR_DEVICE;
+  memset (&offer, 0, sizeof (offer));
+  if (rank == 0)
+    offer.ok = lib->ncclGetUniqueId (&offer.id) == ncclSuccess;
+  if (gt_comm_broadcast (
+          watchdog->comm, &offer, sizeof (offer), 0, reason, sizeof (reason))
+      < 0)
+    return gt_error_set (
+        why, why_size, GT_ERROR_DEVICE, "sending rank 0's NCCL id: %s", reason);
+  if (!offer.ok)
+    return gt_error_set (why, why_size, GT_ERROR_DEVICE,
+        "rank 0 could not make an NCCL id: %s", lib->ncclGetLastError (NULL));
+  if ((err = cudaSetDevice (device)) != cudaSuccess) {
+    cudaGetLastError ();
+    return gt_error_set (why, why_size,
+        err == cudaErrorMemoryAllocation ? GT_ERROR_NO_MEMORY : GT_ERROR_DEVICE,
+        "CUDA: cudaSetDevice failed: %s (%s)", cudaGetErrorString (err),
+        cudaGetErrorName (err));
+  }
+  result = lib->ncclCommInitRank (&watchdog->nccl, size, offer.id, rank);
+  if (result != ncclSuccess) {
+    watchdog->nccl = NULL;
+    return gt_error_set (why, why_size, GT_ERROR_DEVICE,
+        "NCCL: ncclCommInitRank (rank %d of %d on GPU %d) failed: %s (%s)%s",
+        rank, size, device, lib->ncclGetErrorString (result),
+        lib->ncclGetLastError (NULL),
+        size > 1 ? "; NCCL takes one GPU per rank: ranks that share a GPU "
+                   "need comm-backend mpi"
+                 : "");
+  }
+  return GT_OK;
 }
 
 void

@@ -7,8 +7,9 @@
  * communicator, which ends NCCL's kernels wherever the host waits on them.
  *
  * cuda-dist.cu calls in, never the other way: what went wrong is left in
- * the struct for it to read (gt_dist_watchdog_failed) and report. Host code
- * only, C with C++ linkage guards. */
+ * the struct for it to read (gt_dist_watchdog_failed) and report, or
+ * written to the why it passes. Host code only, C with C++ linkage
+ * guards. */
 #ifndef GT_CUDA_DIST_WATCHDOG_H
 #define GT_CUDA_DIST_WATCHDOG_H
 
@@ -47,6 +48,11 @@ extern "C" {
  * cannot be created). */
 GT_DIST_WATCHDOG_HIDDEN cudaError_t gt_dist_watchdog_init (
     GtDistWatchdog *watchdog, GtComm *comm);
+/* Opens the communicator of rank @rank of @size on GPU @device: rank 0's
+ * id over the job's GtComm, then ncclCommInitRank on every rank (a
+ * collective). GT_OK, or the GtStatus with the reason in @why. */
+GT_DIST_WATCHDOG_HIDDEN int gt_dist_watchdog_open (GtDistWatchdog *watchdog,
+    int rank, int size, int device, char *why, size_t why_size);
 /* Once the communicator is open: the thread, on @device, when @comm has a
  * timeout. */
 GT_DIST_WATCHDOG_HIDDEN void gt_dist_watchdog_start (

@@ -523,54 +523,6 @@ agree_on_nccl (
   return GT_OK;
 }
 
-#ifdef GT_HAVE_NCCL
-/* The communicator: rank 0's id over MPI, then ncclCommInitRank on every
- * rank (a collective). */
-static int
-open_nccl (CudaBackend *cuda)
-{
-  CudaDist *dist = cuda->dist;
-  struct
-  {
-    int64_t ok;
-    ncclUniqueId id;
-  } offer;
-  char reason[256];
-  ncclResult_t result;
-  const GtNccl *lib;
-
-  /* opened by agree_on_nccl already: this only fetches the functions */
-  lib = dist->watchdog.lib = gt_nccl_open (cuda->why, sizeof (cuda->why));
-  if (lib == NULL)
-    return GT_ERROR_DEVICE;
-  memset (&offer, 0, sizeof (offer));
-  if (dist->rank == 0)
-    offer.ok = lib->ncclGetUniqueId (&offer.id) == ncclSuccess;
-  if (gt_comm_broadcast (
-          dist->comm, &offer, sizeof (offer), 0, reason, sizeof (reason))
-      < 0)
-    return backend_fail (
-        cuda, GT_ERROR_DEVICE, "sending rank 0's NCCL id: %s", reason);
-  if (!offer.ok)
-    return backend_fail (cuda, GT_ERROR_DEVICE,
-        "rank 0 could not make an NCCL id: %s", lib->ncclGetLastError (NULL));
-  CUDA_TRY (cudaSetDevice (cuda->device));
-  result = lib->ncclCommInitRank (
-      &dist->watchdog.nccl, dist->size, offer.id, dist->rank);
-  if (result != ncclSuccess) {
-    dist->watchdog.nccl = NULL;
-    return backend_fail (cuda, GT_ERROR_DEVICE,
-        "NCCL: ncclCommInitRank (rank %d of %d on GPU %d) failed: %s (%s)%s",
-        dist->rank, dist->size, cuda->device, lib->ncclGetErrorString (result),
-        lib->ncclGetLastError (NULL),
-        dist->size > 1 ? "; NCCL takes one GPU per rank: ranks that share a "
-                         "GPU need comm-backend mpi"
-                       : "");
-  }
-  return GT_OK;
-}
-#endif
-
 int
 dist_setup (CudaBackend *cuda, int status)
 {
@@ -588,7 +540,8 @@ dist_setup (CudaBackend *cuda, int status)
     return status != GT_OK ? status : GT_ERROR_DEVICE;
 #ifdef GT_HAVE_NCCL
   if (cuda->dist->mode == DIST_NCCL) {
-    status = open_nccl (cuda);
+    status = gt_dist_watchdog_open (&cuda->dist->watchdog, cuda->dist->rank,
+        cuda->dist->size, cuda->device, cuda->why, sizeof (cuda->why));
     if (!all_ranks_ready (cuda, status, "opening the NCCL communicator"))
       return status != GT_OK ? status : GT_ERROR_DEVICE;
     gt_dist_watchdog_start (&cuda->dist->watchdog, cuda->device);
