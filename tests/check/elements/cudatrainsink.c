@@ -198,14 +198,30 @@ input_stage (const gchar *dir, gint epochs)
 
 #define SINK "cudatrainsink model=resnet20 device=cpu num-threads=2 "
 
+/* Where the test that runs has the sink write its checkpoint (the scratch
+ * folder's "ck.safetensors"). */
+static const gchar *
+test_checkpoint (void)
+{
+  return fixture_scratch_path ("ck.safetensors", NULL);
+}
+
+/* sink_run on the dataset of use_dataset (@classes, @per_class): datasetsrc
+ * on it, then @rest (the rest of the line: its properties and the
+ * elements after it). */
+static SinkRun *
+sink_run_dataset (gint classes, gint per_class, const gchar *rest)
+{
+  return sink_run_printf (
+      "datasetsrc location=%s %s", use_dataset (classes, per_class), rest);
+}
+
 GST_START_TEST (test_loss_falls)
 {
-  const gchar *dir = use_dataset (2, 8);
-  SinkRun *run = sink_run_printf (
-      "datasetsrc location=%s num-epochs=40 seed=3 ! imagedec ! augment "
-      "width=12 height=12 crop=center ! batcher batch-size=16 ! " SINK
-      "lr=0.02 lr-schedule=constant label-smoothing=0 stats-interval=10",
-      dir);
+  SinkRun *run = sink_run_dataset (2, 8,
+      "num-epochs=40 seed=3 ! imagedec ! augment width=12 height=12 "
+      "crop=center ! batcher batch-size=16 ! " SINK
+      "lr=0.02 lr-schedule=constant label-smoothing=0 stats-interval=10");
   gdouble first_loss, last_loss, first_top1, last_top1;
 
   fail_unless (run->error == NULL, "%s", run->error);
@@ -453,12 +469,10 @@ GST_END_TEST;
  * EOS: the sink posts EOS itself. (If it did not, this test would hang.) */
 GST_START_TEST (test_max_steps_ends_the_pipeline)
 {
-  const gchar *dir = use_dataset (2, 4);
-  SinkRun *run = sink_run_printf (
-      "datasetsrc location=%s num-epochs=-1 ! imagedec ! echo mode=adaptive "
-      "max-factor=4 ! augment width=12 height=12 ! batcher batch-size=4 ! "
-      "queue max-size-buffers=2 ! " SINK "max-steps=5 stats-interval=2",
-      dir);
+  SinkRun *run = sink_run_dataset (2, 4,
+      "num-epochs=-1 ! imagedec ! echo mode=adaptive max-factor=4 ! augment "
+      "width=12 height=12 ! batcher batch-size=4 ! queue max-size-buffers=2 "
+      "! " SINK "max-steps=5 stats-interval=2");
 
   fail_unless_equals_uint64 (get_uint64 (last_stats (run), "step"), 5);
   sink_run_free (run);
@@ -545,12 +559,10 @@ GST_END_TEST;
  * times 0.1 every 3 steps, at 30%, 60% and 90% of the run. */
 GST_START_TEST (test_step_schedule_follows_max_steps)
 {
-  const gchar *dir = use_dataset (2, 2);
-  SinkRun *run = sink_run_printf (
-      "datasetsrc location=%s num-epochs=-1 ! imagedec ! augment width=12 "
-      "height=12 ! batcher batch-size=4 ! " SINK
-      "lr=0.01 lr-schedule=step max-steps=10 stats-interval=1",
-      dir);
+  SinkRun *run = sink_run_dataset (2, 2,
+      "num-epochs=-1 ! imagedec ! augment width=12 height=12 ! batcher "
+      "batch-size=4 ! " SINK
+      "lr=0.01 lr-schedule=step max-steps=10 stats-interval=1");
   guint i;
 
   fail_unless (run->error == NULL, "%s", run->error);
@@ -673,7 +685,7 @@ GST_START_TEST (test_errors)
 {
   const gchar *dir = use_dataset (3, 2);
   gchar *input = input_stage (dir, 1);
-  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
+  const gchar *checkpoint = test_checkpoint ();
   SinkRun *run;
 
   /* types other than the template's: the link itself is refused */
@@ -794,7 +806,7 @@ GST_END_TEST;
 GST_START_TEST (test_too_small_last_batch_is_dropped)
 {
   const gchar *dir = use_dataset (1, 5);
-  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
+  const gchar *checkpoint = test_checkpoint ();
   SinkRun *run = sink_run_printf (
       "datasetsrc location=%s ! imagedec ! augment width=4 height=4 ! "
       "batcher batch-size=4 drop-remainder=false ! " SINK
@@ -943,7 +955,7 @@ collect_warnings (GstBus *bus, GstMessage *message, gpointer notes)
 GST_START_TEST (test_stop_signal)
 {
   const gchar *dir = use_dataset (2, 4);
-  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
+  const gchar *checkpoint = test_checkpoint ();
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   GstBus *bus = gst_element_get_bus (pipeline);
@@ -1028,9 +1040,8 @@ GST_END_TEST;
  * trained are checkpointed, and a warning says where. */
 GST_START_TEST (test_stop_without_eos_checkpoints)
 {
-  const gchar *dir = use_dataset (2, 4);
-  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
-  GstElement *pipeline = endless_pipeline (dir, checkpoint);
+  const gchar *checkpoint = test_checkpoint ();
+  GstElement *pipeline = endless_pipeline (use_dataset (2, 4), checkpoint);
   GstBus *bus = gst_element_get_bus (pipeline);
   GString *notes = g_string_new (NULL);
   GstMessage *message;
@@ -1300,7 +1311,7 @@ GST_START_TEST (test_no_checkpoint_after_an_error)
 {
   static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
       "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
-  const gchar *checkpoint = fixture_scratch_path ("ck.safetensors", NULL);
+  const gchar *checkpoint = test_checkpoint ();
   GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
   GstCaps *caps = gst_caps_from_string (
       "other/tensors, format=static, num_tensors=2, "
