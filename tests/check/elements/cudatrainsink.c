@@ -579,22 +579,30 @@ GST_START_TEST (test_step_schedule_follows_max_steps)
 
 GST_END_TEST;
 
-/* A resnet20 trainer of 2 classes on batches of two 12x12 images. */
+/* A trainer of @config; fails the test when there is none. */
 static GtTrainer *
-new_small_trainer (void)
+trainer_new_or_fail (const GtTrainerConfig *config)
+{
+  gchar why[512];
+  GtTrainer *trainer = gt_trainer_new (config, why, sizeof (why));
+
+  fail_unless (trainer != NULL, "%s", why);
+  return trainer;
+}
+
+/* A resnet20 trainer, the sink's model here, of @num_classes classes on
+ * batches of @batch_size images of @size x @size. */
+static GtTrainer *
+new_resnet20_trainer (gint num_classes, gint size, gint batch_size)
 {
   GtTrainerConfig config;
-  GtTrainer *trainer;
-  gchar why[512];
 
   gt_trainer_config_init (&config);
   config.model = GT_MODEL_RESNET20;
-  config.num_classes = 2;
-  config.height = config.width = 12;
-  config.batch_size = 2;
-  trainer = gt_trainer_new (&config, why, sizeof (why));
-  fail_unless (trainer != NULL, "%s", why);
-  return trainer;
+  config.num_classes = num_classes;
+  config.height = config.width = size;
+  config.batch_size = batch_size;
+  return trainer_new_or_fail (&config);
 }
 
 /* A checkpoint whose classifier ignores the image and favours class 0 by
@@ -611,7 +619,7 @@ make_class0_checkpoint (void)
   GPtrArray *copies = g_ptr_array_new_with_free_func (g_free);
   gint i;
 
-  trainer = new_small_trainer ();
+  trainer = new_resnet20_trainer (2, 12, 2);
   fail_unless (gt_trainer_save (trainer, base, 1) == GT_OK);
   gt_trainer_free (trainer);
 
@@ -1140,7 +1148,7 @@ GST_START_TEST (test_checkpoint_folder)
   gst_object_unref (pipeline);
 
   /* the trainer's own message */
-  trainer = new_small_trainer ();
+  trainer = new_resnet20_trainer (2, 12, 2);
   fail_unless_equals_int (
       gt_trainer_save (trainer, checkpoint, 0), GT_ERROR_IO);
   fail_unless (strstr (gt_trainer_error (trainer), checkpoint)
