@@ -10,6 +10,7 @@
 
 #include <jpeglib.h>
 
+#include "check-main.h"
 #include "fixtures.h"
 #include "train-meta.h"
 
@@ -730,23 +731,15 @@ GST_START_TEST (test_size_change_at_a_batch_boundary)
 
 GST_END_TEST;
 
-static Suite *
-batcher_suite (void)
-{
-  Suite *s = suite_create ("batcher");
-  TCase *tc = tcase_create ("general");
+#define BATCHER_TESTS(test)                                                    \
+  test (test_batches_hold_the_images_in_order);                                \
+  test (test_remainder_dropped_or_pushed);                                     \
+  test (test_flush_drops_the_partial_batch);                                   \
+  test (test_size_change_at_a_batch_boundary);                                 \
+  test (test_errors_name_the_sample);                                          \
+  test (test_batches_come_from_downstream_pool);                               \
+  test (test_batches_reach_the_sink_in_its_pool);                              \
+  test (test_stop_while_batches_fill_the_pool);                                \
+  test (test_pipeline_labels_match_the_samples);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_batches_hold_the_images_in_order);
-  tcase_add_test (tc, test_remainder_dropped_or_pushed);
-  tcase_add_test (tc, test_flush_drops_the_partial_batch);
-  tcase_add_test (tc, test_size_change_at_a_batch_boundary);
-  tcase_add_test (tc, test_errors_name_the_sample);
-  tcase_add_test (tc, test_batches_come_from_downstream_pool);
-  tcase_add_test (tc, test_batches_reach_the_sink_in_its_pool);
-  tcase_add_test (tc, test_stop_while_batches_fill_the_pool);
-  tcase_add_test (tc, test_pipeline_labels_match_the_samples);
-  return s;
-}
-
-GST_CHECK_MAIN (batcher);
+CHECK_MAIN (batcher, "batcher", BATCHER_TESTS);

@@ -7,6 +7,7 @@
 #include <gst/video/video.h>
 #include <string.h>
 
+#include "check-main.h"
 #include "fixtures.h"
 #include "train-meta.h"
 
@@ -1290,39 +1291,31 @@ GST_START_TEST (test_adaptive_follows_downstream_speed)
 
 GST_END_TEST;
 
-static Suite *
-echo_suite (void)
-{
-  Suite *s = suite_create ("echo");
-  TCase *tc = tcase_create ("general");
+#define ECHO_TESTS(test)                                                       \
+  test (test_factor_one_is_identity);                                          \
+  test (test_factor_three_back_to_back);                                       \
+  test (test_effective_factor_while_the_buffer_fills);                         \
+  test (test_fractional_factor);                                               \
+  test (test_shuffle_spreads_copies);                                          \
+  test (test_seed_reproduces);                                                 \
+  test (test_seed_differs_per_rank);                                           \
+  test (test_repeats_share_memory_through_shuffle);                            \
+  test (test_batches_and_chained_echos);                                       \
+  test (test_mixed_sizes_keep_their_caps);                                     \
+  test (test_positions_a_and_b);                                               \
+  test (test_eos_drains_the_buffer);                                           \
+  test (test_flush_empties_the_buffer);                                        \
+  test (test_max_size_bytes_bounds_the_buffer);                                \
+  test (test_flow_errors);                                                     \
+  test (test_state_changes);                                                   \
+  test (test_adaptive_repeats_up_to_max_factor_then_waits);                    \
+  test (test_adaptive_fresh_items_go_first);                                   \
+  test (test_adaptive_spreads_repeats_least_emitted_first);                    \
+  test (test_adaptive_copies_half_the_kept_items_apart);                       \
+  test (test_adaptive_waits_rather_than_bunch_repeats);                        \
+  test (test_adaptive_flush_unblocks_and_restarts);                            \
+  test (test_adaptive_restarts_after_ready);                                   \
+  test (test_stats_message_at_eos);                                            \
+  test (test_adaptive_follows_downstream_speed);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_factor_one_is_identity);
-  tcase_add_test (tc, test_factor_three_back_to_back);
-  tcase_add_test (tc, test_effective_factor_while_the_buffer_fills);
-  tcase_add_test (tc, test_fractional_factor);
-  tcase_add_test (tc, test_shuffle_spreads_copies);
-  tcase_add_test (tc, test_seed_reproduces);
-  tcase_add_test (tc, test_seed_differs_per_rank);
-  tcase_add_test (tc, test_repeats_share_memory_through_shuffle);
-  tcase_add_test (tc, test_batches_and_chained_echos);
-  tcase_add_test (tc, test_mixed_sizes_keep_their_caps);
-  tcase_add_test (tc, test_positions_a_and_b);
-  tcase_add_test (tc, test_eos_drains_the_buffer);
-  tcase_add_test (tc, test_flush_empties_the_buffer);
-  tcase_add_test (tc, test_max_size_bytes_bounds_the_buffer);
-  tcase_add_test (tc, test_flow_errors);
-  tcase_add_test (tc, test_state_changes);
-  tcase_add_test (tc, test_adaptive_repeats_up_to_max_factor_then_waits);
-  tcase_add_test (tc, test_adaptive_fresh_items_go_first);
-  tcase_add_test (tc, test_adaptive_spreads_repeats_least_emitted_first);
-  tcase_add_test (tc, test_adaptive_copies_half_the_kept_items_apart);
-  tcase_add_test (tc, test_adaptive_waits_rather_than_bunch_repeats);
-  tcase_add_test (tc, test_adaptive_flush_unblocks_and_restarts);
-  tcase_add_test (tc, test_adaptive_restarts_after_ready);
-  tcase_add_test (tc, test_stats_message_at_eos);
-  tcase_add_test (tc, test_adaptive_follows_downstream_speed);
-  return s;
-}
-
-GST_CHECK_MAIN (echo);
+CHECK_MAIN (echo, "echo", ECHO_TESTS);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check-main.h"
 #include "fixtures.h"
 #include "jpeg-decode.h"
 #include "train-meta.h"
@@ -851,28 +852,20 @@ GST_START_TEST (test_missing_quantization_table_is_a_bad_sample)
 
 GST_END_TEST;
 
-static Suite *
-imagedec_suite (void)
-{
-  Suite *s = suite_create ("imagedec");
-  TCase *tc = tcase_create ("general");
+#define IMAGEDEC_TESTS(test)                                                   \
+  test (test_pixels_match_libjpeg_turbo);                                      \
+  test (test_pixels_match_libjpeg_turbo_threaded);                             \
+  test (test_region_decode_matches_full_decode);                               \
+  test (test_region_decode_of_bad_data_fails_cleanly);                         \
+  test (test_missing_quantization_table_is_a_bad_sample);                      \
+  test (test_order_and_caps_with_mixed_sizes);                                 \
+  test (test_row_padding_is_zero_in_reused_memory);                            \
+  test (test_min_short_side_picks_scale);                                      \
+  test (test_gray8_on_request);                                                \
+  test (test_bad_input_is_skipped_with_a_warning);                             \
+  test (test_bad_file_is_reported_once_across_epochs);                         \
+  test (test_harness_buffers_without_meta);                                    \
+  test (test_flush_drops_queued_images);                                       \
+  test (test_stop_while_decoding);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_pixels_match_libjpeg_turbo);
-  tcase_add_test (tc, test_pixels_match_libjpeg_turbo_threaded);
-  tcase_add_test (tc, test_region_decode_matches_full_decode);
-  tcase_add_test (tc, test_region_decode_of_bad_data_fails_cleanly);
-  tcase_add_test (tc, test_missing_quantization_table_is_a_bad_sample);
-  tcase_add_test (tc, test_order_and_caps_with_mixed_sizes);
-  tcase_add_test (tc, test_row_padding_is_zero_in_reused_memory);
-  tcase_add_test (tc, test_min_short_side_picks_scale);
-  tcase_add_test (tc, test_gray8_on_request);
-  tcase_add_test (tc, test_bad_input_is_skipped_with_a_warning);
-  tcase_add_test (tc, test_bad_file_is_reported_once_across_epochs);
-  tcase_add_test (tc, test_harness_buffers_without_meta);
-  tcase_add_test (tc, test_flush_drops_queued_images);
-  tcase_add_test (tc, test_stop_while_decoding);
-  return s;
-}
-
-GST_CHECK_MAIN (imagedec);
+CHECK_MAIN (imagedec, "imagedec", IMAGEDEC_TESTS);

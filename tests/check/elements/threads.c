@@ -6,6 +6,7 @@
  * threads do the rest), the budget being the cores the process may run on
  * or GST_TRAIN_THREADS; every worker takes tasks; and the bytes that come
  * out do not depend on it. */
+#include "check-main.h"
 #include "fixtures.h"
 #include "train-pool.h"
 
@@ -430,20 +431,12 @@ GST_START_TEST (test_stop_mid_stream_with_tasks_in_flight)
 
 GST_END_TEST;
 
-static Suite *
-threads_suite (void)
-{
-  Suite *s = suite_create ("threads");
-  TCase *tc = tcase_create ("general");
+#define THREADS_TESTS(test)                                                    \
+  test (test_budget_from_environment);                                         \
+  test (test_tasks_run_once_waited_or_cancelled);                              \
+  test (test_every_worker_takes_tasks);                                        \
+  test (test_workers_within_budget_whatever_elements);                         \
+  test (test_same_batches_whatever_budget);                                    \
+  test (test_stop_mid_stream_with_tasks_in_flight);
 
-  suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_budget_from_environment);
-  tcase_add_test (tc, test_tasks_run_once_waited_or_cancelled);
-  tcase_add_test (tc, test_every_worker_takes_tasks);
-  tcase_add_test (tc, test_workers_within_budget_whatever_elements);
-  tcase_add_test (tc, test_same_batches_whatever_budget);
-  tcase_add_test (tc, test_stop_mid_stream_with_tasks_in_flight);
-  return s;
-}
-
-GST_CHECK_MAIN (threads);
+CHECK_MAIN (threads, "threads", THREADS_TESTS);
