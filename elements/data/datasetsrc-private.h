@@ -6,12 +6,10 @@
  * changes, the dataset tags. It hands the reading to the mode that the
  * location asks for: datasetsrc-files.c (an ImageFolder or a list file,
  * one file per sample, read ahead on the shared pool) or
- * datasetsrc-shards.c (WebDataset shards, local or over HTTP; its resume
- * in datasetsrc-shards-resume.c). Calls go that way only: gstdatasetsrc.c
- * to the mode files, and they to the pieces below them (dataset-index.c,
- * train-pool.c, train-common.c, shard-*.c); the one way back is the exact
- * resume that both modes take from the element (gst_dataset_src_ask_resume,
- * gst_dataset_src_wanted). */
+ * datasetsrc-shards.c (WebDataset shards, local or over HTTP). Calls go
+ * that way only: gstdatasetsrc.c to the mode files, and they to the pieces
+ * below them (datasetsrc-resume.c, the exact resume both take;
+ * dataset-index.c, train-pool.c, train-common.c, shard-*.c). */
 #ifndef __GST_DATASET_SRC_PRIVATE_H__
 #define __GST_DATASET_SRC_PRIVATE_H__
 
@@ -127,15 +125,15 @@ void gst_dataset_src_shards_stop (GstDatasetSrc *src);
 void gst_dataset_src_shards_set_flushing (
     GstDatasetSrc *src, gboolean flushing);
 
-/* Both modes, before the first sample (gstdatasetsrc.c): asks downstream
+/* Both modes, before the first sample (datasetsrc-resume.c): asks downstream
  * where to start (a resuming sink answers) and keeps in src->keep which of
  * the samples before its end it still holds; start-position when nobody
  * answers. Returns the place in the sequence to start at. */
 guint64 gst_dataset_src_ask_resume (GstDatasetSrc *src);
 
 /* Whether the sample at @place of the sequence is read (FALSE: a resume
- * passes over it unread). Called for every place from the start on, in
- * order. */
+ * passes over it unread; datasetsrc-resume.c). Called for every place from
+ * the start on, in order. */
 gboolean gst_dataset_src_wanted (GstDatasetSrc *src, guint64 place);
 
 G_END_DECLS

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* datasetsrc-shards.h: the state of datasetsrc's shard mode, shared by
- * datasetsrc-shards.c (reading) and datasetsrc-shards-resume.c (where an
- * exact resume starts). */
+/* datasetsrc-shards.h: the state of datasetsrc's shard mode
+ * (datasetsrc-shards.c), apart from the element's insides
+ * (datasetsrc-private.h) that the other mode shares. */
 #ifndef __GST_DATASET_SRC_SHARDS_H__
 #define __GST_DATASET_SRC_SHARDS_H__
 
@@ -80,15 +80,6 @@ GstFlowReturn gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error);
  * NULL when it is a good one: an image, a label below @num_classes. */
 const gchar *gst_dataset_src_shard_check (
     const GstTrainShardSample *sample, guint num_classes, gchar **why);
-
-/* datasetsrc-shards-resume.c: before the first sample, takes the start
- * (the resume query's answer, or start-position) and moves there without
- * reading the samples before it. */
-GstFlowReturn gst_dataset_src_shards_position (GstDatasetSrc *src);
-
-/* Counts the sample going out now in the sequence: whether downstream
- * wants it (FALSE: a resume passes over it unread). */
-gboolean gst_dataset_src_shards_wanted (GstDatasetSrc *src);
 
 G_END_DECLS
 

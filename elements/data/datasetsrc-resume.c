@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* datasetsrc-resume.c: the exact resume both of datasetsrc's modes take
+ * (see gstdatasetsrc.c's "Starting half-way: exact resume"): where to
+ * start, asked once downstream with the resume query (else start-position),
+ * and which samples before the end of the re-read window downstream still
+ * holds. Below the mode files; it calls nothing in them or in the
+ * element's file. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "datasetsrc-private.h"
+
+guint64
+gst_dataset_src_ask_resume (GstDatasetSrc *src)
+{
+  GstQuery *query = gst_train_resume_query_new ();
+  guint64 start = src->settings.start_position, asked;
+
+  src->positioned = TRUE;
+  if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
+      && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
+    GST_INFO_OBJECT (src,
+        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
+        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
+        asked, start);
+    start = asked;
+    src->keep =
+        gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
+    src->next_keep = 0;
+    if (src->keep != NULL)
+      GST_INFO_OBJECT (src,
+          "of the %" G_GUINT64_FORMAT " samples up to %" G_GUINT64_FORMAT
+          ", reading only the %u downstream still holds",
+          src->keep_end - start, src->keep_end, src->n_keep);
+  }
+  gst_query_unref (query);
+  return start;
+}
+
+gboolean
+gst_dataset_src_wanted (GstDatasetSrc *src, guint64 place)
+{
+  if (src->keep == NULL)
+    return TRUE;
+  if (place >= src->keep_end) {
+    g_clear_pointer (&src->keep, g_free);
+    return TRUE;
+  }
+  if (src->next_keep < src->n_keep && src->keep[src->next_keep] == place) {
+    src->next_keep++;
+    return TRUE;
+  }
+  return FALSE;
+}
