@@ -81,12 +81,32 @@ BENCH_DISK="$BENCH_DISK (bench/slow-disk.sh, the kernel's block-layer throttle)"
 export BENCH_DISK
 echo "slow-disk.sh: $BENCH_DISK" >&2
 
-status=0
-sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' slow-disk "$cg" "$@" || status=$?
 # Processes the command left behind would keep the cgroup busy: move them
 # out (to the root) before removing it.
-for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do
-  echo "$p" >"${cg%/*}/cgroup.procs" 2>/dev/null || true
-done
-rmdir "$cg" 2>/dev/null || echo "slow-disk.sh: could not remove $cg" >&2
+cleanup() {
+  for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do
+    echo "$p" >"${cg%/*}/cgroup.procs" 2>/dev/null || true
+  done
+  rmdir "$cg" 2>/dev/null || echo "slow-disk.sh: could not remove $cg" >&2
+}
+# A signal to this script goes on to the command, and the cgroup is removed
+# after it ends.
+child=""
+on_signal() {
+  [ -z "$child" ] || kill "-$1" "$child" 2>/dev/null || true
+  [ -z "$child" ] || wait "$child" 2>/dev/null || true
+  cleanup
+  exit "$2"
+}
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+
+status=0
+# (an asynchronous command's stdin would be /dev/null: keep ours)
+exec 3<&0
+sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' slow-disk "$cg" "$@" <&3 3<&- &
+child=$!
+exec 3<&-
+wait "$child" || status=$?
+cleanup
 exit "$status"
