@@ -112,22 +112,15 @@ finish_at_exit (void)
   MPI_Finalized (&finalized);
   if (!initialized || finalized)
     return;
-  if (job_broken) {
+  if (job_broken || trainers_in_job > 0) {
     int rank = -1;
 
     MPI_Comm_rank (MPI_COMM_WORLD, &rank);
-    gt_log (NULL, GT_LOG_ERROR,
-        "rank %d: a collective timed out (collective-timeout): ending the job",
-        rank);
-    MPI_Abort (MPI_COMM_WORLD, 1);
-  }
-  if (trainers_in_job > 0) {
-    int rank = -1;
-
-    MPI_Comm_rank (MPI_COMM_WORLD, &rank);
-    gt_log (NULL, GT_LOG_ERROR,
-        "rank %d: exiting while still in a training job: aborting the job",
-        rank);
+    gt_log (NULL, GT_LOG_ERROR, "rank %d: %s", rank,
+        job_broken ? "a collective timed out (collective-timeout): ending the "
+                     "job"
+                   : "exiting while still in a training job: aborting the "
+                     "job");
     MPI_Abort (MPI_COMM_WORLD, 1);
   }
   MPI_Finalize ();
