@@ -16,18 +16,31 @@ mate-backgrounds photographs)
    F.resize(antialias=True). Every output must be within 2 grey levels of
    torchvision's (max |diff| <= 2); the max and mean differences are printed.
 2. The element end to end: filesrc ! imagedec ! augment crop=center|resize
-   flip=0, against torchvision on PIL's decode of the same JPEG (both are
-   Debian's libjpeg-turbo with default settings; the script checks first
-   that an identity resize reproduces PIL's pixels).
+   flip=0 and flip=1, and crop=random-resized flip=1 with a range that
+   leaves only the whole image as the box, against torchvision (then
+   F.hflip) on PIL's decode of the same JPEG (both are Debian's
+   libjpeg-turbo with default settings; the script checks first that an
+   identity resize reproduces PIL's pixels). A mirror that is vertical, or
+   off by a column, is far more than 2 levels off on a photograph.
 3. Crop boxes. 20,000 boxes from our drawer against 20,000 from
-   RandomResizedCrop.get_params (torch.manual_seed(0)) per image size,
-   compared on h/H, w/W, the area fraction and the box centre. The two
-   generators differ, so only distributions can agree. Tolerances:
+   RandomResizedCrop.get_params (torch.manual_seed(0)) per image size and
+   ratio range: the default 3/4 .. 4/3, which is symmetric in log (a box
+   with its width and height swapped looks the same there), and 1 .. 2
+   and 0.5 .. 0.8, which are not (every box wider than tall, or taller
+   than wide). Each box of ours must be one that torchvision's rule can
+   give: a drawn box has a width / height that rounding of a ratio in the
+   range allows ((w - 1/2) / (h + 1/2) <= ratio <= (w + 1/2) / (h - 1/2)),
+   an area that rounding of a scale in the range allows, and lies inside
+   the image; a fallback box is torchvision's fallback exactly
+   (torchvision's own boxes pass the same checks, which checks the
+   checks). The two generators differ, so beyond that only distributions
+   can agree, compared on h/H, w/W, the area fraction, log(w/h) and the
+   box centre. Tolerances:
    - means: |difference| < 5 standard errors of the difference,
      sqrt(var_a / n + var_b / n) (a false alarm has odds of about 1 in 10^6
      per comparison);
    - whole distributions: the two-sample Kolmogorov-Smirnov statistic
-     D < 2.23 * sqrt(2 / n) = 0.0315, its critical value at alpha = 1e-4
+     D < 2.23 * sqrt(2 / n) = 0.0223, its critical value at alpha = 1e-4
      (D stays smaller for discrete values such as h and w, so the test is
      conservative there);
    - the share of boxes equal to the central fallback box: within 5
@@ -178,16 +191,27 @@ def check_element(photo, image, tensor, diffs):
     check(same, f"{photo}: imagedec and PIL decode differently "
           f"(max {np.abs(decoded.astype(int) - image).max()})")
 
-    ours = run_element(photo, "crop=center resize-short=256 width=224 "
-                       "height=224 flip=0 n-threads=3", 224, 224)
-    reference = T.CenterCrop(224)(T.Resize(256, antialias=True)(tensor))
-    diffs["element"].add(f"{photo}: element crop=center", ours,
-                         hwc(reference))
-    ours = run_element(photo, "crop=resize width=320 height=240 flip=0", 320,
-                       240)
-    reference = F.resize(tensor, [240, 320], antialias=True)
-    diffs["element"].add(f"{photo}: element crop=resize", ours,
-                         hwc(reference))
+    centre = T.CenterCrop(224)(T.Resize(256, antialias=True)(tensor))
+    resized = F.resize(tensor, [240, 320], antialias=True)
+    # scale 1 at the image's own ratio: every try is the whole image (and
+    # so is the fallback), so the box is known without our generator.
+    whole = (f"crop=random-resized scale-min=1 scale-max=1 "
+             f"ratio-min={width / height!r} ratio-max={width / height!r}")
+    for flip in (0, 1):
+        cases = [
+            ("crop=center resize-short=256 width=224 height=224 n-threads=3",
+             224, 224, centre),
+            ("crop=resize width=320 height=240", 320, 240, resized),
+        ]
+        if flip:
+            cases.append((f"{whole} width=320 height=240 seed=5", 320, 240,
+                          resized))
+        for props, out_w, out_h, reference in cases:
+            ours = run_element(photo, f"{props} flip={flip}", out_w, out_h)
+            if flip:
+                reference = F.hflip(reference)
+            diffs["element"].add(f"{photo}: element {props} flip={flip}",
+                                 ours, hwc(reference))
 
 
 def ks_statistic(a, b):
@@ -212,16 +236,62 @@ def fallback_box(width, height, ratio_min, ratio_max):
     return ((height - h) // 2, (width - w) // 2, h, w)
 
 
-def check_boxes(width, height):
-    scale, ratio = (0.08, 1.0), (3 / 4, 4 / 3)
-    ours = np.array([list(map(int, line.split()[:4])) for line in
-                     tool("boxes", width, height, N_BOXES, 11, *scale, *ratio,
-                          capture=True).splitlines()], dtype=np.float64)
+def rule_allows(boxes, width, height, scale, ratio):
+    """Which of @boxes (top, left, h, w rows) torchvision's tries can give:
+    w = round(sqrt(t * a)) and h = round(sqrt(t / a)) for an area t in
+    scale * width * height and a ratio a in @ratio, inside the image."""
+    top, left, h, w = boxes.T
+    area = width * height
+    return ((w + 0.5) / (h - 0.5) >= ratio[0]) \
+        & ((w - 0.5) / (h + 0.5) <= ratio[1]) \
+        & ((w + 0.5) * (h + 0.5) >= scale[0] * area) \
+        & ((w - 0.5) * (h - 0.5) <= scale[1] * area) \
+        & (h >= 1) & (w >= 1) & (top >= 0) & (left >= 0) \
+        & (top + h <= height) & (left + w <= width)
+
+
+def check_box_rule(what, boxes, fell_back, fallback, allowed):
+    """Fails for the first few of @boxes that torchvision could not give:
+    a fallback (where @fell_back) other than @fallback, a drawn box that
+    the rule does not allow (@allowed)."""
+    bad_fallback = fell_back & ~np.all(boxes == fallback, axis=1)
+    bad_drawn = ~fell_back & ~allowed
+    for i in np.flatnonzero(bad_fallback)[:3]:
+        top, left, h, w = boxes[i].astype(int)
+        check(False, f"{what}: fallback box {w}x{h} at ({left}, {top}), "
+              f"torchvision's is {fallback[3]}x{fallback[2]} at "
+              f"({fallback[1]}, {fallback[0]})")
+    for i in np.flatnonzero(bad_drawn)[:3]:
+        top, left, h, w = boxes[i].astype(int)
+        check(False, f"{what}: box {w}x{h} at ({left}, {top}) (width / "
+              f"height {w / h:.3f}, area {w * h}) is not one the rule gives")
+    if bad_fallback.any() or bad_drawn.any():
+        check(False, f"{what}: {int(bad_drawn.sum())} drawn boxes and "
+              f"{int(bad_fallback.sum())} fallbacks of {len(boxes)} are not "
+              "torchvision's")
+
+
+def check_boxes(width, height, ratio):
+    scale = (0.08, 1.0)
+    name = f"boxes {width}x{height} ratio {ratio[0]:.3g} .. {ratio[1]:.3g}"
+    lines = tool("boxes", width, height, N_BOXES, 11, *scale, *ratio,
+                 capture=True).splitlines()
+    rows = np.array([list(map(int, line.split())) for line in lines])
+    ours = rows[:, :4].astype(np.float64)
     torch.manual_seed(0)
     image = torch.empty(3, height, width, dtype=torch.uint8)
     theirs = np.array([T.RandomResizedCrop.get_params(image, list(scale),
                                                       list(ratio))
                        for _ in range(N_BOXES)], dtype=np.float64)
+
+    fallback = np.array(fallback_box(width, height, *ratio))
+    check_box_rule(f"{name} (ours)", ours, rows[:, 4] == 1, fallback,
+                   rule_allows(ours, width, height, scale, ratio))
+    # torchvision does not say which of its boxes fell back: each box that
+    # the rule does not allow must be the fallback box.
+    allowed = rule_allows(theirs, width, height, scale, ratio)
+    check_box_rule(f"{name} (torchvision's; the check is wrong)", theirs,
+                   ~allowed, fallback, allowed)
 
     def features(boxes):
         top, left, h, w = boxes.T
@@ -229,34 +299,36 @@ def check_boxes(width, height):
             "h/H": h / height,
             "w/W": w / width,
             "area": h * w / (height * width),
+            "log(w/h)": np.log(w / h),
             "centre y": (top + h / 2) / height,
             "centre x": (left + w / 2) / width,
         }
 
     fa, fb = features(ours), features(theirs)
-    for name in fa:
-        a, b = fa[name], fb[name]
+    for feature in fa:
+        a, b = fa[feature], fb[feature]
         se = math.sqrt(a.var() / a.size + b.var() / b.size)
         d = ks_statistic(a, b)
         q = [f"{np.quantile(a, p):.3f}/{np.quantile(b, p):.3f}"
              for p in (0.1, 0.5, 0.9)]
-        print(f"boxes {width}x{height} {name}: mean {a.mean():.4f} vs "
-              f"{b.mean():.4f} (se {se:.4f}), quantiles 10/50/90% "
-              f"{' '.join(q)}, KS D {d:.4f}")
-        check(abs(a.mean() - b.mean()) < SIGMAS * se,
-              f"boxes {width}x{height} {name}: means {a.mean():.4f} and "
-              f"{b.mean():.4f} differ by more than {SIGMAS} standard errors")
-        check(d < KS_CRITICAL, f"boxes {width}x{height} {name}: KS D {d:.4f} "
+        print(f"{name} {feature}: mean {a.mean():.4f} vs {b.mean():.4f} "
+              f"(se {se:.4f}), quantiles 10/50/90% {' '.join(q)}, "
+              f"KS D {d:.4f}")
+        # A fixed box (a strip's fallback) has no spread to compare.
+        check(abs(a.mean() - b.mean()) < SIGMAS * se
+              or a.mean() == b.mean(),
+              f"{name} {feature}: means {a.mean():.4f} and {b.mean():.4f} "
+              f"differ by more than {SIGMAS} standard errors")
+        check(d < KS_CRITICAL, f"{name} {feature}: KS D {d:.4f} "
               f">= {KS_CRITICAL:.4f}")
 
-    fallback = np.array(fallback_box(width, height, *ratio))
     pa = float(np.mean(np.all(ours == fallback, axis=1)))
     pb = float(np.mean(np.all(theirs == fallback, axis=1)))
     se = math.sqrt(max(pa * (1 - pa) + pb * (1 - pb), 1.0 / N_BOXES) / N_BOXES)
-    print(f"boxes {width}x{height}: central fallback box in {pa:.4f} of ours, "
-          f"{pb:.4f} of torchvision's")
+    print(f"{name}: central fallback box in {pa:.4f} of ours, {pb:.4f} of "
+          "torchvision's")
     check(abs(pa - pb) < SIGMAS * se,
-          f"boxes {width}x{height}: fallback shares {pa:.4f} and {pb:.4f}")
+          f"{name}: fallback shares {pa:.4f} and {pb:.4f}")
 
 
 def main():
@@ -278,9 +350,12 @@ def main():
         for d in diffs.values():
             d.report()
         # A 4:3 photo, its portrait, and a 4:1 strip where a tenth of the
-        # draws end in the central fallback.
-        for width, height in [(500, 375), (375, 500), (400, 100)]:
-            check_boxes(width, height)
+        # draws end in the central fallback (with the default ratios); the
+        # default ratio range, then one of boxes wider than tall and one of
+        # boxes taller than wide.
+        for ratio in [(3 / 4, 4 / 3), (1.0, 2.0), (0.5, 0.8)]:
+            for width, height in [(500, 375), (375, 500), (400, 100)]:
+                check_boxes(width, height, ratio)
 
     if failures:
         print(f"{len(failures)} checks failed")

@@ -243,6 +243,113 @@ GST_START_TEST (test_crop_fallback)
 
 GST_END_TEST;
 
+/* Whether torchvision's rule could have given @box with an aspect ratio in
+ * @range: w = round(sqrt(t * a)) and h = round(sqrt(t / a)) put the drawn
+ * ratio a between (w - 1/2) / (h + 1/2) and (w + 1/2) / (h - 1/2). */
+static gboolean
+box_ratio_in_range (const GstTrainCropBox *box, const GstTrainCropRange *range)
+{
+  gdouble lowest = (box->width - 0.5) / (box->height + 0.5);
+  gdouble highest = (box->width + 0.5) / (box->height - 0.5);
+
+  return highest >= range->ratio_min && lowest <= range->ratio_max;
+}
+
+/* torchvision's central fallback for a @width x @height image: the largest
+ * centred box of the allowed ratio nearest the image's. */
+static GstTrainCropBox
+fallback_box (gint width, gint height, const GstTrainCropRange *range)
+{
+  gdouble in_ratio = (gdouble)width / height;
+  gint w = width, h = height;
+
+  if (in_ratio < range->ratio_min)
+    h = (gint)nearbyint (width / range->ratio_min);
+  else if (in_ratio > range->ratio_max)
+    w = (gint)nearbyint (height * range->ratio_max);
+  return (GstTrainCropBox){ (height - h) / 2, (width - w) / 2, h, w };
+}
+
+/* The default ratio range, 3/4 .. 4/3, is symmetric in log: a box drawn
+ * with its width and height swapped has the same distribution of aspect
+ * ratios there. These ranges are not: 1 .. 2 gives only boxes wider than
+ * tall, 0.5 .. 0.8 only boxes taller than wide. */
+GST_START_TEST (test_crop_boxes_asymmetric_ratio)
+{
+  const GstTrainCropRange ranges[] = { { 0.08, 1.0, 1.0, 2.0 },
+    { 0.08, 1.0, 0.5, 0.8 } };
+  /* Landscape, portrait, and a 4:1 strip where many draws fall back. */
+  const gint sizes[][2] = { { 500, 375 }, { 375, 500 }, { 400, 100 } };
+  const guint n = 20000;
+  gdouble *areas = g_new (gdouble, n), *log_aspects = g_new (gdouble, n);
+  GtRandom rng;
+  guint r, s, i;
+
+  gt_random_init (&rng, 99, 0);
+  for (r = 0; r < G_N_ELEMENTS (ranges); r++) {
+    const GstTrainCropRange *range = &ranges[r];
+
+    for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
+      gint width = sizes[s][0], height = sizes[s][1];
+      GstTrainCropBox fallback = fallback_box (width, height, range);
+      gchar *what = g_strdup_printf ("%dx%d, ratio %g .. %g", width, height,
+          range->ratio_min, range->ratio_max);
+      gchar *what_area = g_strdup_printf ("%s: area fraction", what);
+      gchar *what_aspect = g_strdup_printf ("%s: log aspect", what);
+      guint drawn = 0, fallbacks = 0;
+      gdouble expected, tolerance;
+      CropMoments m;
+
+      expected_crop_moments (width, height, range, &m);
+      for (i = 0; i < n; i++) {
+        GstTrainCropBox box;
+
+        if (!gst_train_augment_draw_crop (&rng, width, height, range, &box)) {
+          fallbacks++;
+          fail_unless (box.width == fallback.width
+                  && box.height == fallback.height && box.left == fallback.left
+                  && box.top == fallback.top,
+              "%s: fallback box %dx%d at (%d, %d), torchvision's is %dx%d at "
+              "(%d, %d)",
+              what, box.width, box.height, box.left, box.top, fallback.width,
+              fallback.height, fallback.left, fallback.top);
+          continue;
+        }
+        fail_unless (box.width >= 1 && box.height >= 1);
+        fail_unless (box.left >= 0 && box.left + box.width <= width);
+        fail_unless (box.top >= 0 && box.top + box.height <= height);
+        fail_unless (box_ratio_in_range (&box, range),
+            "%s: box %dx%d (width / height %.3f) is outside the ratio range",
+            what, box.width, box.height, (gdouble)box.width / box.height);
+        areas[drawn] = (gdouble)box.width * box.height / (width * height);
+        log_aspects[drawn] = log ((gdouble)box.width / box.height);
+        drawn++;
+      }
+      /* Ten tries that each fit with probability p_accept: a count of
+       * fallbacks within 4.5 standard deviations (and one, for the cases
+       * where it is about 0). */
+      expected = pow (1 - m.p_accept, 10);
+      tolerance = 4.5 * sqrt (n * expected * (1 - expected)) + 1;
+      GST_INFO ("%s: %u fallbacks, expected %.1f +- %.1f", what, fallbacks,
+          n * expected, tolerance);
+      fail_unless (fabs (fallbacks - n * expected) < tolerance,
+          "%s: %u fallbacks, expected %.1f", what, fallbacks, n * expected);
+      fail_unless (drawn > n / 4, "%s: only %u boxes drawn", what, drawn);
+      assert_moments (
+          what_area, areas, drawn, m.area_mean, m.area_var, m.area_m4, 4.5);
+      assert_moments (what_aspect, log_aspects, drawn, m.log_aspect_mean,
+          m.log_aspect_var, m.log_aspect_m4, 4.5);
+      g_free (what);
+      g_free (what_area);
+      g_free (what_aspect);
+    }
+  }
+  g_free (areas);
+  g_free (log_aspects);
+}
+
+GST_END_TEST;
+
 /* ---- windows ---- */
 
 GST_START_TEST (test_center_and_resize_windows)
@@ -564,17 +671,22 @@ sample_random (
   gt_random_init (rng, seed, GST_TRAIN_AUGMENT_RANDOM_STREAM ^ stream);
 }
 
-GST_START_TEST (test_element_draws_per_sample)
+/* Pushes images of several sizes, sample index by sample index backwards,
+ * through "augment width=50 height=40 seed=1234 @props" and checks each
+ * output against the ops with @range: a sample's draws do not depend on
+ * what came before it. */
+static void
+check_draws_per_sample (const gchar *props, const GstTrainCropRange *range)
 {
   const gint sizes[][2] = { { 37, 29 }, { 200, 150 }, { 37, 29 }, { 64, 300 },
     { 500, 375 }, { 1, 1 }, { 224, 224 }, { 90, 91 } };
   const guint64 seed = 1234;
-  GstHarness *h = gst_harness_new_parse (
-      "augment width=50 height=40 seed=1234 n-threads=3");
+  gchar *launch =
+      g_strdup_printf ("augment width=50 height=40 seed=1234 %s", props);
+  GstHarness *h = gst_harness_new_parse (launch);
   GtRandom rng;
   guint i;
 
-  /* Backwards: a sample's draws do not depend on what came before it. */
   for (i = G_N_ELEMENTS (sizes); i-- > 0;) {
     gint w = sizes[i][0], ht = sizes[i][1];
     GstBuffer *in = picture_buffer (w, ht, i, i), *out;
@@ -586,7 +698,7 @@ GST_START_TEST (test_element_draws_per_sample)
 
     /* The documented draw order: the box, then the flip. */
     sample_random (&rng, seed, i, 0, 0);
-    gst_train_augment_draw_crop (&rng, w, ht, &default_range, &box);
+    gst_train_augment_draw_crop (&rng, w, ht, range, &box);
     flip = gst_train_augment_draw_flip (&rng, 0.5);
     gst_train_augment_crop_window (&box, 50, 40, &window);
     want = expected_output (in, w, ht, &window, flip);
@@ -608,6 +720,20 @@ GST_START_TEST (test_element_draws_per_sample)
     g_free (want);
   }
   gst_harness_teardown (h);
+  g_free (launch);
+}
+
+GST_START_TEST (test_element_draws_per_sample)
+{
+  const GstTrainCropRange wide = { 0.08, 1.0, 1.0, 2.0 };
+  const GstTrainCropRange tall = { 0.2, 0.9, 0.5, 0.8 };
+
+  check_draws_per_sample ("n-threads=3", &default_range);
+  /* Ranges that are not symmetric in log reach the draws as given. */
+  check_draws_per_sample ("n-threads=3 ratio-min=1 ratio-max=2", &wide);
+  check_draws_per_sample (
+      "n-threads=1 scale-min=0.2 scale-max=0.9 ratio-min=0.5 ratio-max=0.8",
+      &tall);
 }
 
 GST_END_TEST;
@@ -1517,6 +1643,7 @@ GST_END_TEST;
 #define AUGMENT_TESTS(test)                                                    \
   test (test_crop_boxes_follow_torchvision_rule);                              \
   test (test_crop_fallback);                                                   \
+  test (test_crop_boxes_asymmetric_ratio);                                     \
   test (test_center_and_resize_windows);                                       \
   test (test_resampler_closed_forms);                                          \
   test (test_resampler_rows_split_and_padding);                                \
