@@ -13,8 +13,18 @@
 #   URL and the attempts, after the retries), nothing listening at all;
 #   (a server that cuts every transfer short but sends more each time
 #   succeeds: only attempts in a row without progress count);
+#   one that cuts every transfer, wherever it starts, where half of what
+#   the client needs from it is sent, and its retry the same way: from a
+#   start position (a shard read from the middle, the held samples by range
+#   requests) each retry's Range asks for the byte where its transfer was
+#   cut (whole shards from byte 0, transfers that start past it, ranges),
+#   and the same bytes as from files come out (a server that answers a
+#   range asked again sends it again, so a retry from the wrong byte gives
+#   wrong bytes);
 #   and shards fetched ahead are fetched at once (3 transfers at a time with
 #   fetch-ahead=2, 1 with 0).
+# Every comparison with files is of the samples (labels, sizes, order) and
+# of their bytes.
 # Usage: shards-http.sh DATASET-TOOL DUMP-SAMPLES
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,9 +54,11 @@ for _ in range(200):
 sys.exit(1)' "$1" || fail "nothing listens on port $1"
 }
 
-# samples OUT LOCATION PROPS: what datasetsrc pushes, in dump-samples' lines
+# samples OUT LOCATION PROPS: what datasetsrc pushes, in dump-samples' lines,
+# and their bytes one after the other in OUT.bytes
 samples() {
-  "$dump" "datasetsrc location=\"$2\" num-classes=10 $3 ! fakesink name=sink" \
+  "$dump" "datasetsrc location=\"$2\" num-classes=10 $3 ! tee name=t
+    ! queue ! fakesink name=sink t. ! queue ! filesink location=\"$1.bytes\"" \
     >"$1" 2>"$1.err" || { cat "$1.err"; fail "datasetsrc on $2 $3"; }
 }
 # fails COMMENT LOCATION PROPS PART...: datasetsrc fails, its error holds
@@ -62,7 +74,8 @@ fails() {
     grep -qF "$part" "$work/err" || { cat "$work/err"; fail "$f_what: the error does not say \"$part\""; }
   done
 }
-# same A B: the samples of A (local) and B (over HTTP at $url) are the same
+# same A B WHAT: the samples of A (local) and B (over HTTP at $url) are the
+# same, and so are their bytes
 same() {
   # the class lines come from the bus, at any place among the samples
   grep '^sample' "$1" | sed "s|$work/sh/|$url/|" >"$1.samples"
@@ -70,6 +83,13 @@ same() {
   cmp -s "$1.samples" "$2.samples" || {
     diff "$1.samples" "$2.samples" | head
     fail "over HTTP: other samples than from files ($3)"; }
+  cmp -s "$1.bytes" "$2.bytes" || {
+    # the sample that holds the first byte that differs
+    at=$(cmp "$1.bytes" "$2.bytes" 2>&1 | sed -n 's/.* \(byte\|char\) \([0-9]*\).*/\2/p')
+    awk -F '\t' -v at="${at:-0}" '/^sample/ { total += $6
+      if (total >= at) { print "the bytes differ from byte " at " on, in " $7; exit } }' \
+      "$2.samples"
+    fail "over HTTP: the samples' bytes are not those of the files ($3)"; }
 }
 
 # -- Debian's nginx
@@ -115,10 +135,11 @@ fails "a 404" "$url/train-{000000..000006}.tar" "shuffle=false retries=5" \
   || fail "a 404 was asked again"
 
 # -- servers that misbehave: flaky_http.py ROOT PORT-FILE MODE FAILURES DELAY
+# STATS LOG, its requests and cuts in $work/requests
 flaky() {
-  rm -f "$work/port"
+  rm -f "$work/port" "$work/requests"
   /usr/bin/python3 "$here/flaky_http.py" "$work/sh" "$work/port" "$1" "$2" "${3:-0}" \
-    "$work/most" &
+    "$work/most" "$work/requests" &
   pids="$pids $!"
   flaky_pid=$!
   for _ in $(seq 100); do [ -e "$work/port" ] && break; sleep 0.05; done
@@ -148,6 +169,21 @@ port=$(free_port)
 fails "nothing listening" "http://127.0.0.1:$port/$pattern" "retries=1" \
   "could not fetch \"http://127.0.0.1:$port/train-0000" "(2 attempts)"
 
+# -- cut where half of what the client needs from a transfer is sent,
+# whatever byte it starts at, and its retry too (2 cuts in a row): from a
+# start position, the shards before it counted from byte 0, the current one
+# read from the middle, the held samples by range requests (1 epoch, so that
+# the next request for a file and range end after a cut is its retry)
+cut_props="seed=3 num-epochs=1 shuffle-buffer-size=5 start-position=13"
+samples "$work/local" "$work/sh/$pattern" "$cut_props"
+flaky halves 2
+samples "$work/http" "$url/$pattern" "$cut_props retries=2"
+stop_flaky
+py "$here/flaky_http.py" check "$work/requests" >"$work/cuts" 2>&1 || {
+  cat "$work/cuts"; fail "a retry after a cut did not ask for the byte where it was cut"; }
+same "$work/local" "$work/http" "a server that cuts every transfer, from a start position"
+echo "from a start position over a server that cuts: $(cat "$work/cuts")"
+
 # -- fetched ahead, at once: 4 KiB every 20 ms, 3 transfers at a time
 for ahead in 2 0; do
   flaky close 0 0.02
@@ -161,4 +197,4 @@ for ahead in 2 0; do
   fi
 done
 
-echo "ok: over HTTP (nginx) the samples are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; fetch-ahead fetches at once"
+echo "ok: over HTTP (nginx) the samples and their bytes are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; a server that cuts transfers wherever they start: each retry asks for the byte where its transfer was cut, the same bytes come out; fetch-ahead fetches at once"
