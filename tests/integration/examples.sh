@@ -4,7 +4,9 @@
 # from a launch description and from element factories) and
 # examples/train-app.py (PyGObject) each run until their step count, send
 # EOS, and leave a checkpoint of the step in flight when they stopped the
-# sink; a missing dataset fails with its name.
+# sink; at Ctrl-C mid-training (SIGINT) they stop the same way: exit 0, a
+# whole checkpoint at the step of their last statistics and no temporary
+# file; a missing dataset fails with its name.
 # Usage: examples.sh DATASET-TOOL TRAIN-APP SOURCE-DIR
 set -eu
 tool=$1
@@ -46,6 +48,64 @@ preloaded /usr/bin/python3 "$source_dir/examples/train-app.py" --steps 10 \
   --checkpoint "$work/python.safetensors" "$work/fm/train" >"$work/python.txt" 2>&1 \
   || { s=$?; cat "$work/python.txt"; fail "python exited $s"; }
 check_run python
+
+# alive PID: the process is there and not a zombie (a child the shell has
+# not reaped yet still answers kill -0).
+alive() { [ -e "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+
+# interrupt_run NAME COMMAND...: COMMAND (a training with no step count in
+# reach, writing $work/NAME.safetensors) gets SIGINT once its output has
+# the statistics of step 5, as at Ctrl-C in a terminal: SIGINT is at its
+# default disposition when it starts (env --default-signal; a script's
+# background job would start with it ignored), so that PyGObject's main
+# loop behaves as there. timeout(1) bounds the run and passes SIGINT on;
+# only COMMAND is preloaded (see preloaded).
+interrupt_run() {
+  name=$1
+  shift
+  out="$work/$name.txt"
+  timeout -s KILL 240 env --default-signal=INT \
+    LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" "$@" >"$out" 2>&1 &
+  pid=$!
+  tries=0
+  until grep -q "^step 5 | loss " "$out"; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 1800 ] || ! alive "$pid"; then
+      kill -KILL "$pid" 2>/dev/null || true
+      status=0
+      wait "$pid" || status=$?
+      cat "$out"
+      fail "$name: no statistics of step 5 to interrupt after $((tries / 10)) s (exit status $status)"
+    fi
+    sleep 0.1
+  done
+  kill -INT "$pid"
+  status=0
+  wait "$pid" || status=$?
+  [ "$status" = 0 ] || { cat "$out"; fail "$name: exited $status after SIGINT, not 0"; }
+  grep -q "^train-app: interrupted: sending end-of-stream" "$out" \
+    || { cat "$out"; fail "$name: SIGINT not acknowledged"; }
+  ! grep -q "enough steps" "$out" || { cat "$out"; fail "$name: stopped for its steps, not for SIGINT"; }
+  grep -q "end of stream: stopped cleanly" "$out" || { cat "$out"; fail "$name: did not reach EOS"; }
+  [ -s "$work/$name.safetensors" ] || { cat "$out"; fail "$name: no checkpoint"; }
+  # written to NAME.safetensors.tmp-XXXXXX, then renamed over
+  leftover=$(find "$work" -maxdepth 1 -name "$name.safetensors.*")
+  [ -z "$leftover" ] || fail "$name: left $leftover"
+  # meta reads every tensor of the file: a cut one fails here
+  step=$(/usr/bin/python3 "$(dirname "$0")/dist_checkpoint.py" meta \
+    "$work/$name.safetensors" gst_train.step) \
+    || { cat "$out"; fail "$name: the checkpoint does not read"; }
+  last=$(sed -n 's/^step \([0-9]*\) |.*/\1/p' "$out" | tail -n 1)
+  [ "$step" = "$last" ] || { cat "$out"; fail "$name: the checkpoint is at step $step, the last statistics of step $last"; }
+  [ "$step" -gt 5 ] || { cat "$out"; fail "$name: the checkpoint is at step $step, not after the statistics of step 5"; }
+  echo "ok: $name (SIGINT after the statistics of step 5, stopped at step $step)"
+}
+
+interrupt_run c-interrupted "$app" --steps 100000 --checkpoint "$work/c-interrupted.safetensors" \
+  "$work/fm/train"
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+interrupt_run python-interrupted /usr/bin/python3 "$source_dir/examples/train-app.py" \
+  --steps 100000 --checkpoint "$work/python-interrupted.safetensors" "$work/fm/train"
 
 if preloaded "$app" "$work/nowhere" >"$work/missing.txt" 2>&1; then
   fail "a missing dataset did not fail"
