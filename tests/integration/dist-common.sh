@@ -8,7 +8,10 @@
 #   fashion-mnist-slice.sh) with TRAIN Fashion-MNIST images in $work/fm/train.
 # mpi N ARGS...
 #   mpirun with N ranks on this machine: oversubscribed (2 cores), unbound
-#   (every rank runs one CPU thread), a copy mechanism that containers allow.
+#   (every rank runs one CPU thread), a copy mechanism that containers allow;
+#   under a bound (bounded.sh): a job that hangs fails with a message that
+#   says what still ran, and is killed, ranks and all. A test gives a job
+#   another bound by setting GT_TEST_MPI_BOUND_S around it.
 # ranks N 'COMMAND LINE'
 #   mpi N with dist-rank.sh: each rank runs the command line in sh, with
 #   $SRC, $DEC and $SINK set from RANKr_SRC, RANKr_DEC and RANKr_SINK
@@ -24,6 +27,8 @@
 . "$(dirname "$0")/fashion-mnist-slice.sh"
 
 dist_here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../bounded.sh
+. "$dist_here/../bounded.sh"
 dist_rest='! augment width=16 height=16 ! batcher batch-size=4
   ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1'
 
@@ -59,7 +64,7 @@ dist_setup() {
 mpi() {
   n=$1
   shift
-  mpirun -np "$n" --oversubscribe --bind-to none \
+  bounded mpirun -np "$n" --oversubscribe --bind-to none \
     --mca btl_vader_single_copy_mechanism none \
     ${GST_TRAIN_TEST_PRELOAD:+-x LD_PRELOAD="$GST_TRAIN_TEST_PRELOAD"} "$@"
 }

@@ -22,6 +22,8 @@ export GST_TRAIN="$3"
 trap 'hosts_down; rm -rf "$work"' EXIT
 trap 'exit 1' INT TERM
 hosts_up "$work"
+# hosts_mpirun under the tests' bound (dist-common.sh's bounded.sh)
+HOSTS_LAUNCHER=bounded
 timeout=3
 
 # one rank in each namespace, on its address
@@ -74,7 +76,8 @@ echo "cut link: mpirun exited $status after $took s, naming rank 1"
 # a host name that does not resolve (the default agent, ssh)
 started=$(now)
 status=0
-timeout 60 mpirun -np 2 --host localhost,no-such-host.invalid "$GST_TRAIN" $line \
+(GT_TEST_MPI_BOUND_S=60
+  bounded mpirun -np 2 --host localhost,no-such-host.invalid "$GST_TRAIN" $line) \
   >"$work/unresolved.log" 2>&1 || status=$?
 took=$(elapsed "$started" "$(now)")
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || {

@@ -107,7 +107,8 @@ mpi 2 "$GST_TRAIN" $line checkpoint-location="$work/mpirun.safetensors" \
 
 # srun --mpi=pmix
 # shellcheck disable=SC2086
-timeout 120 srun --mpi=pmix -n 2 "$GST_TRAIN" $line checkpoint-location="$work/srun.safetensors" \
+(GT_TEST_MPI_BOUND_S=120
+  bounded srun --mpi=pmix -n 2 "$GST_TRAIN" $line checkpoint-location="$work/srun.safetensors") \
   >"$work/srun.log" 2>&1 || { cat "$work/srun.log"; fail "srun --mpi=pmix -n 2"; }
 for r in 0 1; do
   grep -q "^rank $r: info from cudatrainsink0: Joined a data-parallel job as rank $r of 2" \
@@ -120,9 +121,9 @@ echo "srun --mpi=pmix -n 2: bitwise the mpirun run"
 sed -n '/^<!-- dist-slurm.sh submits this script -->$/,/^```$/p' "$docs" \
   | sed '1,2d;$d' >"$work/train.sbatch"
 grep -q "^#SBATCH" "$work/train.sbatch" || fail "no sbatch script in $docs"
-(cd "$work" && GST_TRAIN=$GST_TRAIN DATA=$work/fm/train SIZE=$size BATCH=$batch \
-  STEPS=$steps CHECKPOINT=$work/sbatch.safetensors \
-  timeout 120 sbatch --wait --output="$work/sbatch.out" train.sbatch) \
+(cd "$work" && export GST_TRAIN DATA="$work/fm/train" SIZE=$size BATCH=$batch \
+  STEPS=$steps CHECKPOINT="$work/sbatch.safetensors" && GT_TEST_MPI_BOUND_S=120 \
+  && bounded sbatch --wait --output="$work/sbatch.out" train.sbatch) \
   >"$work/sbatch.log" 2>&1 || { cat "$work/sbatch.log" "$work/sbatch.out"; fail "sbatch of the documented script"; }
 grep -q "Joined a data-parallel job as rank 1 of 2" "$work/sbatch.out" \
   || { cat "$work/sbatch.out"; fail "sbatch: rank 1 did not say it joined a job of 2"; }
@@ -132,7 +133,8 @@ echo "sbatch of docs/distributed.md's script: bitwise the mpirun run"
 # srun without --mpi=pmix (MpiDefault=none): a clear error on each task
 status=0
 # shellcheck disable=SC2086
-timeout 120 srun -n 2 "$GST_TRAIN" $line checkpoint-location="$work/nopmi.safetensors" \
+(GT_TEST_MPI_BOUND_S=120
+  bounded srun -n 2 "$GST_TRAIN" $line checkpoint-location="$work/nopmi.safetensors") \
   >"$work/nopmi.log" 2>&1 || status=$?
 [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || { cat "$work/nopmi.log"; fail "srun without --mpi=pmix: exit status $status"; }
 for r in 0 1; do

@@ -19,7 +19,8 @@
 #   memory between the ranks), its daemons' connections (oob) on HOSTS_NET
 #   with TCP keepalives of 1 s, 3 probes, so that a host cut off ends the
 #   job within seconds instead of leaving mpirun waiting for that host's
-#   daemon.
+#   daemon. Run through $HOSTS_LAUNCHER where it is set (the tests set it
+#   to bounded, of tests/bounded.sh).
 # hosts_cut: takes HOST_B's link to the bridge down (the cable pulled).
 # hosts_down: kills what still runs in the namespaces, removes them, the
 #   bridge and the links.
@@ -75,7 +76,7 @@ hosts_try() {
 }
 
 hosts_mpirun() {
-  ip netns exec "$HOSTS_NS_A" mpirun -np 2 --host "$HOST_A,$HOST_B" \
+  ${HOSTS_LAUNCHER:-} ip netns exec "$HOSTS_NS_A" mpirun -np 2 --host "$HOST_A,$HOST_B" \
     --mca plm_rsh_agent "$HOSTS_AGENT" \
     --mca btl tcp,self --mca pml ob1 \
     --mca btl_tcp_if_include "$HOSTS_NET" --mca oob_tcp_if_include "$HOSTS_NET" \

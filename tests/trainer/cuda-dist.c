@@ -648,16 +648,45 @@ run_worker (void)
   return failed ? 1 : 0;
 }
 
-/* mpirun -np @ranks this program --worker: its exit status. */
+/* The timeouts tests/meson.build gives this program: its launches end
+ * within them less a margin, so that a job that hangs fails with
+ * tests/bounded.sh's message (what still ran) and is killed, ranks and all,
+ * instead of running into meson's silent TIMEOUT. */
+#define STAND_IN_TIMEOUT_S 600
+#define GPU_TIMEOUT_S 900
+#define TIMEOUT_MARGIN_S 40
+
+static double started;
+
+/* mpirun -np @ranks this program --worker, under tests/bounded.sh where
+ * the meson test environment names the source tree: its exit status (124:
+ * killed at the bound). */
 static int
 launch (const char *mpirun, const char *self, int ranks)
 {
-  char count[16];
-  const char *args[8];
+  char count[16], bounded[4096], bound[32];
+  const char *source = getenv ("GST_TRAIN_TEST_SOURCE_DIR");
+  const char *args[10], *via = "";
   int n = 0, status;
   pid_t child;
 
   snprintf (count, sizeof (count), "%d", ranks);
+  if (source != NULL) {
+    snprintf (bounded, sizeof (bounded), "%s/tests/bounded.sh", source);
+    if (access (bounded, R_OK) == 0) {
+      double left = (stand_in ? STAND_IN_TIMEOUT_S : GPU_TIMEOUT_S)
+          - TIMEOUT_MARGIN_S - (gt_seconds_now () - started);
+
+      args[n++] = "/bin/sh";
+      args[n++] = bounded;
+      via = "bounded.sh ";
+      /* what is left of the timeout: the launch's bound unless the
+       * caller set one, and the test's budget from here, which caps it */
+      snprintf (bound, sizeof (bound), "%d", left > 1 ? (int)left : 1);
+      setenv ("GT_TEST_BUDGET_S", bound, 1);
+      setenv ("GT_TEST_MPI_BOUND_S", bound, 0);
+    }
+  }
   args[n++] = mpirun;
   args[n++] = "-np";
   args[n++] = count;
@@ -666,13 +695,13 @@ launch (const char *mpirun, const char *self, int ranks)
   if (stand_in)
     args[n++] = "--stand-in";
   args[n] = NULL;
-  printf ("running: %s -np %d %s --worker%s\n", mpirun, ranks, self,
+  printf ("running: %s%s -np %d %s --worker%s\n", via, mpirun, ranks, self,
       stand_in ? " --stand-in" : "");
   fflush (stdout);
   child = fork ();
   if (child == 0) {
-    execv (mpirun, (char *const *)args);
-    perror (mpirun);
+    execv (args[0], (char *const *)args);
+    perror (args[0]);
     _exit (127);
   }
   if (child < 0 || waitpid (child, &status, 0) < 0)
@@ -686,6 +715,7 @@ main (int argc, char **argv)
   const char *mpirun = NULL;
   int worker = 0, i, status, skip;
 
+  started = gt_seconds_now ();
   for (i = 1; i < argc; i++) {
     if (strcmp (argv[i], "--worker") == 0)
       worker = 1;

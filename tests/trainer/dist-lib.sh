@@ -3,6 +3,9 @@
 # dist-lib.sh: sourced by the data-parallel test wrappers (dist-parity.sh,
 # dist-trainer.sh): how they skip and how they start a job.
 
+# shellcheck source=SCRIPTDIR/../bounded.sh
+. "$(dirname "$0")/../bounded.sh"
+
 # Exits 77 (skipped) unless mpirun is installed and PROGRAM's build has MPI
 # (PROGRAM --built exits 77 without it).
 dist_skip_unless_ready() {
@@ -20,9 +23,10 @@ dist_skip_unless_ready() {
 # dist_mpirun RANKS PROGRAM [ARGS]: one job of RANKS processes on this
 # machine. --oversubscribe lets 3 or 4 ranks share 2 cores; --bind-to none
 # leaves a rank's threads free to use any core. mpirun passes this
-# environment (the sanitizers' options among it) to every rank.
+# environment (the sanitizers' options among it) to every rank. A job that
+# outlives its bound fails with a message, killed (bounded.sh).
 dist_mpirun() {
   dist_ranks=$1
   shift
-  mpirun --oversubscribe --bind-to none -np "$dist_ranks" "$@"
+  bounded mpirun --oversubscribe --bind-to none -np "$dist_ranks" "$@"
 }

@@ -14,6 +14,8 @@ here=$(dirname "$0")
 # shellcheck source=SCRIPTDIR/dist-lib.sh
 . "$here/dist-lib.sh"
 dist_skip_unless_ready "$program"
+# tests/meson.build gives these 180 s
+bounded_budget 160
 
 case $scenario in
   nonfinite|uneven)
