@@ -190,36 +190,27 @@ def initial_state(a):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def choose_batch(a, init_state):
-    """The first global batch (data seeds seed, seed+1, ...) whose every ReLU
-    input, in every replica and step, stays min_relu_margin from zero (see
-    torch_reference.ReluMargin), else the best one seen; with its fp32
-    emulation."""
-    best = None
-    for attempt in range(a.max_attempts):
-        data_seed = a.seed + attempt
-        images, labels = tr.random_batch(sum(rank_sizes(a)), a.size, a.classes, data_seed)
-        result, margin, losses = emulate(a, init_state, images, labels)
-        if best is None or margin > best[0]:
-            best = (margin, data_seed, images, labels, result, losses)
-        if margin >= a.min_relu_margin:
-            break
-    return best
+def choose_batch(a, init_state, conditioned=True):
+    """torch_reference.choose_batch over the emulation: the first global batch
+    whose every ReLU input, in every replica and step, stays min_relu_margin
+    from zero and (with @conditioned) whose fp32 emulation stays within the
+    C side's ceiling of the float64 one; None after saying why none would."""
+    def run(images, labels, precision, state=init_state):
+        dtype = torch.float64 if precision == "f64" else torch.float32
+        return emulate(a, state, images, labels, dtype)
+
+    a.init_state = init_state
+
+    return tr.choose_batch(a, sum(rank_sizes(a)), run, conditioned=conditioned)
 
 
 def cmd_reference(a):
     torch.set_num_threads(a.threads)
     init_state = initial_state(a)
-    margin, data_seed, images, labels, result, losses = choose_batch(a, init_state)
-    if margin < a.min_relu_margin:
-        print(f"error: no batch among {a.max_attempts} keeps every ReLU input "
-              f"{a.min_relu_margin:g} from zero (best {margin:.3g}): use a smaller "
-              f"batch or image size", file=sys.stderr)
+    chosen = choose_batch(a, init_state)
+    if chosen is None:
         return 1
-    exact, _, _ = emulate(a, init_state, images, labels, torch.float64)
-    for name, value in exact.items():
-        if value.is_floating_point():
-            result["f64." + name] = value.to(torch.float64)
+    data_seed, images, labels, result, losses, margin, conditioning = chosen
 
     out = {"init." + k: v for k, v in init_state.items()}
     out["images"], out["labels"] = images, labels
@@ -233,10 +224,12 @@ def cmd_reference(a):
     # batch: the largest rank's, the trainer's batch_size
     meta.update(torch=torch.__version__, batch=max(sizes), global_batch=sum(sizes),
                 mean=",".join(map(str, tr.MEAN)), std=",".join(map(str, tr.STD)),
-                data_seed=data_seed, relu_margin=f"{margin:.3g}")
+                data_seed=data_seed, relu_margin=f"{margin:.3g}",
+                conditioning=f"{conditioning[0]:.3g}")
     tr.save_safetensors(a.out, out, meta)
-    print(f"{a.out}: ranks of {','.join(map(str, sizes))} samples, data seed {data_seed}, ReLU margin "
-          f"{margin:.3g}, losses " + " ".join(f"{v:.6f}" for v in losses))
+    print(f"{a.out}: ranks of {','.join(map(str, sizes))} samples, data seed {data_seed}, "
+          f"ReLU margin {margin:.3g}, conditioning {conditioning[0]:.3g} "
+          f"({conditioning[1]}), losses " + " ".join(f"{v:.6f}" for v in losses))
     return 0
 
 
@@ -301,7 +294,10 @@ def describe_difference(name, got, want):
 def cmd_check_gloo(a):
     torch.set_num_threads(a.threads)
     init_state = initial_state(a)
-    margin, data_seed, images, labels, emulated, _ = choose_batch(a, init_state)
+    chosen = choose_batch(a, init_state, conditioned=False)
+    if chosen is None:
+        return 1
+    data_seed, images, labels, emulated, _, margin, _ = chosen
     with tempfile.TemporaryDirectory(prefix="ddp-gloo-") as scratch:
         inputs = {"init." + k: v for k, v in init_state.items()}
         inputs["images"], inputs["labels"] = images, labels

@@ -36,6 +36,10 @@
 
 static int rank;
 static double worst_forward, worst_gradient, worst_weights;
+/* ours against PyTorch's on the same tensor (parity_score), the worst one,
+ * and the bound --max-score sets (0: none) */
+static double worst_score, max_score;
+static char worst_score_name[200];
 
 /* parity.c's compare: against f64.@name, with parity-rule.h's tolerance. */
 static double
@@ -43,7 +47,7 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
     double floor, double *worst)
 {
   const GtStTensor *torch_tensor = need (file, name), *exact_tensor;
-  double torch_error, error, tolerance;
+  double torch_error, error, tolerance, score;
   char exact_name[200];
   int ill_conditioned;
 
@@ -57,19 +61,32 @@ compare (GtStFile *file, const char *name, const float *ours, size_t count,
   }
   torch_error = parity_max_error (
       gt_st_data (file, torch_tensor), gt_st_data (file, exact_tensor), count);
+  torch_error = parity_with_spread (file, name, torch_error);
   tolerance = parity_fp32_tolerance (floor, torch_error, &ill_conditioned);
   if (ill_conditioned)
     fail ("%s: the reference is ill-conditioned: PyTorch's own fp32 is %.3g "
-          "from float64, %g times which passes the ceiling %.3g: choose the "
-          "data by ReLU margin",
+          "from float64, %g times which passes the ceiling %.3g: the data "
+          "search (--min-relu-margin, --perturbations) should not have "
+          "chosen this batch",
         name, torch_error, YARDSTICK, tolerance);
   error = parity_max_error (ours, gt_st_data (file, exact_tensor), count);
+  score = parity_score (error, torch_error, floor);
   if (getenv ("GT_PARITY_VERBOSE"))
-    printf ("rank %d: %-50s ours %.3g, PyTorch fp32 %.3g, tolerance %.3g\n",
-        rank, name, error, torch_error, tolerance);
+    printf ("rank %d: %-50s ours %.3g, PyTorch fp32 %.3g, tolerance %.3g, "
+            "score %.3g\n",
+        rank, name, error, torch_error, tolerance, score);
   if (!(error <= tolerance))
     fail ("%s: relative error %.3g > %.3g (PyTorch's fp32: %.3g)", name, error,
         tolerance, torch_error);
+  if (!(score <= worst_score)) {
+    worst_score = score;
+    snprintf (worst_score_name, sizeof (worst_score_name), "%s", name);
+  }
+  if (max_score > 0 && !(score <= max_score))
+    fail ("%s: ours is %.3g from float64, %.3g times the larger of "
+          "PyTorch's fp32 error (%.3g) and the floor (%.0e): more than "
+          "--max-score %g",
+        name, error, score, torch_error, floor, max_score);
   if (!(error <= *worst))
     *worst = error;
   return error;
@@ -83,11 +100,18 @@ make_trainer (GtStFile *file, GtComm *comm, int threads)
   char why[512];
 
   reference_config (file, &config);
+  /* GT_CPU_ISA and GT_CPU_NO_DIRECT_CONV choose the CPU paths, as they do
+   * for cudatrainsink (meson.build forces another CPU's paths with them) */
+  gt_trainer_config_apply_env (&config);
   config.num_threads = threads;
   config.comm = comm;
   trainer = gt_trainer_new (&config, why, sizeof (why));
   if (trainer == NULL)
     die ("%s", why);
+  if (rank == 0
+      && gt_cpu_describe (config.cpu_kernels, config.cpu_isa, why, sizeof (why))
+          == 0)
+    printf ("CPU kernels: %s\n", why);
   return trainer;
 }
 
@@ -110,15 +134,20 @@ main (int argc, char **argv)
 
   reference_rank = 0; /* until the job says */
   dist_exit_if_asked_built (argc, argv);
-  if (argc == 5 && strcmp (argv[1], "--threads") == 0) {
-    threads = atoi (argv[2]);
+  while (argc > 3 && argv[1][0] == '-') {
+    if (strcmp (argv[1], "--threads") == 0)
+      threads = atoi (argv[2]);
+    else if (strcmp (argv[1], "--max-score") == 0)
+      max_score = atof (argv[2]);
+    else
+      break;
     argv += 2;
     argc -= 2;
   }
-  if (argc != 3) {
+  if (argc != 3 || threads < 1 || max_score < 0) {
     fprintf (stderr,
-        "usage: mpirun -np N %s [--threads T] REFERENCE.safetensors "
-        "OUT_DIR\n",
+        "usage: mpirun -np N %s [--threads T] [--max-score S] "
+        "REFERENCE.safetensors OUT_DIR\n",
         argv[0]);
     return 2;
   }
@@ -244,6 +273,10 @@ main (int argc, char **argv)
           "%.3g (%.0e), after %d steps %.3g (%.0e)\n",
       worst_forward, TOLERANCE_FORWARD, worst_gradient, TOLERANCE_GRADIENT,
       steps, worst_weights, TOLERANCE_WEIGHTS);
+  printf ("rank %d: score %.3g (%s): ours from float64 over PyTorch's fp32 "
+          "from float64%s\n",
+      rank, worst_score, worst_score_name,
+      max_score > 0 ? ", at most --max-score" : "");
   total_failures = dist_sum (comm, failures);
   free (losses);
   free (logits);

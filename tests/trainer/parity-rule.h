@@ -61,4 +61,14 @@ parity_fp32_tolerance (double floor, double torch_error, int *ill_conditioned)
   return *ill_conditioned ? CEILING * floor : tolerance;
 }
 
+/* How ours compares with PyTorch's fp32 on one tensor: our error over
+ * PyTorch's (both against float64), where that is above the @floor, else
+ * over the floor (both are then rounding noise). At most 1: ours is no
+ * further from the exact result than PyTorch's own fp32. */
+static inline double
+parity_score (double error, double torch_error, double floor)
+{
+  return error / (torch_error > floor ? torch_error : floor);
+}
+
 #endif /* GT_PARITY_RULE_H */

@@ -69,6 +69,27 @@ need (GtStFile *file, const char *name)
   return tensor;
 }
 
+/* PyTorch's fp32 error on tensor @name (@torch_error), widened to how far
+ * its runs from perturbed weights landed ("spread.<name>", which the
+ * references write with --perturbations): how far from float64 a correct
+ * fp32 implementation may land on this batch. */
+static inline double
+parity_with_spread (GtStFile *file, const char *name, double torch_error)
+{
+  const GtStTensor *spread;
+  char spread_name[200];
+  double value;
+
+  snprintf (spread_name, sizeof (spread_name), "spread.%s", name);
+  spread = gt_st_find (file, spread_name);
+  if (spread == NULL)
+    return torch_error;
+  if (spread->dtype != GT_ST_F64 || gt_st_numel (spread) != 1)
+    die ("%s is not one float64", spread_name);
+  memcpy (&value, gt_st_data (file, spread), sizeof (value));
+  return value > torch_error ? value : torch_error;
+}
+
 static inline double
 metadata_number (GtStFile *file, const char *key)
 {

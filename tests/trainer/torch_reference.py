@@ -37,7 +37,9 @@ Exit status: 0 success, 1 check failed, 2 usage or file error.
 """
 import argparse
 import contextlib
+import glob
 import json
+import os
 import struct
 import sys
 
@@ -229,6 +231,58 @@ def random_batch(batch, size, classes, seed):
     return images, labels
 
 
+# Debian's mate-backgrounds photographs (--photos): their JPEGs are
+# photographs, their PNGs rendered graphics.
+PHOTO_DIR = "/usr/share/backgrounds/mate"
+
+
+def photo_files(folder):
+    """The JPEG photographs under @folder, sorted (the same on every machine
+    that has the package)."""
+    import glob
+    import os
+    return sorted(glob.glob(os.path.join(folder, "**", "*.jpg"), recursive=True))
+
+
+def photo_batch(batch, size, classes, seed, folder):
+    """Crops of photographs instead of noise: natural images have strong
+    spatial correlation and channel means far from zero, which noise lacks and
+    which changes how sums round (a convolution's weight gradient adds
+    terms of one sign). Sample i is a size x size crop of a photograph
+    scaled so that its shorter side is 2 to 4 times @size, at a random
+    place; photograph, scale, place and label from a generator seeded with
+    @seed."""
+    from PIL import Image
+    files = photo_files(folder)
+    if not files:
+        raise SystemExit(f"error: --photos {folder}: no JPEG photographs there "
+                         "(Debian's mate-backgrounds)")
+    g = torch.Generator().manual_seed(seed)
+    images = torch.empty((batch, size, size, 3), dtype=torch.uint8)
+    for i in range(batch):
+        path = files[int(torch.randint(0, len(files), (1,), generator=g))]
+        short = size * int(torch.randint(2, 5, (1,), generator=g))
+        with Image.open(path) as im:
+            im.draft("RGB", (short, short))
+            im = im.convert("RGB")
+            scale = short / min(im.size)
+            im = im.resize((max(size, round(im.size[0] * scale)),
+                            max(size, round(im.size[1] * scale))), Image.BILINEAR)
+        x = int(torch.randint(0, im.size[0] - size + 1, (1,), generator=g))
+        y = int(torch.randint(0, im.size[1] - size + 1, (1,), generator=g))
+        crop = im.crop((x, y, x + size, y + size))
+        images[i] = torch.from_numpy(np.asarray(crop, dtype=np.uint8).copy())
+    labels = torch.randint(0, classes, (batch,), generator=g, dtype=torch.int32)
+    return images, labels
+
+
+def make_batch(a, batch, seed):
+    """The batch of data seed @seed: photo crops with --photos, else noise."""
+    if getattr(a, "photos", None):
+        return photo_batch(batch, a.size, a.classes, seed, a.photos)
+    return random_batch(batch, a.size, a.classes, seed)
+
+
 def state_tensors(prefix, model):
     return {prefix + k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -261,6 +315,58 @@ class ReluMargin:
     def remove(self):
         for h in self.handles:
             h.remove()
+
+
+# parity-rule.h's fp32 rule, which the search below applies to PyTorch's own
+# run: the floor of each kind of tensor (parity_floor), and the ceiling on
+# PyTorch's own error beyond which the C side calls the reference
+# ill-conditioned (YARDSTICK times it passes CEILING times the floor).
+TOLERANCE_FORWARD = 1e-5
+TOLERANCE_GRADIENT = 5e-5
+TOLERANCE_WEIGHTS = 5e-5
+YARDSTICK = 4.0
+CEILING = 10.0
+
+
+def parity_floor(name):
+    """The floor parity.c and dist-parity.c compare tensor @name at: the
+    first forward pass (logits of any rank, the loss), the first gradients,
+    then everything after the steps."""
+    if name.endswith("step0.logits") or name == "step0.loss":
+        return TOLERANCE_FORWARD
+    if name.startswith("step0.grad."):
+        return TOLERANCE_GRADIENT
+    return TOLERANCE_WEIGHTS
+
+
+def parity_error(values, exact):
+    """parity_max_error: max|values - exact| / max|exact|, NaN the largest."""
+    diff = (values.to(torch.float64) - exact).abs()
+    if torch.isnan(diff).any():
+        return float("inf")
+    scale = exact.abs().max().item() if exact.numel() else 0.0
+    worst = diff.max().item() if diff.numel() else 0.0
+    return worst / scale if scale > 0 else worst
+
+
+def worst_conditioning(result, exact):
+    """How close PyTorch's own fp32 run comes to the C side's ceiling on
+    this batch: the largest of its error against float64 over the error the
+    ceiling allows (CEILING / YARDSTICK times the tensor's floor), with the
+    tensor's name. Above 1 the C side would fail the case as ill-conditioned
+    whatever our error: the reference proves nothing. Which batch that is
+    depends on the CPU (PyTorch's kernels round differently on AVX-512 and
+    AVX2), so the search measures it where it runs."""
+    worst = (0.0, None)
+    for name, values in result.items():
+        want = exact.get(name)
+        if want is None or not values.is_floating_point():
+            continue
+        allowed = CEILING / YARDSTICK * parity_floor(name)
+        ratio = parity_error(values, want.to(torch.float64)) / allowed
+        if ratio > worst[0]:
+            worst = (ratio, name)
+    return worst
 
 
 def precision_context(a, precision):
@@ -346,6 +452,100 @@ def use_device(a):
     return True
 
 
+def perturbed_state(state, scale, seed):
+    """@state with every floating-point tensor multiplied by 1 + @scale * a
+    standard normal draw (its own per element, from @seed): a change of the
+    size another implementation's rounding makes (fp32 summing in another
+    order differs by about 1e-6 relative), to see how far that moves the
+    result."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, value in state.items():
+        if value.is_floating_point():
+            noise = torch.randn(value.shape, generator=g, dtype=torch.float64)
+            value = value * (1 + scale * noise).to(value.dtype)
+        out[name] = value
+    return out
+
+
+def choose_batch(a, batch, run, precision="fp32", conditioned=True):
+    """The batch of the first data seed (a.seed, a.seed + 1, ...) that keeps
+    every ReLU input a.min_relu_margin from zero and, in fp32 with
+    @conditioned, whose PyTorch run stays within the C side's ceiling of
+    float64 (worst_conditioning): both are properties of the batch and the
+    CPU together. With a.perturbations = K > 0, K more fp32 runs from
+    initial weights perturbed at rounding level (perturbed_state) must stay
+    within it too: a batch where a ReLU or a batch-norm sits at rounding
+    distance from a switch moves by far more than rounding under them,
+    whatever one run happened to give (PyTorch's own fp32 result differs
+    between processes where its kernels' paths depend on alignment). Their
+    largest error on each tensor is kept as "spread.<name>": how far from
+    float64 a correct fp32 implementation may land on this batch.
+
+    @run(images, labels, precision[, state]) trains on the batch (from
+    @state, the initial weights, where given) and returns (tensors, ReLU
+    margin, losses). Returns (data seed, images, labels, tensors with their
+    "f64." yardsticks (and "spread."), losses, margin, (conditioning, worst
+    tensor)), or None after saying why no batch would do."""
+    best = None
+    for attempt in range(a.max_attempts):
+        data_seed = a.seed + attempt
+        images, labels = make_batch(a, batch, data_seed)
+        result, margin, losses = run(images, labels, precision)
+        conditioning, exact, spread = (float("inf"), None), None, {}
+        if margin >= a.min_relu_margin and conditioned:
+            # The same run in float64: the yardstick for how far fp32 or bf16
+            # can be from the exact result on this batch (PyTorch's own error).
+            exact, _, _ = run(images, labels, "f64")
+            conditioning = (worst_conditioning(result, exact)
+                            if precision == "fp32" else (0.0, None))
+            for k in range(a.perturbations if precision == "fp32" else 0):
+                if conditioning[0] > 1.0:
+                    break
+                if not spread:
+                    spread = {name: parity_error(value, exact[name].to(torch.float64))
+                              for name, value in result.items()
+                              if name in exact and value.is_floating_point()}
+                state = perturbed_state(a.init_state, a.perturbation, data_seed * 1000 + k)
+                other, _, _ = run(images, labels, precision, state)
+                conditioning = max(conditioning, worst_conditioning(other, exact),
+                                   key=lambda c: c[0])
+                for name in spread:
+                    spread[name] = max(spread[name], parity_error(
+                        other[name], exact[name].to(torch.float64)))
+        elif margin >= a.min_relu_margin:
+            conditioning = (0.0, None)
+        if a.verbose:
+            print(f"data seed {data_seed}: ReLU margin {margin:.3g}, conditioning "
+                  f"{conditioning[0]:.3g} ({conditioning[1]})", file=sys.stderr)
+        relu = min(margin / a.min_relu_margin, 1.0) if a.min_relu_margin > 0 else 1.0
+        if best is None or (relu, -conditioning[0]) > best[0]:
+            best = ((relu, -conditioning[0]), data_seed, images, labels, result,
+                    losses, margin, conditioning, exact, spread)
+        if margin >= a.min_relu_margin and conditioning[0] <= 1.0:
+            break
+    (_, data_seed, images, labels, result, losses, margin, conditioning, exact,
+     spread) = best
+    if margin < a.min_relu_margin:
+        print(f"error: no batch among {a.max_attempts} keeps every ReLU input "
+              f"{a.min_relu_margin:g} from zero (best {margin:.3g}): use a smaller "
+              f"batch or image size", file=sys.stderr)
+        return None
+    if conditioning[0] > 1.0:
+        print(f"error: no batch among {a.max_attempts} with a ReLU margin of "
+              f"{a.min_relu_margin:g} is well-conditioned on this CPU: at best "
+              f"PyTorch's own fp32 {conditioning[1]} is {conditioning[0]:.3g} times "
+              f"what the ceiling allows from float64 (parity-rule.h); use fewer "
+              f"steps, a smaller lr or zero-init residuals", file=sys.stderr)
+        return None
+    for name, value in (exact or {}).items():
+        if value.is_floating_point():
+            result["f64." + name] = value.to(torch.float64)
+    for name, error in spread.items():
+        result["spread." + name] = torch.tensor([error], dtype=torch.float64)
+    return data_seed, images, labels, result, losses, margin, conditioning
+
+
 def cmd_reference(a):
     torch.set_num_threads(a.threads)
     if not use_device(a):
@@ -355,28 +555,15 @@ def cmd_reference(a):
     model = build_model(a.model, a.classes, bool(a.zero_init_residual)).train()
     init_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    best = None
-    for attempt in range(a.max_attempts):
-        data_seed = a.seed + attempt
-        images, labels = random_batch(a.batch, a.size, a.classes, data_seed)
-        result, margin, losses = run_reference(a, init_state, images, labels,
-                                               a.precision)
-        if best is None or margin > best[0]:
-            best = (margin, data_seed, images, labels, result, losses)
-        if margin >= a.min_relu_margin:
-            break
-    margin, data_seed, images, labels, result, losses = best
-    # The same run in float64: the yardstick for how far fp32 or bf16 can be
-    # from the exact result on this batch (PyTorch's own error).
-    exact, _, _ = run_reference(a, init_state, images, labels, "f64")
-    for name, value in exact.items():
-        if value.is_floating_point():
-            result["f64." + name] = value.to(torch.float64)
-    if margin < a.min_relu_margin:
-        print(f"error: no batch among {a.max_attempts} keeps every ReLU input "
-              f"{a.min_relu_margin:g} from zero (best {margin:.3g}): use a smaller "
-              f"batch or image size", file=sys.stderr)
+    def run(images, labels, precision, state=init_state):
+        return run_reference(a, state, images, labels, precision)
+
+    a.init_state = init_state
+
+    chosen = choose_batch(a, a.batch, run, a.precision)
+    if chosen is None:
         return 1
+    data_seed, images, labels, result, losses, margin, conditioning = chosen
 
     out = state_tensors("init.", model)
     out["images"], out["labels"] = images, labels
@@ -387,9 +574,11 @@ def cmd_reference(a):
         "device", "precision")}
     meta.update(torch=torch.__version__, forward_only=int(a.forward_only),
                 mean=",".join(map(str, MEAN)), std=",".join(map(str, STD)),
-                data_seed=data_seed, relu_margin=f"{margin:.3g}")
+                data_seed=data_seed, relu_margin=f"{margin:.3g}",
+                conditioning=f"{conditioning[0]:.3g}")
     save_safetensors(a.out, out, meta)
-    print(f"{a.out}: data seed {data_seed}, ReLU margin {margin:.3g}, losses "
+    print(f"{a.out}: data seed {data_seed}, ReLU margin {margin:.3g}, "
+          f"conditioning {conditioning[0]:.3g} ({conditioning[1]}), losses "
           + " ".join(f"{v:.6f}" for v in losses))
     return 0
 
@@ -464,6 +653,18 @@ def add_data_arguments(p, inputs="every ReLU input"):
                    help=f"try data seeds seed, seed+1, ... until {inputs} "
                    "stays this far from zero")
     p.add_argument("--max-attempts", type=int, default=200)
+    p.add_argument("--perturbations", type=int, default=0, metavar="K",
+                   help="K more fp32 runs from initial weights perturbed at "
+                   "rounding level must stay within the ceiling too; their "
+                   "largest errors are saved as spread.<name>")
+    p.add_argument("--perturbation", type=float, default=1e-6,
+                   help="the relative size of those perturbations")
+    p.add_argument("--verbose", action="store_true",
+                   help="one line per data seed tried")
+    p.add_argument("--photos", nargs="?", const=PHOTO_DIR, default=None,
+                   metavar="FOLDER",
+                   help="crops of the JPEG photographs under FOLDER (default "
+                   f"{PHOTO_DIR}) instead of random noise")
 
 
 def main(argv=None):
