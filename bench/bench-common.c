@@ -47,6 +47,10 @@ int
 bench_config (GtTrainerConfig *config, const BenchOptions *options)
 {
   gt_trainer_config_init (config);
+  /* GT_CPU_ISA and the other variables, as cudatrainsink reads them
+   * (bench/trainer-cpu.sh --avx2-cpu forces another CPU's paths with
+   * them) */
+  gt_trainer_config_apply_env (config);
   if (gt_model_from_name (options->model, &config->model) < 0) {
     fprintf (stderr, "unknown model %s\n", options->model);
     return -1;

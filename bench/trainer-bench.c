@@ -135,7 +135,7 @@ main (int argc, char **argv)
     char kernels[512];
 
     gt_cpu_describe (
-        GT_CPU_KERNELS_FAST, GT_CPU_ISA_AUTO, kernels, sizeof (kernels));
+        config.cpu_kernels, config.cpu_isa, kernels, sizeof (kernels));
     printf (", \"cpu_kernels\": \"%s\"", kernels);
   }
   if (windows > 0)
