@@ -199,9 +199,8 @@ def choose_batch(a, init_state, conditioned=True):
         dtype = torch.float64 if precision == "f64" else torch.float32
         return emulate(a, state, images, labels, dtype)
 
-    a.init_state = init_state
-
-    return tr.choose_batch(a, sum(rank_sizes(a)), run, conditioned=conditioned)
+    return tr.choose_batch(a, sum(rank_sizes(a)), run, init_state,
+                           conditioned=conditioned)
 
 
 def cmd_reference(a):

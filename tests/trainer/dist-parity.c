@@ -135,16 +135,23 @@ main (int argc, char **argv)
   reference_rank = 0; /* until the job says */
   dist_exit_if_asked_built (argc, argv);
   while (argc > 3 && argv[1][0] == '-') {
+    char *end;
+
     if (strcmp (argv[1], "--threads") == 0)
-      threads = atoi (argv[2]);
+      threads = (int)strtol (argv[2], &end, 10);
     else if (strcmp (argv[1], "--max-score") == 0)
-      max_score = atof (argv[2]);
+      max_score = strtod (argv[2], &end);
     else
       break;
+    if (end == argv[2] || *end != '\0') {
+      fprintf (
+          stderr, "%s: %s %s is not a number\n", argv[0], argv[1], argv[2]);
+      return 2;
+    }
     argv += 2;
     argc -= 2;
   }
-  if (argc != 3 || threads < 1 || max_score < 0) {
+  if (argc != 3 || threads < 1 || !(max_score >= 0)) {
     fprintf (stderr,
         "usage: mpirun -np N %s [--threads T] [--max-score S] "
         "REFERENCE.safetensors OUT_DIR\n",

@@ -239,8 +239,6 @@ PHOTO_DIR = "/usr/share/backgrounds/mate"
 def photo_files(folder):
     """The JPEG photographs under @folder, sorted (the same on every machine
     that has the package)."""
-    import glob
-    import os
     return sorted(glob.glob(os.path.join(folder, "**", "*.jpg"), recursive=True))
 
 
@@ -363,7 +361,7 @@ def worst_conditioning(result, exact):
         if want is None or not values.is_floating_point():
             continue
         allowed = CEILING / YARDSTICK * parity_floor(name)
-        ratio = parity_error(values, want.to(torch.float64)) / allowed
+        ratio = parity_error(values, want) / allowed
         if ratio > worst[0]:
             worst = (ratio, name)
     return worst
@@ -468,13 +466,35 @@ def perturbed_state(state, scale, seed):
     return out
 
 
-def choose_batch(a, batch, run, precision="fp32", conditioned=True):
+def perturbation_spread(a, run, init_state, images, labels, result, exact, seed):
+    """a.perturbations more fp32 runs on the batch from @init_state
+    perturbed at rounding level (perturbed_state, seeded from @seed): the
+    worst conditioning among them (as worst_conditioning), and per tensor
+    the largest error from float64 (@exact) of those runs and of @result.
+    Stops at the first run past the ceiling: the batch is out then."""
+    spread = {name: parity_error(value, exact[name])
+              for name, value in result.items()
+              if name in exact and value.is_floating_point()}
+    conditioning = (0.0, None)
+    for k in range(a.perturbations):
+        state = perturbed_state(init_state, a.perturbation, seed * 1000 + k)
+        other, _, _ = run(images, labels, "fp32", state)
+        conditioning = max(conditioning, worst_conditioning(other, exact),
+                           key=lambda c: c[0])
+        if conditioning[0] > 1.0:
+            break
+        for name in spread:
+            spread[name] = max(spread[name], parity_error(other[name], exact[name]))
+    return conditioning, spread
+
+
+def choose_batch(a, batch, run, init_state, precision="fp32", conditioned=True):
     """The batch of the first data seed (a.seed, a.seed + 1, ...) that keeps
     every ReLU input a.min_relu_margin from zero and, in fp32 with
     @conditioned, whose PyTorch run stays within the C side's ceiling of
     float64 (worst_conditioning): both are properties of the batch and the
     CPU together. With a.perturbations = K > 0, K more fp32 runs from
-    initial weights perturbed at rounding level (perturbed_state) must stay
+    @init_state perturbed at rounding level (perturbation_spread) must stay
     within it too: a batch where a ReLU or a batch-norm sits at rounding
     distance from a switch moves by far more than rounding under them,
     whatever one run happened to give (PyTorch's own fp32 result differs
@@ -483,38 +503,29 @@ def choose_batch(a, batch, run, precision="fp32", conditioned=True):
     float64 a correct fp32 implementation may land on this batch.
 
     @run(images, labels, precision[, state]) trains on the batch (from
-    @state, the initial weights, where given) and returns (tensors, ReLU
-    margin, losses). Returns (data seed, images, labels, tensors with their
-    "f64." yardsticks (and "spread."), losses, margin, (conditioning, worst
-    tensor)), or None after saying why no batch would do."""
+    @state, the initial weights, where given, else @init_state) and returns
+    (tensors, ReLU margin, losses). Returns (data seed, images, labels,
+    tensors with their "f64." yardsticks (and "spread."), losses, margin,
+    (conditioning, worst tensor)), or None after saying why no batch would
+    do."""
     best = None
     for attempt in range(a.max_attempts):
         data_seed = a.seed + attempt
         images, labels = make_batch(a, batch, data_seed)
         result, margin, losses = run(images, labels, precision)
         conditioning, exact, spread = (float("inf"), None), None, {}
-        if margin >= a.min_relu_margin and conditioned:
+        if margin >= a.min_relu_margin and not conditioned:
+            conditioning = (0.0, None)
+        elif margin >= a.min_relu_margin:
             # The same run in float64: the yardstick for how far fp32 or bf16
             # can be from the exact result on this batch (PyTorch's own error).
             exact, _, _ = run(images, labels, "f64")
             conditioning = (worst_conditioning(result, exact)
                             if precision == "fp32" else (0.0, None))
-            for k in range(a.perturbations if precision == "fp32" else 0):
-                if conditioning[0] > 1.0:
-                    break
-                if not spread:
-                    spread = {name: parity_error(value, exact[name].to(torch.float64))
-                              for name, value in result.items()
-                              if name in exact and value.is_floating_point()}
-                state = perturbed_state(a.init_state, a.perturbation, data_seed * 1000 + k)
-                other, _, _ = run(images, labels, precision, state)
-                conditioning = max(conditioning, worst_conditioning(other, exact),
-                                   key=lambda c: c[0])
-                for name in spread:
-                    spread[name] = max(spread[name], parity_error(
-                        other[name], exact[name].to(torch.float64)))
-        elif margin >= a.min_relu_margin:
-            conditioning = (0.0, None)
+            if precision == "fp32" and a.perturbations > 0 and conditioning[0] <= 1.0:
+                perturbed, spread = perturbation_spread(
+                    a, run, init_state, images, labels, result, exact, data_seed)
+                conditioning = max(conditioning, perturbed, key=lambda c: c[0])
         if a.verbose:
             print(f"data seed {data_seed}: ReLU margin {margin:.3g}, conditioning "
                   f"{conditioning[0]:.3g} ({conditioning[1]})", file=sys.stderr)
@@ -558,9 +569,7 @@ def cmd_reference(a):
     def run(images, labels, precision, state=init_state):
         return run_reference(a, state, images, labels, precision)
 
-    a.init_state = init_state
-
-    chosen = choose_batch(a, a.batch, run, a.precision)
+    chosen = choose_batch(a, a.batch, run, init_state, a.precision)
     if chosen is None:
         return 1
     data_seed, images, labels, result, losses, margin, conditioning = chosen
