@@ -13,8 +13,19 @@
  *
  * Tensor 0 holds the images in NHWC order (NNStreamer writes the innermost
  * dimension first), tensor 1 the int32 labels; each is its own GstMemory in
- * the one buffer, so a batch survives serialisation (gdppay, tcp). A
- * #GstTrainBatchMeta on the batch says how many of its images were fresh
+ * the one buffer, so a batch survives serialisation (gdppay, tcp).
+ *
+ * With @layout=nchw tensor 0 holds each image planar instead, as PyTorch's
+ * default (contiguous) image tensors do: all its R bytes, row by row, then
+ * all G, then all B, and the caps say so in the same innermost-first order:
+ *
+ *     other/tensors, format=static, num_tensors=2, types="uint8,int32",
+ *       dimensions="W:H:3:N,N", framerate=0/1
+ *
+ * The pixels are de-interleaved as they are copied in: still one copy per
+ * image. cudatrainsink takes NHWC batches and refuses NCHW ones.
+ *
+ * A #GstTrainBatchMeta on the batch says how many of its images were fresh
  * (sample meta emissions 0), so that a sink can count fresh and repeated
  * images wherever an echo sits. Each batch's buffer offset is its number
  * (the @batches-out count before it).
@@ -66,14 +77,23 @@
 GST_DEBUG_CATEGORY_STATIC (gst_batcher_debug);
 #define GST_CAT_DEFAULT gst_batcher_debug
 
+/* How tensor 0 holds each image. */
+typedef enum
+{
+  GST_BATCHER_LAYOUT_NHWC,
+  GST_BATCHER_LAYOUT_NCHW,
+} GstBatcherLayout;
+
 #define DEFAULT_BATCH_SIZE 256
 #define DEFAULT_DROP_REMAINDER TRUE
+#define DEFAULT_LAYOUT GST_BATCHER_LAYOUT_NHWC
 
 enum
 {
   PROP_0,
   PROP_BATCH_SIZE,
   PROP_DROP_REMAINDER,
+  PROP_LAYOUT,
   PROP_BATCHES_OUT,
 };
 
@@ -83,6 +103,7 @@ typedef struct
 {
   guint batch_size;
   gboolean drop_remainder;
+  GstBatcherLayout layout;
 } GstBatcherSettings;
 
 struct _GstBatcher
@@ -126,6 +147,26 @@ typedef struct
   GstBuffer *pool_buffer;
   gint32 labels[];
 } GstBatcherPoolLabels;
+
+static GType
+gst_batcher_layout_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_BATCHER_LAYOUT_NHWC,
+        "Interleaved pixels (RGBRGB...), dimensions 3:W:H:N", "nhwc" },
+    { GST_BATCHER_LAYOUT_NCHW,
+        "Planar images (all R, then all G, then all B), dimensions W:H:3:N",
+        "nchw" },
+    { 0, NULL, NULL },
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstBatcherLayout", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -176,6 +217,15 @@ gst_batcher_class_init (GstBatcherClass *klass)
           DEFAULT_DROP_REMAINDER,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_LAYOUT,
+      g_param_spec_enum ("layout", "Layout",
+          "How tensor 0 holds each image: nhwc, pixels interleaved "
+          "(dimensions 3:W:H:N, what cudatrainsink takes), or nchw, planar "
+          "(dimensions W:H:3:N, PyTorch's default image layout); each image "
+          "is copied once either way",
+          gst_batcher_layout_get_type (), DEFAULT_LAYOUT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+              | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_BATCHES_OUT,
       g_param_spec_uint64 ("batches-out", "Batches out",
           "Batches pushed downstream so far", 0, G_MAXUINT64, 0,
@@ -194,6 +244,8 @@ gst_batcher_class_init (GstBatcherClass *klass)
       "gst-train developers");
 
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_batcher_change_state);
+
+  gst_type_mark_as_plugin_api (gst_batcher_layout_get_type (), 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_batcher_debug, "batcher", 0, "training batcher");
 }
@@ -214,6 +266,7 @@ gst_batcher_init (GstBatcher *batcher)
 
   batcher->props.batch_size = DEFAULT_BATCH_SIZE;
   batcher->props.drop_remainder = DEFAULT_DROP_REMAINDER;
+  batcher->props.layout = DEFAULT_LAYOUT;
 }
 
 static void
@@ -229,6 +282,9 @@ gst_batcher_set_property (
       break;
     case PROP_DROP_REMAINDER:
       batcher->props.drop_remainder = g_value_get_boolean (value);
+      break;
+    case PROP_LAYOUT:
+      batcher->props.layout = g_value_get_enum (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -251,6 +307,9 @@ gst_batcher_get_property (
     case PROP_DROP_REMAINDER:
       g_value_set_boolean (value, batcher->props.drop_remainder);
       break;
+    case PROP_LAYOUT:
+      g_value_set_enum (value, batcher->props.layout);
+      break;
     case PROP_BATCHES_OUT:
       g_value_set_uint64 (value, batcher->batches_out);
       break;
@@ -267,12 +326,15 @@ gst_batcher_images_size (GstBatcher *batcher, guint n)
   return (gsize)batcher->width * batcher->height * 3 * n;
 }
 
-/* The output caps for a batch of @n images. */
+/* The output caps for a batch of @n images: NNStreamer writes the
+ * innermost dimension first. */
 static GstCaps *
 gst_batcher_make_caps (GstBatcher *batcher, guint n)
 {
-  gchar *dims =
-      g_strdup_printf ("3:%d:%d:%u,%u", batcher->width, batcher->height, n, n);
+  gchar *dims = batcher->settings.layout == GST_BATCHER_LAYOUT_NCHW
+      ? g_strdup_printf ("%d:%d:3:%u,%u", batcher->width, batcher->height, n, n)
+      : g_strdup_printf (
+          "3:%d:%d:%u,%u", batcher->width, batcher->height, n, n);
   GstCaps *caps = gst_caps_new_simple ("other/tensors", "format", G_TYPE_STRING,
       "static", "num_tensors", G_TYPE_INT, 2, "types", G_TYPE_STRING,
       "uint8,int32", "dimensions", G_TYPE_STRING, dims, "framerate",
@@ -562,6 +624,53 @@ gst_batcher_push_batch (GstBatcher *batcher)
   return gst_pad_push (batcher->srcpad, batch);
 }
 
+/* A planar copy de-interleaves: GCC vectorises that at -O2 (its cheap cost
+ * model) in blocks of a fixed pixel count, with byte shuffles that x86-64's
+ * baseline lacks; built for AVX2 and SSSE3 (x86-64-v3, -v2) besides, the
+ * CPU picks one when the plugin loads, as the trainer's streaming passes
+ * do. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GST_BATCHER_VECTORISED                                                 \
+  __attribute__ ((                                                             \
+      target_clones ("arch=x86-64-v3", "arch=x86-64-v2", "default")))
+#else
+#define GST_BATCHER_VECTORISED
+#endif
+#define DEINTERLEAVE_BLOCK 32
+
+/* Writes the @width RGB pixels at @src to one row of each plane. */
+static inline void
+gst_batcher_deinterleave_row (const guint8 *restrict src, guint8 *restrict r,
+    guint8 *restrict g, guint8 *restrict b, gsize width)
+{
+  gsize x = 0, i;
+
+  for (; x + DEINTERLEAVE_BLOCK <= width; x += DEINTERLEAVE_BLOCK)
+    for (i = 0; i < DEINTERLEAVE_BLOCK; i++) {
+      r[x + i] = src[3 * (x + i)];
+      g[x + i] = src[3 * (x + i) + 1];
+      b[x + i] = src[3 * (x + i) + 2];
+    }
+  for (; x < width; x++) {
+    r[x] = src[3 * x];
+    g[x] = src[3 * x + 1];
+    b[x] = src[3 * x + 2];
+  }
+}
+
+/* Copies the @width x @height RGB image at @src, rows @stride bytes apart,
+ * to @dst as three planes of @width x @height bytes (R, G, B). */
+GST_BATCHER_VECTORISED static void
+gst_batcher_copy_planar (
+    guint8 *dst, const guint8 *src, gsize stride, gsize width, gsize height)
+{
+  gsize plane = width * height, y;
+
+  for (y = 0; y < height; y++)
+    gst_batcher_deinterleave_row (src + y * stride, dst + y * width,
+        dst + plane + y * width, dst + 2 * plane + y * width, width);
+}
+
 static GstFlowReturn
 gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 {
@@ -647,7 +756,11 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
   row_bytes = (gsize)batcher->width * 3;
   dst = batcher->images_map.data
       + (gsize)batcher->filled * row_bytes * batcher->height;
-  if ((gsize)GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0) == row_bytes) {
+  if (batcher->settings.layout == GST_BATCHER_LAYOUT_NCHW) {
+    gst_batcher_copy_planar (dst, GST_VIDEO_FRAME_PLANE_DATA (&frame, 0),
+        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0), batcher->width,
+        batcher->height);
+  } else if ((gsize)GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0) == row_bytes) {
     memcpy (dst, GST_VIDEO_FRAME_PLANE_DATA (&frame, 0),
         row_bytes * batcher->height);
   } else {
@@ -774,8 +887,10 @@ gst_batcher_change_state (GstElement *element, GstStateChange transition)
     batcher->settings = batcher->props;
     batcher->batches_out = 0;
     GST_OBJECT_UNLOCK (batcher);
-    GST_INFO_OBJECT (batcher, "starting: batch-size %u, drop-remainder %d",
-        batcher->settings.batch_size, batcher->settings.drop_remainder);
+    GST_INFO_OBJECT (batcher,
+        "starting: batch-size %u, drop-remainder %d, layout %s",
+        batcher->settings.batch_size, batcher->settings.drop_remainder,
+        batcher->settings.layout == GST_BATCHER_LAYOUT_NCHW ? "nchw" : "nhwc");
   }
   /* Before the pads deactivate: that waits for a chain function that may
    * wait for a pool buffer. */

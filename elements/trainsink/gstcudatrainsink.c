@@ -700,6 +700,26 @@ gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
   return TRUE;
 }
 
+/* The dimensions of planar batches that gst_cuda_train_sink_parse_caps
+ * refused (batcher layout=nchw: "W:H:C:N,N", C being 1 or 3), else NULL.
+ * Images 1 or 3 pixels wide cannot be told from NHWC ones by their caps. */
+static const gchar *
+gst_cuda_train_sink_planar_dims (GstCaps *caps)
+{
+  const gchar *dims;
+  gint w, h, c, n, n_labels;
+
+  if (caps == NULL || gst_caps_get_size (caps) < 1)
+    return NULL;
+  dims =
+      gst_structure_get_string (gst_caps_get_structure (caps, 0), "dimensions");
+  if (dims != NULL
+      && sscanf (dims, "%d:%d:%d:%d,%d", &w, &h, &c, &n, &n_labels) == 5
+      && (c == 1 || c == 3) && w >= 1 && h >= 1 && n >= 1 && n == n_labels)
+    return dims;
+  return NULL;
+}
+
 /* Takes "other/tensors" with types "uint8,int32" and dimensions
  * "C:W:H:N,N", C being 1 or 3. */
 static gboolean
@@ -709,10 +729,19 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
   gint c = 0, w = 0, h = 0, n = 0;
 
   if (!gst_cuda_train_sink_parse_caps (caps, &c, &w, &h, &n)) {
-    GST_ELEMENT_ERROR (sink, CORE, NEGOTIATION,
-        ("cudatrainsink takes batches of uint8 images (1 or 3 channels) "
-         "with int32 labels, as batcher makes them."),
-        ("got %" GST_PTR_FORMAT, caps));
+    const gchar *planar = gst_cuda_train_sink_planar_dims (caps);
+
+    if (planar != NULL)
+      GST_ELEMENT_ERROR (sink, CORE, NEGOTIATION,
+          ("cudatrainsink takes NHWC batches (batcher layout=nhwc); got "
+           "dimensions %s, planar images (NCHW, W:H:C:N).",
+              planar),
+          ("got %" GST_PTR_FORMAT, caps));
+    else
+      GST_ELEMENT_ERROR (sink, CORE, NEGOTIATION,
+          ("cudatrainsink takes batches of uint8 images (1 or 3 channels) "
+           "with int32 labels, as batcher makes them."),
+          ("got %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
   if (sink->trainer != NULL

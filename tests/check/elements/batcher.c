@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -699,6 +700,199 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
 
 GST_END_TEST;
 
+/* layout=nchw: each image planar (plane c, row y, pixel x at
+ * c * H * W + y * W + x), the caps' dimensions W:H:3:N, the rest as in
+ * NHWC batches. */
+GST_START_TEST (test_nchw_batches_are_planar)
+{
+  GstHarness *h = new_harness ("batch-size=4 layout=nchw");
+  GstBuffer *batch;
+  GstCaps *caps;
+  GstMapInfo images, labels;
+  guint i, image, c;
+  gint y, x;
+  gint layout = -1;
+  GstElement *batcher;
+
+  batcher = gst_harness_find_element (h, "batcher");
+  g_object_get (batcher, "layout", &layout, NULL);
+  fail_unless_equals_int (layout, 1);
+  gst_object_unref (batcher);
+  for (i = 0; i < 6; i++)
+    fail_unless_equals_int (
+        gst_harness_push (h, make_frame (i, i % 10, 0)), GST_FLOW_OK);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless_equals_string (
+      gst_structure_get_string (gst_caps_get_structure (caps, 0), "dimensions"),
+      "5:3:3:4,4");
+  gst_caps_unref (caps);
+
+  batch = gst_harness_pull (h);
+  fail_unless (gst_buffer_map_range (batch, 0, 1, &images, GST_MAP_READ));
+  fail_unless (gst_buffer_map_range (batch, 1, 1, &labels, GST_MAP_READ));
+  fail_unless_equals_int (images.size, 4 * W * H * 3);
+  for (image = 0; image < 4; image++) {
+    for (c = 0; c < 3; c++)
+      for (y = 0; y < H; y++)
+        for (x = 0; x < W; x++)
+          fail_unless_equals_int (
+              images.data[((image * 3 + c) * H + y) * W + x],
+              (guint8)(image * 31 + y * 7 + x * 3 + c));
+    fail_unless_equals_int (((gint32 *)labels.data)[image], (gint)image);
+  }
+  gst_buffer_unmap (batch, &labels);
+  gst_buffer_unmap (batch, &images);
+  gst_buffer_unref (batch);
+  gst_harness_teardown (h);
+
+  /* a partial last batch has its own N, in the same order */
+  h = new_harness ("batch-size=4 layout=nchw drop-remainder=false");
+  for (i = 0; i < 2; i++)
+    gst_harness_push (h, make_frame (i, i % 10, 0));
+  gst_harness_push_event (h, gst_event_new_eos ());
+  gst_buffer_unref (gst_harness_pull (h));
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless_equals_string (
+      gst_structure_get_string (gst_caps_get_structure (caps, 0), "dimensions"),
+      "5:3:3:2,2");
+  gst_caps_unref (caps);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* The batches of "@upstream ! batcher @props layout=L ! fakesink" run with
+ * layout=nhwc and layout=nchw: every NCHW batch is its NHWC batch
+ * transposed, image by image, and the labels are the same. */
+static void
+expect_nchw_is_nhwc_transposed (const gchar *upstream, const gchar *props,
+    gint width, gint height, guint n_batches)
+{
+#define LAYOUT_LAUNCH "%s ! batcher %s layout=%s ! fakesink name=sink"
+  gchar *nhwc_launch = g_strdup_printf (LAYOUT_LAUNCH, upstream, props, "nhwc");
+  gchar *nchw_launch = g_strdup_printf (LAYOUT_LAUNCH, upstream, props, "nchw");
+#undef LAYOUT_LAUNCH
+  RunResult *nhwc = fixture_run (nhwc_launch);
+  RunResult *nchw = fixture_run (nchw_launch);
+  gsize plane = (gsize)width * height;
+  guint i;
+
+  fail_unless (nhwc->error == NULL, "%s: %s", nhwc_launch, nhwc->error);
+  fail_unless (nchw->error == NULL, "%s: %s", nchw_launch, nchw->error);
+  fail_unless_equals_int (nhwc->samples->len, n_batches);
+  fail_unless_equals_int (nchw->samples->len, n_batches);
+  for (i = 0; i < n_batches; i++) {
+    GstSample *a = run_result_sample (nhwc, i)->sample;
+    GstSample *b = run_result_sample (nchw, i)->sample;
+    GstBuffer *interleaved = gst_sample_get_buffer (a);
+    GstBuffer *planar = gst_sample_get_buffer (b);
+    GstMapInfo in, out, in_labels, out_labels;
+    gchar *dims;
+    gsize k, p, n;
+    guint c, differ = 0;
+
+    dims = g_strdup_printf ("%d:%d:3:", width, height);
+    fail_unless (g_str_has_prefix (
+        gst_structure_get_string (
+            gst_caps_get_structure (gst_sample_get_caps (b), 0), "dimensions"),
+        dims));
+    g_free (dims);
+    fail_unless (gst_buffer_map_range (interleaved, 0, 1, &in, GST_MAP_READ));
+    fail_unless (gst_buffer_map_range (planar, 0, 1, &out, GST_MAP_READ));
+    fail_unless (
+        gst_buffer_map_range (interleaved, 1, 1, &in_labels, GST_MAP_READ));
+    fail_unless (
+        gst_buffer_map_range (planar, 1, 1, &out_labels, GST_MAP_READ));
+    fail_unless_equals_int (in.size, out.size);
+    fail_unless_equals_int (in_labels.size, out_labels.size);
+    fail_unless (memcmp (in_labels.data, out_labels.data, in_labels.size) == 0);
+    n = in.size / (plane * 3);
+    for (k = 0; k < n; k++)
+      for (p = 0; p < plane; p++)
+        for (c = 0; c < 3; c++) {
+          guint8 expected = in.data[(k * plane + p) * 3 + c];
+
+          fail_unless_equals_int (out.data[(k * 3 + c) * plane + p], expected);
+          /* the test means something only where channels differ */
+          differ += c > 0 && expected != in.data[(k * plane + p) * 3];
+        }
+    fail_unless (differ > 0);
+    gst_buffer_unmap (planar, &out_labels);
+    gst_buffer_unmap (interleaved, &in_labels);
+    gst_buffer_unmap (planar, &out);
+    gst_buffer_unmap (interleaved, &in);
+  }
+  run_result_free (nhwc);
+  run_result_free (nchw);
+  g_free (nhwc_launch);
+  g_free (nchw_launch);
+}
+
+/* Decoded images of different content, a width that takes both the
+ * de-interleaving's blocks of 32 pixels and its tail and rows that the
+ * video layout pads (70 * 3 bytes): the NCHW batches are the NHWC ones
+ * transposed. The same over photographs, where the system has them. */
+GST_START_TEST (test_nchw_is_nhwc_transposed)
+{
+  const gchar *root = fixture_scratch_path ("tree", NULL);
+  const gchar *photos_dir = "/usr/share/backgrounds/mate/nature";
+  gchar *upstream;
+  guint i;
+  GDir *dir;
+
+  for (i = 0; i < 12; i++) {
+    gchar *path = g_strdup_printf ("%s/class%u/%02u.jpg", root, i % 3, i);
+
+    fixture_write_jpeg (path, 70, 45, i * 7 + 1);
+    g_free (path);
+  }
+  upstream =
+      g_strdup_printf ("datasetsrc location=\"%s\" seed=5 ! imagedec", root);
+  expect_nchw_is_nhwc_transposed (
+      upstream, "batch-size=5 drop-remainder=false", 70, 45, 3);
+  g_free (upstream);
+
+  /* photographs, cropped and scaled by augment (the same draws in both
+   * runs) */
+  dir = g_dir_open (photos_dir, 0, NULL);
+  if (dir != NULL) {
+    const gchar *photos = fixture_scratch_path ("photos", NULL);
+    const gchar *name;
+    guint n = 0;
+
+    while ((name = g_dir_read_name (dir)) != NULL && n < 4)
+      if (g_str_has_suffix (name, ".jpg")) {
+        gchar *from = g_build_filename (photos_dir, name, NULL);
+        gchar *to = g_strdup_printf ("%s/class%u/%s", photos, n % 2, name);
+        gchar *folder = g_path_get_dirname (to);
+
+        g_mkdir_with_parents (folder, 0755);
+        fail_unless (symlink (from, to) == 0);
+        g_free (folder);
+        g_free (to);
+        g_free (from);
+        n++;
+      }
+    g_dir_close (dir);
+    if (n > 0) {
+      gchar *props = g_strdup_printf ("batch-size=%u", n);
+
+      upstream =
+          g_strdup_printf ("datasetsrc location=\"%s\" seed=5 ! "
+                           "imagedec ! augment width=99 height=64 seed=2",
+              photos);
+      expect_nchw_is_nhwc_transposed (upstream, props, 99, 64, 1);
+      g_free (upstream);
+      g_free (props);
+    }
+  }
+}
+
+GST_END_TEST;
+
 /* The first image fixes the batch's image size for the whole stream,
  * even where a batch has just been completed: a later image of another
  * size is an error naming both sizes, and the batch before it went out
@@ -740,6 +934,9 @@ GST_END_TEST;
   test (test_batches_come_from_downstream_pool);                               \
   test (test_batches_reach_the_sink_in_its_pool);                              \
   test (test_stop_while_batches_fill_the_pool);                                \
-  test (test_pipeline_labels_match_the_samples);
+  test (test_pipeline_labels_match_the_samples);                               \
+  test (test_nchw_batches_are_planar);                                         \
+  test (test_nchw_is_nhwc_transposed);
 
-CHECK_MAIN (batcher, "batcher", BATCHER_TESTS);
+CHECK_MAIN_WITH_TEARDOWN (
+    batcher, "batcher", fixture_scratch_teardown, BATCHER_TESTS);

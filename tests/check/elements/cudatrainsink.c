@@ -717,6 +717,13 @@ GST_START_TEST (test_errors)
                 "dimensions=(string)\\\"2:2:2:2,2\\\",framerate=0/1\" ! " SINK
                 "num-classes=2"),
       "uint8 images");
+  /* planar batches (batcher layout=nchw): named as such */
+  assert_error_says (
+      sink_run_printf ("%s ! batcher batch-size=6 layout=nchw ! " SINK
+                       "num-classes=2",
+          input),
+      "cudatrainsink takes NHWC batches (batcher layout=nhwc); got "
+      "dimensions 12:12:3:6,6");
 
   /* labels outside the classes: 3 classes, a 2-class model */
   assert_error_says (
