@@ -27,8 +27,9 @@
  *
  * A #GstTrainBatchMeta on the batch says how many of its images were fresh
  * (sample meta emissions 0), so that a sink can count fresh and repeated
- * images wherever an echo sits. Each batch's buffer offset is its number
- * (the @batches-out count before it).
+ * images wherever an echo sits, and which samples it holds: the dataset
+ * index of each (its #GstTrainSampleMeta index), in batch order. Each
+ * batch's buffer offset is its number (the @batches-out count before it).
  *
  * Memory: when downstream answers the allocation query with a buffer pool
  * whose buffers hold at least a batch's images (W * H * 3 * N bytes), the
@@ -138,6 +139,8 @@ struct _GstBatcher
   GstMapInfo labels_map;
   guint filled;
   guint fresh;
+  guint64 *indices; /* the dataset index of each image so far, for the batch
+                       meta (effective_size entries) */
 };
 
 /* The labels of a batch whose images live in a downstream pool buffer: the
@@ -581,6 +584,8 @@ gst_batcher_fix_size (GstBatcher *batcher)
   batcher->width = GST_VIDEO_INFO_WIDTH (&batcher->in_info);
   batcher->height = GST_VIDEO_INFO_HEIGHT (&batcher->in_info);
   batcher->effective_size = batcher->settings.batch_size;
+  g_free (batcher->indices);
+  batcher->indices = g_new (guint64, batcher->effective_size);
   return gst_batcher_negotiate (batcher, batcher->effective_size);
 }
 
@@ -589,6 +594,7 @@ static GstFlowReturn
 gst_batcher_push_batch (GstBatcher *batcher)
 {
   GstBuffer *batch;
+  GstTrainBatchMeta *meta;
   guint n = batcher->filled;
 
   gst_batcher_unmap_batch (batcher);
@@ -614,7 +620,8 @@ gst_batcher_push_batch (GstBatcher *batcher)
         (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  gst_buffer_add_train_batch_meta (batch, n, batcher->fresh);
+  meta = gst_buffer_add_train_batch_meta (batch, n, batcher->fresh);
+  memcpy (meta->indices, batcher->indices, n * sizeof (guint64));
   GST_OBJECT_LOCK (batcher);
   GST_BUFFER_OFFSET (batch) = batcher->batches_out++;
   GST_OBJECT_UNLOCK (batcher);
@@ -777,6 +784,7 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
       "emission %u",
       batcher->filled, meta->index, meta->label, meta->emissions);
   ((gint32 *)batcher->labels_map.data)[batcher->filled] = meta->label;
+  batcher->indices[batcher->filled] = meta->index;
   batcher->fresh += meta->emissions == 0;
   batcher->filled++;
   gst_buffer_unref (buffer);
@@ -870,6 +878,7 @@ gst_batcher_reset (GstBatcher *batcher)
   batcher->height = 0;
   batcher->negotiated_n = 0;
   batcher->effective_size = 0;
+  g_clear_pointer (&batcher->indices, g_free);
 }
 
 static GstStateChangeReturn

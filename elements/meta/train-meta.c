@@ -129,7 +129,16 @@ gst_train_batch_meta_init (GstMeta *meta, gpointer params, GstBuffer *buffer)
   bmeta->num_samples = 0;
   bmeta->num_fresh = 0;
   bmeta->emissions = 0;
+  bmeta->indices = NULL;
   return TRUE;
+}
+
+static void
+gst_train_batch_meta_free (GstMeta *meta, GstBuffer *buffer)
+{
+  GstTrainBatchMeta *bmeta = (GstTrainBatchMeta *)meta;
+
+  g_clear_pointer (&bmeta->indices, g_free);
 }
 
 static gboolean
@@ -143,6 +152,8 @@ gst_train_batch_meta_transform (GstBuffer *dest, GstMeta *meta,
   if (dst == NULL)
     return FALSE;
   dst->emissions = src->emissions;
+  if (src->indices != NULL && dst->indices != NULL)
+    memcpy (dst->indices, src->indices, src->num_samples * sizeof (guint64));
   return TRUE;
 }
 
@@ -153,7 +164,8 @@ gst_train_batch_meta_get_info (void)
 
   return register_meta_once (&info, GST_TRAIN_BATCH_META_API_TYPE,
       "GstTrainBatchMeta", sizeof (GstTrainBatchMeta),
-      gst_train_batch_meta_init, NULL, gst_train_batch_meta_transform);
+      gst_train_batch_meta_init, gst_train_batch_meta_free,
+      gst_train_batch_meta_transform);
 }
 
 GstTrainBatchMeta *
@@ -170,6 +182,13 @@ gst_buffer_add_train_batch_meta (
     return NULL;
   meta->num_samples = num_samples;
   meta->num_fresh = num_fresh;
+  if (num_samples > 0) {
+    guint i;
+
+    meta->indices = g_new (guint64, num_samples);
+    for (i = 0; i < num_samples; i++)
+      meta->indices[i] = G_MAXUINT64;
+  }
   return meta;
 }
 

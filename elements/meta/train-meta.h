@@ -74,9 +74,14 @@ typedef struct _GstTrainBatchMeta GstTrainBatchMeta;
  * @emissions: how many times this batch was emitted before this buffer
  *     (0 = fresh; > 0 = a batch-echo repeat, whose samples all count as
  *     repeats)
+ * @indices: the dataset index of each sample (#GstTrainSampleMeta index),
+ *     in batch order: @num_samples entries (%NULL when @num_samples is 0),
+ *     G_MAXUINT64 for a sample that had no sample meta. Owned by the meta;
+ *     copies of the batch (batch echo) get copies of it.
  *
  * Rides on every batch the batcher makes, so that a sink can count fresh
- * and repeated images wherever the echo sits.
+ * and repeated images wherever the echo sits, and an application can tell
+ * which samples a batch holds.
  */
 struct _GstTrainBatchMeta
 {
@@ -85,6 +90,7 @@ struct _GstTrainBatchMeta
   guint num_samples;
   guint num_fresh;
   guint emissions;
+  guint64 *indices;
 };
 
 /* The registered API type of GstTrainBatchMeta (no tags). */
@@ -100,7 +106,8 @@ GST_TRAIN_META_API const GstMetaInfo *gst_train_batch_meta_get_info (void);
   ((GstTrainBatchMeta *)gst_buffer_get_meta (                                  \
       (buffer), GST_TRAIN_BATCH_META_API_TYPE))
 
-/* Attaches a batch meta (emissions = 0) to the writable @buffer. */
+/* Attaches a batch meta (emissions = 0) to the writable @buffer, its
+ * @indices all G_MAXUINT64 until the caller fills them in. */
 GST_TRAIN_META_API GstTrainBatchMeta *gst_buffer_add_train_batch_meta (
     GstBuffer *buffer, guint num_samples, guint num_fresh);
 

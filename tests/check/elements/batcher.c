@@ -643,6 +643,7 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
   gchar *launch;
   RunResult *r;
   guint c, i, total = 0, per_class[3] = { 0, 0, 0 };
+  gboolean seen_index[15] = { FALSE };
 
   /* Same-size images, so that no scaler is needed before the batcher. */
   for (c = 0; c < 3; c++)
@@ -676,9 +677,16 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
     for (k = 0; k < n; k++) {
       gint label = ((gint32 *)labels.data)[k];
       const guint8 *pixels = images.data + k * 8 * 4 * 3;
+      guint64 index = gst_buffer_get_train_batch_meta (batch)->indices[k];
 
       fail_unless (label >= 0 && label < 3, "label %d", label);
       per_class[label]++;
+      /* ImageFolder order: class c's samples are 5 c .. 5 c + 4, each once */
+      fail_unless (index < 15 && index / 5 == (guint64)label,
+          "batch %u slot %u: index %" G_GUINT64_FORMAT ", label %d", i, k,
+          index, label);
+      fail_if (seen_index[index]);
+      seen_index[index] = TRUE;
       for (p = 0; p < 8 * 4 * 3; p++)
         fail_unless (ABS ((gint)pixels[p] - (40 + 80 * label)) <= 3,
             "batch %u slot %u: pixel %u is %u, label %d wants %d", i, k, p,
@@ -696,6 +704,97 @@ GST_START_TEST (test_pipeline_labels_match_the_samples)
   g_free (launch);
   fixture_remove_tree (root);
   g_free (root);
+}
+
+GST_END_TEST;
+
+/* Checks that @batch's meta holds the sample indices @expected (@n). */
+static void
+check_indices (GstBuffer *batch, const guint64 *expected, guint n)
+{
+  GstTrainBatchMeta *meta = gst_buffer_get_train_batch_meta (batch);
+  guint i;
+
+  fail_unless (meta != NULL);
+  fail_unless_equals_int (meta->num_samples, n);
+  fail_unless (meta->indices != NULL);
+  for (i = 0; i < n; i++)
+    fail_unless_equals_uint64 (meta->indices[i], expected[i]);
+}
+
+/* The batch meta holds the dataset index of each sample, in batch order
+ * (the partial last batch too); a copy of the batch (as echo makes for
+ * each repeat) holds its own copy of them. */
+GST_START_TEST (test_batch_meta_holds_the_sample_indices)
+{
+  static const guint64 indices[] = { 17, 3, G_GUINT64_CONSTANT (1) << 40, 0, 99,
+    5, 1234567 };
+  GstHarness *h = new_harness ("batch-size=3 drop-remainder=false");
+  GstBuffer *batch, *copy;
+  GstTrainBatchMeta *meta, *copy_meta;
+  guint i, n_out, seen[3] = { 0, 0, 0 };
+
+  for (i = 0; i < G_N_ELEMENTS (indices); i++) {
+    GstBuffer *frame = make_frame (i, i % 10, 0);
+
+    gst_buffer_get_train_sample_meta (frame)->index = indices[i];
+    fail_unless_equals_int (gst_harness_push (h, frame), GST_FLOW_OK);
+  }
+  gst_harness_push_event (h, gst_event_new_eos ());
+  fail_unless_equals_int (gst_harness_buffers_received (h), 3);
+  for (i = 0; i < 3; i++) {
+    batch = gst_harness_pull (h);
+    check_indices (batch, indices + 3 * i, i < 2 ? 3 : 1);
+    if (i == 0) {
+      copy = gst_buffer_copy (batch);
+      meta = gst_buffer_get_train_batch_meta (batch);
+      copy_meta = gst_buffer_get_train_batch_meta (copy);
+      check_indices (copy, indices, 3);
+      fail_unless (copy_meta->indices != meta->indices);
+      /* the copy outlives the batch */
+      gst_buffer_unref (batch);
+      check_indices (copy, indices, 3);
+      gst_buffer_unref (copy);
+    } else {
+      gst_buffer_unref (batch);
+    }
+  }
+  gst_harness_teardown (h);
+
+  /* batch echo: every copy out holds its batch's indices */
+  h = gst_harness_new_parse ("batcher batch-size=3 drop-remainder=false ! "
+                             "echo factor=2 shuffle-buffer-size=2 seed=1");
+  {
+    gchar *caps = g_strdup_printf (
+        "video/x-raw,format=RGB,width=%d,height=%d,framerate=0/1", W, H);
+
+    gst_harness_set_src_caps_str (h, caps);
+    g_free (caps);
+  }
+  for (i = 0; i < G_N_ELEMENTS (indices); i++) {
+    GstBuffer *frame = make_frame (i, i % 10, 0);
+
+    gst_buffer_get_train_sample_meta (frame)->index = indices[i];
+    fail_unless_equals_int (gst_harness_push (h, frame), GST_FLOW_OK);
+  }
+  gst_harness_push_event (h, gst_event_new_eos ());
+  n_out = gst_harness_buffers_received (h);
+  fail_unless_equals_int (n_out, 6);
+  for (i = 0; i < n_out; i++) {
+    guint first;
+
+    batch = gst_harness_pull (h);
+    meta = gst_buffer_get_train_batch_meta (batch);
+    fail_unless (meta != NULL && meta->num_samples > 0);
+    /* which batch: told by its size and its first index */
+    first = meta->num_samples == 3 ? (meta->indices[0] == 17 ? 0 : 1) : 2;
+    check_indices (batch, indices + 3 * first, meta->num_samples);
+    seen[first]++;
+    gst_buffer_unref (batch);
+  }
+  for (i = 0; i < 3; i++)
+    fail_unless_equals_int (seen[i], 2);
+  gst_harness_teardown (h);
 }
 
 GST_END_TEST;
@@ -935,6 +1034,7 @@ GST_END_TEST;
   test (test_batches_reach_the_sink_in_its_pool);                              \
   test (test_stop_while_batches_fill_the_pool);                                \
   test (test_pipeline_labels_match_the_samples);                               \
+  test (test_batch_meta_holds_the_sample_indices);                             \
   test (test_nchw_batches_are_planar);                                         \
   test (test_nchw_is_nhwc_transposed);
 
