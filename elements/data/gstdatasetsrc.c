@@ -96,18 +96,23 @@
  * downstream where to start (the custom query GST_TRAIN_RESUME_QUERY, see
  * train-meta.h): a cudatrainsink that resumes from a checkpoint answers
  * with the samples it trained on, echo turns that into the place its
- * shuffle buffer needs, and the answer, when there is one, replaces
- * @start-position. So `cudatrainsink resume-from=` alone starts the source
- * where the checkpoint stopped. The position counts samples pushed: a file
- * skipped as unreadable before it (on-error=skip) shifts it by one. On
- * shards the source finds the place without reading an image before it:
- * it counts the good samples of the shards the place needs from their tar
- * headers (a local shard is read header by header, seeking over the
- * images; over HTTP a shard is fetched all the same), replays the shard
- * orders and the shuffle buffer's draws up to the place, then goes on from
- * the middle of the current shard and reads the samples the buffer held
- * one by one (a seek, or an HTTP range request) as they go out. A place
- * past epoch 0 counts every shard of the rank (the size of an epoch).
+ * shuffle buffer needs, and the answer, when there is one, counts from
+ * @start-position: the source starts at @start-position plus the answer,
+ * and the places an answer narrows to (gst_train_resume_query_set_keep)
+ * count from there too. So `cudatrainsink resume-from=` alone starts the
+ * source where the checkpoint stopped, and an application that runs one
+ * pipeline per epoch, @start-position at the epoch's first sample, answers
+ * with the samples of the epoch it already has. The position counts
+ * samples pushed: a file skipped as unreadable before it (on-error=skip)
+ * shifts it by one. On shards the source finds the place without reading
+ * an image before it: it counts the good samples of the shards the place
+ * needs from their tar headers (a local shard is read header by header,
+ * seeking over the images; over HTTP a shard is fetched all the same),
+ * replays the shard orders and the shuffle buffer's draws up to the place,
+ * then goes on from the middle of the current shard and reads the samples
+ * the buffer held one by one (a seek, or an HTTP range request) as they go
+ * out. A place past epoch 0 counts every shard of the rank (the size of an
+ * epoch).
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the
@@ -309,8 +314,8 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
           "Samples of the source's sequence (this shard's samples of each "
           "epoch's order, epoch after epoch) to pass over, unread, before the "
           "first one pushed: a sampler's start index. A resuming "
-          "cudatrainsink downstream overrides it with where its checkpoint "
-          "stopped",
+          "cudatrainsink downstream (any answer to the resume query) moves the "
+          "start on from here by the samples its checkpoint trained on",
           0, G_MAXUINT64, DEFAULT_START_POSITION,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
               | GST_PARAM_MUTABLE_READY));

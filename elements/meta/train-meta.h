@@ -192,9 +192,10 @@ GST_TRAIN_META_API void gst_train_dataset_info_clear (
  * emit one output per input leave it as it is; echo, which repeats and
  * reorders, replaces it with where its input must start for it to restore
  * its shuffle buffer, and keeps what it needs to do so. The source then
- * starts at that place of its per-epoch order without reading what comes
- * before. A sink that answers relies on it: it no longer skips batches
- * itself. An answer may be narrowed to a set of items (see
+ * starts that many samples after its own start (datasetsrc's
+ * start-position, 0 by default) in its per-epoch order, without reading
+ * what comes before. A sink that answers relies on it: it no longer skips
+ * batches itself. An answer may be narrowed to a set of items (see
  * gst_train_resume_query_set_keep): an element that maps its output to
  * its input one to one keeps the set as it is. */
 #define GST_TRAIN_RESUME_QUERY "gst-train-resume"
@@ -219,8 +220,9 @@ GST_TRAIN_META_API gboolean gst_train_resume_query_parse (
 /* Narrows the answer of the writable resume @query: of the items from
  * @samples (the answer) up to @end, only the @n_keep at @keep (sorted,
  * each in [samples, end)) are wanted; the source passes over the others
- * unread, then goes on from @end. Echo sets it for the items its shuffle
- * buffer held. */
+ * unread, then goes on from @end. The positions count as @samples does,
+ * from the source's start. Echo sets it for the items its shuffle buffer
+ * held. */
 GST_TRAIN_META_API void gst_train_resume_query_set_keep (
     GstQuery *query, const guint64 *keep, guint n_keep, guint64 end);
 

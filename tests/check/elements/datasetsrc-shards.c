@@ -698,6 +698,149 @@ GST_START_TEST (test_start_position)
 
 GST_END_TEST;
 
+/* What a downstream pad probe answers the resume query with (as in
+ * datasetsrc.c's test of the same). */
+typedef struct
+{
+  guint64 samples;
+  const guint64 *keep; /* NULL: not narrowed */
+  guint n_keep;
+  guint64 keep_end;
+  guint asked;
+} ResumeAnswer;
+
+static GstPadProbeReturn
+answer_resume (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  ResumeAnswer *answer = user_data;
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY (info);
+
+  if (!gst_train_is_resume_query (query))
+    return GST_PAD_PROBE_OK;
+  gst_train_resume_query_set (query, answer->samples, answer->samples, 0);
+  if (answer->keep != NULL)
+    gst_train_resume_query_set_keep (
+        query, answer->keep, answer->n_keep, answer->keep_end);
+  answer->asked++;
+  return GST_PAD_PROBE_HANDLED;
+}
+
+static void
+record_index (GstElement *sink, GstBuffer *buffer, GstPad *pad, gpointer data)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  fail_unless (meta != NULL);
+  g_array_append_val ((GArray *)data, meta->index);
+}
+
+/* The sample indices that "datasetsrc location=@location @props !
+ * fakesink" pushes when the sink pad answers the resume query with
+ * @answer. */
+static GArray *
+run_resumed (const gchar *location, const gchar *props, ResumeAnswer *answer)
+{
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" %s ! fakesink name=sink", location, props);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+  GArray *indices = g_array_new (FALSE, FALSE, sizeof (guint64));
+  gchar *error;
+
+  gst_pad_add_probe (
+      pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, answer_resume, answer, NULL);
+  g_object_set (sink, "signal-handoffs", TRUE, "sync", FALSE, NULL);
+  g_signal_connect (sink, "handoff", G_CALLBACK (record_index), indices);
+  answer->asked = 0;
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s: %s", launch, error);
+  fail_unless_equals_int (answer->asked, 1);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pad);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  return indices;
+}
+
+/* Checks that @got is @whole from @from on, or, with @keep, @whole's
+ * samples at @keep (@n_keep of them) and then from @end on. */
+static void
+expect_resumed (GArray *whole, GArray *got, guint64 from, const guint64 *keep,
+    guint n_keep, guint64 end)
+{
+  guint i, k;
+
+  if (keep == NULL) {
+    n_keep = 0;
+    end = from;
+  }
+  fail_unless_equals_int (
+      got->len, n_keep + (whole->len - MIN (end, whole->len)));
+  for (k = 0; k < n_keep; k++)
+    fail_unless_equals_uint64 (g_array_index (got, guint64, k),
+        g_array_index (whole, guint64, keep[k]));
+  for (i = n_keep; i < got->len; i++)
+    fail_unless_equals_uint64 (g_array_index (got, guint64, i),
+        g_array_index (whole, guint64, end + i - n_keep));
+}
+
+/* On shards too the resume query's answer counts from start-position:
+ * within an epoch, at an epoch's end, across epochs, past the end, and
+ * narrowed to a few places counted from start-position. */
+GST_START_TEST (test_resume_answer_counts_from_start_position)
+{
+  const gchar *dir = fixture_scratch ();
+  const gchar *location =
+      fixture_scratch_own (g_strdup_printf ("%s/shard-{000..003}.tar", dir));
+  const gchar *common = "seed=4 shuffle-buffer-size=3 num-classes=10 "
+                        "num-epochs=3";
+  /* start-position, answer: 3 epochs of 20 */
+  static const guint64 cases[][2] = { { 0, 9 }, { 7, 0 }, { 7, 4 }, { 15, 5 },
+    { 15, 10 }, { 40, 30 } };
+  static const guint64 keep[] = { 2, 4 };
+  static const guint64 keep_at[] = { 5, 7 };
+  ResumeAnswer answer = { 0 };
+  RunResult *straight;
+  GArray *whole, *got;
+  guint i;
+
+  write_shards (4, 5);
+  straight = fixture_run_src (location, common);
+  whole = run_result_indices (straight, -1);
+  fail_unless_equals_int (whole->len, 3 * 20);
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *props = g_strdup_printf (
+        "%s start-position=%" G_GUINT64_FORMAT, common, cases[i][0]);
+
+    answer.samples = cases[i][1];
+    got = run_resumed (location, props, &answer);
+    expect_resumed (whole, got, cases[i][0] + cases[i][1], NULL, 0, 0);
+    g_array_unref (got);
+    g_free (props);
+  }
+
+  /* of the answer's places 2 .. 5, only 2 and 4: places 3 + 2 and 3 + 4 of
+   * the sequence, then 3 + 6 on */
+  {
+    gchar *props = g_strdup_printf ("%s start-position=3", common);
+
+    answer.samples = 2;
+    answer.keep = keep;
+    answer.n_keep = G_N_ELEMENTS (keep);
+    answer.keep_end = 6;
+    got = run_resumed (location, props, &answer);
+    expect_resumed (whole, got, 5, keep_at, G_N_ELEMENTS (keep_at), 9);
+    g_array_unref (got);
+    g_free (props);
+  }
+  g_array_unref (whole);
+  run_result_free (straight);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_errors_name_the_cause)
 {
   const gchar *location = shard_pattern (3);
@@ -806,6 +949,7 @@ GST_END_TEST;
   test (test_bad_samples);                                                     \
   test (test_truncated_shard);                                                 \
   test (test_start_position);                                                  \
+  test (test_resume_answer_counts_from_start_position);                        \
   test (test_errors_name_the_cause);                                           \
   test (test_shard_index_out_of_range);                                        \
   test (test_stop_mid_stream);

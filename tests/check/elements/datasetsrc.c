@@ -354,6 +354,156 @@ GST_START_TEST (test_start_position)
 
 GST_END_TEST;
 
+/* What a downstream pad probe answers the resume query with. */
+typedef struct
+{
+  guint64 samples;
+  const guint64 *keep; /* NULL: not narrowed */
+  guint n_keep;
+  guint64 keep_end;
+  guint asked;
+} ResumeAnswer;
+
+static GstPadProbeReturn
+answer_resume (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  ResumeAnswer *answer = user_data;
+  GstQuery *query = GST_PAD_PROBE_INFO_QUERY (info);
+
+  if (!gst_train_is_resume_query (query))
+    return GST_PAD_PROBE_OK;
+  gst_train_resume_query_set (query, answer->samples, answer->samples, 0);
+  if (answer->keep != NULL)
+    gst_train_resume_query_set_keep (
+        query, answer->keep, answer->n_keep, answer->keep_end);
+  answer->asked++;
+  return GST_PAD_PROBE_HANDLED;
+}
+
+static void
+record_index (GstElement *sink, GstBuffer *buffer, GstPad *pad, gpointer data)
+{
+  GstTrainSampleMeta *meta = gst_buffer_get_train_sample_meta (buffer);
+
+  fail_unless (meta != NULL);
+  g_array_append_val ((GArray *)data, meta->index);
+}
+
+/* The dataset indices that "datasetsrc location=@root @props ! fakesink"
+ * pushes when the sink pad answers the resume query with @answer. */
+static GArray *
+run_resumed (const gchar *root, const gchar *props, ResumeAnswer *answer)
+{
+  gchar *launch = g_strdup_printf (
+      "datasetsrc location=\"%s\" %s ! fakesink name=sink", root, props);
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+  GArray *indices = g_array_new (FALSE, FALSE, sizeof (guint64));
+  gchar *error;
+
+  gst_pad_add_probe (
+      pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, answer_resume, answer, NULL);
+  g_object_set (sink, "signal-handoffs", TRUE, "sync", FALSE, NULL);
+  g_signal_connect (sink, "handoff", G_CALLBACK (record_index), indices);
+  answer->asked = 0;
+  error = fixture_play_to_eos (pipeline, 0, NULL, NULL);
+  fail_unless (error == NULL, "%s: %s", launch, error);
+  fail_unless_equals_int (answer->asked, 1);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pad);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  g_free (launch);
+  return indices;
+}
+
+/* Checks that @got is @whole from @from on, or, with @keep, @whole's
+ * samples at @keep (@n_keep of them) and then from @end on. */
+static void
+expect_resumed (GArray *whole, GArray *got, guint64 from, const guint64 *keep,
+    guint n_keep, guint64 end)
+{
+  guint i, k;
+
+  if (keep == NULL) {
+    n_keep = 0;
+    end = from;
+  }
+  fail_unless_equals_int (
+      got->len, n_keep + (whole->len - MIN (end, whole->len)));
+  for (k = 0; k < n_keep; k++)
+    fail_unless_equals_uint64 (g_array_index (got, guint64, k),
+        g_array_index (whole, guint64, keep[k]));
+  for (i = n_keep; i < got->len; i++)
+    fail_unless_equals_uint64 (g_array_index (got, guint64, i),
+        g_array_index (whole, guint64, end + i - n_keep));
+}
+
+/* The resume query's answer counts from start-position: the source starts
+ * at start-position + the answer of the straight sequence, within an
+ * epoch, across epoch boundaries, on a shard, past the end; the places an
+ * answer narrows to count from start-position too. */
+GST_START_TEST (test_resume_answer_counts_from_start_position)
+{
+  const gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
+  /* start-position, answer: whole runs of 3 epochs of 18 */
+  static const guint64 cases[][2] = { { 0, 13 }, { 8, 0 }, { 8, 5 }, { 15, 6 },
+    { 18, 20 }, { 30, 23 }, { 40, 20 } };
+  RunResult *straight = fixture_run_src (root, "seed=7 num-epochs=3");
+  GArray *whole = run_result_indices (straight, -1), *got;
+  ResumeAnswer answer = { 0 };
+  guint i;
+
+  fail_unless_equals_int (whole->len, 3 * n);
+  for (i = 0; i < G_N_ELEMENTS (cases); i++) {
+    gchar *props = g_strdup_printf (
+        "seed=7 num-epochs=3 start-position=%" G_GUINT64_FORMAT, cases[i][0]);
+
+    answer.samples = cases[i][1];
+    got = run_resumed (root, props, &answer);
+    expect_resumed (whole, got, cases[i][0] + cases[i][1], NULL, 0, 0);
+    g_array_unref (got);
+    g_free (props);
+  }
+
+  /* narrowed: of the answer's places 2 .. 8, only 3, 6 and 7, that is
+   * places 5 + 3, 5 + 6 and 5 + 7 of the sequence, then 5 + 9 on (across
+   * into epoch 1) */
+  {
+    static const guint64 keep[] = { 3, 6, 7 };
+    static const guint64 keep_at[] = { 8, 11, 12 };
+
+    answer.samples = 2;
+    answer.keep = keep;
+    answer.n_keep = G_N_ELEMENTS (keep);
+    answer.keep_end = 9;
+    got = run_resumed (root, "seed=7 num-epochs=3 start-position=5", &answer);
+    expect_resumed (whole, got, 7, keep_at, G_N_ELEMENTS (keep_at), 14);
+    g_array_unref (got);
+    answer.keep = NULL;
+  }
+  g_array_unref (whole);
+  run_result_free (straight);
+
+  /* a shard's sequence: 6 samples an epoch */
+  straight =
+      fixture_run_src (root, "seed=7 num-epochs=3 shard-index=1 num-shards=3");
+  whole = run_result_indices (straight, -1);
+  fail_unless_equals_int (whole->len, 3 * n / 3);
+  answer.samples = 5;
+  got = run_resumed (root,
+      "seed=7 num-epochs=3 shard-index=1 num-shards=3 start-position=4",
+      &answer);
+  expect_resumed (whole, got, 9, NULL, 0, 0);
+  g_array_unref (got);
+  g_array_unref (whole);
+  run_result_free (straight);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_list_file)
 {
   const gchar *list = fixture_scratch_path ("train.txt", NULL);
@@ -467,6 +617,7 @@ GST_END_TEST;
   test (test_shard_from_launcher);                                             \
   test (test_num_samples_and_epochs);                                          \
   test (test_start_position);                                                  \
+  test (test_resume_answer_counts_from_start_position);                        \
   test (test_list_file);                                                       \
   test (test_errors_name_the_cause);                                           \
   test (test_unreadable_file_skip_or_fail);                                    \
