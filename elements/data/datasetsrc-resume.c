@@ -33,11 +33,12 @@ gst_dataset_src_ask_resume (GstDatasetSrc *src)
     /* The answer counts the samples downstream has of the stream this
      * source pushes, which begins at start-position. */
     start = gst_dataset_src_offset_position (base, asked);
+    /* the tests and scripts read this line's start */
     GST_INFO_OBJECT (src,
-        "downstream resumes after %" G_GUINT64_FORMAT " samples: starting at "
-        "sample %" G_GUINT64_FORMAT
-        " of the sequence (start-position %" G_GUINT64_FORMAT ")",
-        asked, start, base);
+        "downstream resumes: starting at sample %" G_GUINT64_FORMAT
+        " of the sequence (start-position %" G_GUINT64_FORMAT
+        " + the %" G_GUINT64_FORMAT " samples answered)",
+        start, base, asked);
     src->keep =
         gst_train_resume_query_get_keep (query, &src->n_keep, &src->keep_end);
     src->next_keep = 0;
