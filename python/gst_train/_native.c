@@ -25,9 +25,6 @@
 
 #include "train-meta.h"
 
-/* TEMPORARY until the batch meta has indices */
-#define GT_BATCH_INDICES(meta) ((const guint64 *)NULL)
-
 /* One tensor handed out: DLPack's managed tensor and what keeps its data
  * alive. @buffer and @memory are set when the data is a batch's mapped
  * memory; @owned when it is an array of our own. */
@@ -323,9 +320,9 @@ gt_ids_capsule (GstTrainBatchMeta *meta, int n)
   int i;
 
   for (i = 0; i < n; i++)
-    ids[i] = (meta != NULL && GT_BATCH_INDICES (meta) != NULL
-                 && GT_BATCH_INDICES (meta)[i] != G_MAXUINT64)
-        ? (gint64)GT_BATCH_INDICES (meta)[i]
+    ids[i] = (meta != NULL && meta->indices != NULL
+                 && meta->indices[i] != G_MAXUINT64)
+        ? (gint64)meta->indices[i]
         : -1;
   return gt_int64_capsule (ids, n);
 }
@@ -430,8 +427,8 @@ gt_puller_answer_resume (GtPuller *self, PyObject *args)
 
 PyDoc_STRVAR (gt_stop_unused_threads_doc,
     "stop_unused_threads()\n\n"
-    "Ends GLib's idle pool threads (where GStreamer's streaming tasks ran): "
-    "a stopped pipeline leaves its threads idle in the pool for reuse.");
+    "Asks GLib's shared thread pool to end its idle threads (where "
+    "GStreamer's streaming tasks ran); it may keep one or two for reuse.");
 
 static PyObject *
 gt_stop_unused_threads (PyObject *module, PyObject *unused)

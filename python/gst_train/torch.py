@@ -110,9 +110,9 @@ class Loader:
         kwargs["batch_size"] = batch_size
         if "channels_last" in own and not isinstance(own["channels_last"], bool):
             raise TypeError("channels_last: takes True or False")
-        if elements["batch"].find_property("layout") is not None:  # TEMPORARY
-            Gst.util_set_object_arg(elements["batch"], "layout",
-                "nhwc" if own.get("channels_last", False) else "nchw")
+        Gst.util_set_object_arg(
+            elements["batch"], "layout",
+            "nhwc" if own.get("channels_last", False) else "nchw")
         for keyword, value in kwargs.items():
             for role, prop in _options.PROPERTIES[keyword]:
                 if role == "echo" and "echo" not in elements:
@@ -143,6 +143,8 @@ class Loader:
                     "line)")
         init()
         self = cls.__new__(cls)
+        self._closed = True  # until set up: __del__ has nothing to close
+        self._echo_after_batch = False
         try:
             pipeline = Gst.parse_launch_full(
                 launch + " ! appsink name=gst_train_appsink", None,
@@ -209,6 +211,9 @@ class Loader:
         self._bus = pipeline.get_bus()
         self._sink = pipeline.get_by_name("gst_train_appsink")
         self._sink.set_property("sync", False)
+        # batches only: an echo after the batcher tells its items are
+        # batches by its downstream's caps (for the resume query's unit)
+        self._sink.set_property("caps", Gst.Caps.from_string("other/tensors"))
         self._sink.set_property("enable-last-sample", False)
         prefetch = own.get("prefetch", 2)
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) \
@@ -225,7 +230,7 @@ class Loader:
         self._batch_size = batch.get_property("batch-size")
         self._drop_last = batch.get_property("drop-remainder")
         self._puller = _native.Puller(
-            self._sink, batch.find_property("layout") is not None and batch.get_property("layout").value_nick == "nchw")
+            self._sink, batch.get_property("layout").value_nick == "nchw")
         self._with_ids = bool(own.get("with_ids", False))
         self._normalize = _normalizer(own.get("normalize"))
         self._pin = bool(own.get("pin_memory", False))
@@ -388,12 +393,16 @@ class Loader:
             return
         if self._dataset_size is None:
             self._probe()
+        self._split_done = True
+        if self._dataset_size is None:
+            # shards: each rank reads its own shards; their sizes are known
+            # only once read (docs/torch-loader.md, "Not done")
+            return
         per_rank = self._dataset_size // self._world
         if self._num_samples_cap:
             per_rank = min(per_rank, self._num_samples_cap)
         self._elements["src"].set_property("num-samples", per_rank)
         self._epoch_samples = per_rank
-        self._split_done = True
 
     def _probe(self):
         """Reads the dataset facts (its size, this rank's samples per epoch)
@@ -445,7 +454,11 @@ class Loader:
         for echo in _options.find_by_factory(self._pipeline, "echo"):
             if echo is self._elements.get("echo"):
                 echo.set_property("seed", _mix_seed(self._seed, epoch))
-        if resume is not None:
+        skip = 0
+        if resume is not None and self._resume_by_skipping(resume):
+            skip = resume[0]
+            self._puller.answer_resume(0, 0, self._batch_size)
+        elif resume is not None:
             batches, samples, fresh = resume
             self._puller.answer_resume(samples, fresh, self._batch_size)
         else:
@@ -454,6 +467,31 @@ class Loader:
                 Gst.StateChangeReturn.FAILURE:
             self._drain(raise_errors=True)
             raise PipelineError("the pipeline did not start (no message)")
+        return skip
+
+    def _resume_by_skipping(self, resume):
+        """Whether a restore runs the epoch from its start and passes over
+        the batches already handed out, rather than have the source start
+        after them. A fixed echo rebuilds its shuffle buffer from the items
+        that come again on the assumption that its input goes on; near the
+        end of an epoch's run its buffer drains instead, so there it is
+        replayed in full (exact, at the cost of the batches passed over)."""
+        echoes = _options.find_by_factory(self._pipeline, "echo")
+        if not echoes:
+            return False
+        if any(e.get_property("mode").value_nick != "fixed" for e in echoes):
+            return False
+        samples = self._learn_epoch_samples()
+        if samples is None:
+            return True
+        items_left = samples - resume[2]  # fresh samples still to come
+        for echo in echoes:
+            held = echo.get_property("shuffle-buffer-size")
+            if _after(self._elements["batch"], echo):
+                held *= self._batch_size
+            if items_left <= 2 * max(held, 1) + self._batch_size:
+                return True
+        return False
 
     def _drain(self, raise_errors):
         while self._bus.have_pending():
@@ -519,8 +557,11 @@ class _Epoch:
             batches, samples, fresh = resume
             loader._position.update(batches=batches, samples=samples,
                                     fresh=fresh)
-        loader._start_epoch(epoch, resume)
+        skip = loader._start_epoch(epoch, resume)
         self._last_return = None
+        for _ in range(skip):
+            if self._pull(time.perf_counter(), count=False) is None:
+                break
 
     def __iter__(self):
         return self
@@ -537,7 +578,7 @@ class _Epoch:
             raise StopIteration
         return batch
 
-    def _pull(self, called):
+    def _pull(self, called, count=True):
         loader = self._loader
         deadline = None
         if loader._timeout > 0:
@@ -560,6 +601,8 @@ class _Epoch:
                 raise TimeoutError(
                     f"no batch in {loader._timeout:g} s (timeout=): the "
                     "pipeline is stalled")
+        if not count:
+            return pulled
         out, fresh = loader._tensors(pulled)
         n = out[1].shape[0]
         position = loader._position

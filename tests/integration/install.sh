@@ -54,5 +54,21 @@ preloaded gst-launch-1.0 -e datasetsrc location="$work/fm/train" ! imagedec \
 if [ "$have_module" = true ] && grep -q "CUDA backend module\|CUDA backend cannot be loaded" "$work/out.txt"; then
   cat "$work/out.txt"; fail "the installed library did not load the installed CUDA module"
 fi
+# The Python package, where Debian's python3 finds it under the prefix
+# (not checked in a sanitizer build, whose extension needs the sanitizer's
+# runtime preloaded into Python).
+native=$(find "$work/root" -path '*/dist-packages/gst_train/_native*.so' | head -n 1)
+if [ -n "$native" ] && ! ldd "$native" | grep -q libasan; then
+  PYTHONPATH=$(dirname "$(dirname "$native")") /usr/bin/python3 - "$work/fm/train" \
+      >"$work/python.txt" 2>&1 <<'PY' || { cat "$work/python.txt"; fail "the installed gst_train package does not load batches"; }
+import sys
+import gst_train
+from gst_train.torch import Loader
+assert gst_train.__file__.startswith(sys.path[0]), gst_train.__file__
+with Loader(sys.argv[1], batch_size=8, width=16, height=16) as loader:
+    images, labels = next(iter(loader))
+assert tuple(images.shape) == (8, 3, 16, 16), images.shape
+PY
+fi
 echo "ok: installed under $libdir; six elements register; trained from the installation"
 grep "Training on" "$work/out.txt" || true

@@ -76,9 +76,13 @@ class Ranks(unittest.TestCase):
             with open(script, "w") as f:
                 f.write(DDP_SCRIPT)
             env = dict(os.environ, OMP_NUM_THREADS="1")
+            # Debian's torch 1.13 under Python 3.11: torchrun's default
+            # --redirects=0 and --tee=0 parse to None (Python 3.11 no longer
+            # iterates IntFlag's zero member) and it fails at start; 1 (the
+            # ranks' stdout teed to files) parses.
             subprocess.run(
-                [torchrun, "--nproc_per_node=2", "--master_port=0" if False
-                 else "--rdzv_endpoint=localhost:0", "--rdzv_backend=c10d",
+                [torchrun, "--nproc_per_node=2", "--redirects=1", "--tee=1",
+                 "--rdzv_endpoint=localhost:0", "--rdzv_backend=c10d",
                  script, ROOT, result],
                 env=env, check=True, timeout=240)
             import json

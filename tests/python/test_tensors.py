@@ -90,7 +90,7 @@ class Tensors(unittest.TestCase):
         big = make_dataset(classes=2, per_class=6, big=True)
         with Loader(big, batch_size=2, width=32, height=32, seed=1,
                     echo="adaptive", echo_max_factor=4, num_threads=1,
-                    prefetch=1) as loader:
+                    prefetch=1, drop_last=False) as loader:
             for _ in loader:
                 pass
             stats = loader.stats()
