@@ -195,8 +195,8 @@ gt_puller_resume_probe (GstPad *pad, GstPadProbeInfo *info, gpointer data)
   answer = self->resume_armed;
   self->resume_armed = FALSE;
   if (answer)
-    gst_train_resume_query_set (query, self->resume_samples,
-        self->resume_fresh, self->resume_batch);
+    gst_train_resume_query_set (
+        query, self->resume_samples, self->resume_fresh, self->resume_batch);
   g_mutex_unlock (&self->lock);
   return answer ? GST_PAD_PROBE_HANDLED : GST_PAD_PROBE_OK;
 }
@@ -347,13 +347,16 @@ gt_puller_pull (GtPuller *self, PyObject *args)
   PyObject *images = NULL, *labels = NULL, *ids = NULL, *result = NULL;
   int n, num_fresh;
   guint emissions;
+  PyThreadState *thread;
 
   if (!PyArg_ParseTuple (args, "Kp", &timeout, &with_ids))
     return NULL;
-  Py_BEGIN_ALLOW_THREADS sample =
-      gst_app_sink_try_pull_sample (self->sink, (GstClockTime)timeout);
-  Py_END_ALLOW_THREADS if (sample == NULL)
-  {
+  /* the wait without the GIL: the pipeline's threads and the loop's other
+   * threads run meanwhile */
+  thread = PyEval_SaveThread ();
+  sample = gst_app_sink_try_pull_sample (self->sink, (GstClockTime)timeout);
+  PyEval_RestoreThread (thread);
+  if (sample == NULL) {
     if (gst_app_sink_is_eos (self->sink))
       Py_RETURN_FALSE;
     Py_RETURN_NONE;
@@ -377,8 +380,8 @@ gt_puller_pull (GtPuller *self, PyObject *args)
   meta = gst_buffer_get_train_batch_meta (buffer);
   /* a last batch under drop-remainder=false is shorter than the caps say */
   n = meta != NULL ? (int)meta->num_samples : self->caps.batch;
-  num_fresh = meta != NULL ? (meta->emissions == 0 ? (int)meta->num_fresh : 0)
-                           : n;
+  num_fresh =
+      meta != NULL ? (meta->emissions == 0 ? (int)meta->num_fresh : 0) : n;
   emissions = meta != NULL ? meta->emissions : 0;
   images = gt_images_capsule (self, buffer, n);
   if (images == NULL)
@@ -433,8 +436,11 @@ PyDoc_STRVAR (gt_stop_unused_threads_doc,
 static PyObject *
 gt_stop_unused_threads (PyObject *module, PyObject *unused)
 {
-  Py_BEGIN_ALLOW_THREADS g_thread_pool_stop_unused_threads ();
-  Py_END_ALLOW_THREADS Py_RETURN_NONE;
+  PyThreadState *thread = PyEval_SaveThread ();
+
+  g_thread_pool_stop_unused_threads ();
+  PyEval_RestoreThread (thread);
+  Py_RETURN_NONE;
 }
 
 static PyMethodDef gt_module_methods[] = {
@@ -454,8 +460,9 @@ static PyTypeObject gt_puller_type = {
   PyVarObject_HEAD_INIT (NULL, 0).tp_name = "gst_train._native.Puller",
   .tp_basicsize = sizeof (GtPuller),
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = PyDoc_STR ("Puller(appsink, planar): batches off an appsink as DLPack "
-                       "capsules that view the batch's memory."),
+  .tp_doc =
+      PyDoc_STR ("Puller(appsink, planar): batches off an appsink as DLPack "
+                 "capsules that view the batch's memory."),
   .tp_new = PyType_GenericNew,
   .tp_init = (initproc)gt_puller_init,
   .tp_dealloc = (destructor)gt_puller_dealloc,
@@ -482,7 +489,8 @@ PyInit__native (void)
   module = PyModule_Create (&gt_module);
   if (module == NULL)
     return NULL;
-  gt_error_type = PyErr_NewException ("gst_train._native.Error", PyExc_RuntimeError, NULL);
+  gt_error_type =
+      PyErr_NewException ("gst_train._native.Error", PyExc_RuntimeError, NULL);
   if (PyModule_AddObjectRef (module, "Error", gt_error_type) < 0
       || PyModule_AddObjectRef (module, "Puller", (PyObject *)&gt_puller_type)
           < 0) {
