@@ -233,8 +233,10 @@ class Loader:
             self._sink, batch.get_property("layout").value_nick == "nchw")
         self._with_ids = bool(own.get("with_ids", False))
         self._normalize = _normalizer(own.get("normalize"))
-        self._pin = bool(own.get("pin_memory", False))
         self._device = _device(own.get("device"))
+        # a copy to the device overlaps only from page-locked memory
+        self._pin = bool(own.get("pin_memory", False)) or \
+            self._device is not None
         self._timeout = float(own.get("timeout", 0))
         rank, world = _rank_and_world()
         self._rank = own.get("rank", rank)
