@@ -45,7 +45,16 @@ if [ -z "$missing" ]; then
 fi
 
 echo "install-deps: installing$missing"
-$sudo apt-get update -qq
+# Another apt or dpkg (unattended-upgrades, a second terminal) may hold the
+# package locks: wait up to 10 minutes for it, saying so, rather than fail
+# at once with status 100.
+wait_lock="-o DPkg::Lock::Timeout=600"
+if command -v fuser >/dev/null \
+    && fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+  echo "install-deps: another package manager holds the dpkg lock; waiting for it (up to 10 minutes)"
+fi
 # shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+$sudo apt-get $wait_lock update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $sudo apt-get $wait_lock install -y -qq --no-install-recommends $missing
 pip_packages
