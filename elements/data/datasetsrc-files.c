@@ -191,8 +191,8 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
       src->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
 }
 
-/* Before the first read: takes the start (the resume query's answer, or
- * start-position) and moves the cursor there without reading anything
+/* Before the first read: takes the start (start-position plus the resume
+ * query's answer) and moves the cursor there without reading anything
  * before it. Streaming thread, without @lock. */
 static void
 gst_dataset_src_position (GstDatasetSrc *src)

@@ -126,9 +126,10 @@ void gst_dataset_src_shards_set_flushing (
     GstDatasetSrc *src, gboolean flushing);
 
 /* Both modes, before the first sample (datasetsrc-resume.c): asks downstream
- * where to start (a resuming sink answers) and keeps in src->keep which of
- * the samples before its end it still holds; start-position when nobody
- * answers. Returns the place in the sequence to start at. */
+ * where to start (a resuming sink answers with samples to pass over, counted
+ * from start-position) and keeps in src->keep which of the samples before
+ * its end it still holds; start-position alone when nobody answers.
+ * Returns the place in the sequence to start at. */
 guint64 gst_dataset_src_ask_resume (GstDatasetSrc *src);
 
 /* Whether the sample at @place of the sequence is read (FALSE: a resume

@@ -376,7 +376,7 @@ gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
  *
  * The place to start is a count S of samples of the source's sequence
  * (this rank's samples out of the shuffle buffer, epoch after epoch), from
- * the resume query or start-position. What came out up to S depends only
+ * start-position plus the resume query's answer. What came out up to S depends only
  * on the seed, the shard orders and the number of good samples in each
  * shard, so it is replayed without images: each shard the replay reaches
  * is counted from its tar headers (a reader that passes over the images,
