@@ -51,7 +51,12 @@
  *
  * ## Messages
  *
- * batcher posts no message of its own while it works. Errors (which stop
+ * One warning: at EOS, when @drop-remainder drops the only images of the
+ * stream (fewer than @batch-size arrived, so no batch went out at all):
+ * "Dropped all N images of the stream at its end: fewer than
+ * batch-size=B arrived, ...", naming drop-remainder=false and a smaller
+ * batch-size. A remainder dropped after full batches is only logged (at
+ * INFO), as DataLoader(drop_last=True) drops it. Errors (which stop
  * the pipeline) name the sample: an image of another size than the first
  * (put augment before batcher), an image without a label (a
  * #GstTrainSampleMeta from datasetsrc), a buffer smaller than its caps, an
@@ -798,7 +803,7 @@ gst_batcher_chain (GstPad *pad, GstObject *parent, GstBuffer *buffer)
 static GstFlowReturn
 gst_batcher_finish (GstBatcher *batcher)
 {
-  gboolean drop;
+  gboolean drop, none_out;
 
   if (batcher->images == NULL || batcher->filled == 0) {
     gst_batcher_drop_batch (batcher);
@@ -807,6 +812,23 @@ gst_batcher_finish (GstBatcher *batcher)
   GST_OBJECT_LOCK (batcher);
   drop = batcher->props.drop_remainder;
   GST_OBJECT_UNLOCK (batcher);
+  GST_OBJECT_LOCK (batcher);
+  none_out = batcher->batches_out == 0;
+  GST_OBJECT_UNLOCK (batcher);
+  if (drop && none_out) {
+    /* every image of the stream was in that one partial batch: downstream
+     * gets nothing at all, which only this element can explain */
+    GST_ELEMENT_WARNING (batcher, STREAM, FAILED,
+        ("Dropped all %u images of the stream at its end: fewer than "
+         "batch-size=%u arrived, and drop-remainder=true (the default) drops "
+         "a last partial batch, so no batch went out. Set "
+         "drop-remainder=false to push them as one smaller batch, or "
+         "batch-size=%u or less.",
+            batcher->filled, batcher->effective_size, batcher->filled),
+        (NULL));
+    gst_batcher_drop_batch (batcher);
+    return GST_FLOW_OK;
+  }
   if (drop) {
     GST_INFO_OBJECT (batcher, "dropping the last %u images (drop-remainder)",
         batcher->filled);

@@ -68,6 +68,9 @@ struct _GstCudaTrainSink
   /* the source starts where the checkpoint stopped (it asked, the sink
    * answered; g_atomic_int: asked from the source's streaming thread) */
   gint upstream_resumes;
+  /* the samples the source resumes after (its answer) */
+  guint64 resume_samples;
+  guint64 batches_skipped; /* this run, as trained on before the resume */
   guint64 last_saved_step;
   guint64 next_snapshot; /* fresh images at which the next one is due */
   gboolean reached_max;  /* change_state reads it too */
@@ -114,6 +117,10 @@ struct _GstCudaTrainSink
   gint rank_prop;
   gint world_size_prop;
   gint global_batch_prop;
+  /* the step of the last checkpoint this run wrote to checkpoint-location,
+   * -1 while none (the read-only property checkpoint-step, which keeps it
+   * after the run, until the next start); under the object lock */
+  gint64 checkpoint_step_prop;
 };
 
 /* ---- gstcudatrainsink-steps.c ---- */

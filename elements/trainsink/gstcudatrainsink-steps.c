@@ -21,7 +21,12 @@ gst_cuda_train_sink_steps_reset (GstCudaTrainSink *sink)
 {
   sink->failed = sink->ended = FALSE;
   sink->skip_batches = 0;
+  sink->batches_skipped = 0;
+  sink->resume_samples = 0;
   g_atomic_int_set (&sink->upstream_resumes, FALSE);
+  GST_OBJECT_LOCK (sink);
+  sink->checkpoint_step_prop = -1;
+  GST_OBJECT_UNLOCK (sink);
   sink->last_saved_step = 0;
   sink->next_snapshot = sink->settings.snapshot_interval;
   sink->reached_max = FALSE;
@@ -189,6 +194,61 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   return GST_FLOW_OK;
 }
 
+/* The run reached EOS alone (no data-parallel job, not stopped) without
+ * a step, or in eval mode without a batch: nothing was trained, which is
+ * an error, so that neither gst-train nor gst-launch-1.0 ends as if a run
+ * had been done; no checkpoint is written. The error says why, as far as
+ * the sink can tell: the batches it skipped after a resume, a resume that
+ * left the source nothing, an epoch smaller than one batch. (A first batch
+ * too small to train on is an error of its own, at setup: a run that made
+ * its trainer trains its first batch, unless it skips it.) */
+static GstFlowReturn
+gst_cuda_train_sink_nothing_trained (GstCudaTrainSink *sink)
+{
+  gboolean eval = sink->settings.mode == GST_TRAIN_MODE_EVAL;
+  guint64 epoch = gst_cuda_train_sink_epoch_samples (sink);
+  GString *text = g_string_new (NULL);
+
+  if (sink->trainer == NULL)
+    g_string_append (
+        text, "End of stream before the first batch: nothing was ");
+  else
+    g_string_append (
+        text, "End of stream before a training step: nothing was ");
+  g_string_append (text, eval ? "evaluated" : "trained");
+  if (!eval && sink->settings.checkpoint_location != NULL)
+    g_string_append (text, ", and no checkpoint was written");
+  g_string_append_c (text, '.');
+  if (sink->batches_skipped)
+    g_string_append_printf (text,
+        " The %" G_GUINT64_FORMAT " batch(es) that arrived were skipped as "
+        "trained on before the resume (no source asked where to start): "
+        "raise the source's num-epochs to train on.",
+        sink->batches_skipped);
+  if (sink->trainer == NULL && g_atomic_int_get (&sink->upstream_resumes))
+    g_string_append_printf (text,
+        " The source resumed after the %" G_GUINT64_FORMAT " samples that "
+        "resume-from's checkpoint trained on, and what was left of its "
+        "epochs made no batch: raise its num-epochs to train on.",
+        sink->resume_samples);
+  else if (sink->trainer == NULL && epoch && sink->batch_size
+      && epoch < (guint64)sink->batch_size)
+    g_string_append_printf (text,
+        " The source's epoch holds %" G_GUINT64_FORMAT " images, fewer than "
+        "one batch of %d, and batcher drops a last partial batch unless "
+        "drop-remainder=false: set that, or batch-size=%" G_GUINT64_FORMAT
+        " or less.",
+        epoch, sink->batch_size, epoch);
+  else if (sink->trainer == NULL)
+    g_string_append (text,
+        " No batch arrived: the source sent no sample (num-epochs=0, every "
+        "sample skipped, or an error upstream), or fewer than one batch.");
+  sink->failed = TRUE;
+  GST_ELEMENT_ERROR (sink, STREAM, FAILED, ("%s", text->str), (NULL));
+  g_string_free (text, TRUE);
+  return GST_FLOW_ERROR;
+}
+
 /* Ends the run when it ends here: once the global step reaches max-steps
  * or stop is requested (the step in flight, when it is the last one
  * allowed, ends at once so that EOS goes out now), or at EOS (@eos), the
@@ -237,6 +297,9 @@ gst_cuda_train_sink_end_if_due (GstCudaTrainSink *sink, gboolean eos)
     return GST_FLOW_OK;
   if (!at_max)
     GST_INFO_OBJECT (sink, "end of stream at step %" G_GUINT64_FORMAT, step);
+  /* alone, a run that ends with its data before a step trained nothing */
+  if (!at_max && sink->comm == NULL && sink->stats.images == 0)
+    return gst_cuda_train_sink_nothing_trained (sink);
   sink->ended = TRUE;
   if (at_max) {
     GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
@@ -252,7 +315,8 @@ gst_cuda_train_sink_end_if_due (GstCudaTrainSink *sink, gboolean eos)
     return GST_FLOW_ERROR;
   if (sink->global.steps)
     gst_cuda_train_sink_post_stats (sink);
-  /* EOS always leaves a checkpoint, even of an untrained model */
+  /* a run stopped (or ended by a peer) before its first step leaves a
+   * checkpoint all the same, of the untrained model */
   if (step != sink->last_saved_step || step == 0)
     saved = gst_cuda_train_sink_save (sink);
   /* at an EOS event a failed checkpoint is an error message, and EOS goes
@@ -390,6 +454,11 @@ gst_cuda_train_sink_advance (
         input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_ERROR;
   }
+  /* alone, EOS before a batch (and before a stop) trains nothing; in a
+   * job the ranks agreed on that above */
+  if (sink->trainer == NULL && input == GST_TRAIN_INPUT_EOS
+      && sink->comm == NULL && !g_atomic_int_get (&sink->stop_requested))
+    return gst_cuda_train_sink_nothing_trained (sink);
   if (sink->trainer == NULL)
     return GST_FLOW_OK;
   /* the run ends at EOS, or before this batch: stopped, past max-steps, or
@@ -401,6 +470,7 @@ gst_cuda_train_sink_advance (
   /* the batch */
   if (sink->skip_batches > 0) {
     sink->skip_batches--;
+    sink->batches_skipped++;
     GST_DEBUG_OBJECT (sink,
         "skipped a batch trained on before the resume (%" G_GUINT64_FORMAT
         " more)",

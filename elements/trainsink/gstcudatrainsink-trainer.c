@@ -250,6 +250,8 @@ gst_cuda_train_sink_answer_resume (GstCudaTrainSink *sink, GstQuery *query)
   else
     fresh = samples;
   gst_train_resume_query_set (query, samples, fresh, (guint)batch);
+  /* before the flag: the streaming thread reads it after the flag */
+  sink->resume_samples = samples;
   g_atomic_int_set (&sink->upstream_resumes, TRUE);
   GST_INFO_OBJECT (sink,
       "the source resumes after %" G_GUINT64_FORMAT
@@ -551,6 +553,9 @@ gst_cuda_train_sink_save (GstCudaTrainSink *sink)
     return FALSE;
   }
   sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
+  GST_OBJECT_LOCK (sink);
+  sink->checkpoint_step_prop = (gint64)sink->last_saved_step;
+  GST_OBJECT_UNLOCK (sink);
   GST_INFO_OBJECT (sink,
       "checkpoint at step %" G_GUINT64_FORMAT " written to %s",
       sink->last_saved_step, path);

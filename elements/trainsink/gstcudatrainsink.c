@@ -140,6 +140,22 @@
  * steps already done. At EOS in train mode the final checkpoint is written
  * unless one was just written at that step; mode=eval writes none, and an
  * EOS that follows an error writes nothing (the last checkpoint stays).
+ * The read-only @checkpoint-step says at which step this run last wrote
+ * one (-1: it wrote none), after the run too: gst-train's closing line
+ * reads it.
+ *
+ * A run that reaches EOS having trained nothing is an error, not a run
+ * that ended (outside a data-parallel job, where the ranks agree on it;
+ * see below), and writes no checkpoint: "End of stream before the first
+ * batch: nothing was trained, and no checkpoint was written." (with
+ * @mode=eval: "nothing was evaluated."), or "End of stream before a
+ * training step: ..." when the batches that came were all skipped after a
+ * resume. The error goes on to say why, as far as the sink can tell: the
+ * source's epoch holds fewer images than one batch, and batcher's
+ * drop-remainder drops a last partial batch (batcher warns that it
+ * dropped them); the source resumed after the samples the checkpoint
+ * trained on and what was left made no batch; the batches were skipped.
+ * A stop (the signal below) before the first batch is not an error.
  * With
  * @max-steps the sink returns EOS upstream once the global step reaches it,
  * so the pipeline ends by itself, at the same step whether or not it was
@@ -252,6 +268,7 @@ enum
   PROP_RANK,
   PROP_WORLD_SIZE,
   PROP_GLOBAL_BATCH_SIZE,
+  PROP_CHECKPOINT_STEP,
   N_STATUS_PROPERTIES
 };
 
@@ -308,6 +325,13 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
           "with it: set lr for this global batch (by the linear scaling "
           "rule, lr times global / reference batch)",
           0, G_MAXINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class,
+      first_status_prop + PROP_CHECKPOINT_STEP,
+      g_param_spec_int64 ("checkpoint-step", "Checkpoint step",
+          "The step of the last checkpoint this run wrote to "
+          "checkpoint-location, -1 while it wrote none (rank 0 writes them); "
+          "kept after the run ends, until the next one starts",
+          -1, G_MAXINT64, -1, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   /**
    * GstCudaTrainSink::stop:
@@ -381,6 +405,7 @@ gst_cuda_train_sink_init (GstCudaTrainSink *sink)
   gst_cuda_train_sink_settings_init (&sink->props);
   sink->message_rank = -1;
   sink->world_size_prop = 1;
+  sink->checkpoint_step_prop = -1;
   gst_cuda_train_sink_watchdog_init (sink);
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
@@ -426,6 +451,12 @@ gst_cuda_train_sink_get_property (
   }
   if (prop_id == first_status_prop + PROP_GLOBAL_BATCH_SIZE) {
     g_value_set_int (value, g_atomic_int_get (&sink->global_batch_prop));
+    return;
+  }
+  if (prop_id == first_status_prop + PROP_CHECKPOINT_STEP) {
+    GST_OBJECT_LOCK (sink);
+    g_value_set_int64 (value, sink->checkpoint_step_prop);
+    GST_OBJECT_UNLOCK (sink);
     return;
   }
   GST_OBJECT_LOCK (sink);

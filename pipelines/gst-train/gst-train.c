@@ -13,14 +13,16 @@
  * `train-stats` message of cudatrainsink (and the result of an eval run),
  * turns the first Ctrl-C (or SIGTERM) into a stop: cudatrainsink finishes
  * its step and writes its final checkpoint without training on what is
- * still queued (a second one aborts), closes with the step it stopped at,
+ * still queued (a second one aborts), closes with the step it stopped at
+ * and the checkpoint it wrote (or that it wrote none),
  * writes graphviz dot dumps of the pipeline with every property at every
  * state change, at EOS and on error (--dot-dir), and a JSON summary
  * (--summary). --resume CKPT sets resume-from on every cudatrainsink: run
  * with the launch line (or pipeline file) and seeds of the run that wrote
  * CKPT, training goes on exactly where it stopped, and datasetsrc starts
  * there without reading what was trained on. Exit status: 0 when the
- * pipeline reached EOS, 1 on an error (its text on stderr), 2 on bad usage
+ * pipeline reached EOS, 1 on an error (its text on stderr; a training run
+ * that trained nothing is cudatrainsink's error), 2 on bad usage
  * (a bad property value or a property the element does not have included,
  * said with what comes closest: "did you mean max-steps?"), 130 when
  * aborted.

@@ -165,9 +165,26 @@ progress_on_eval_result (Progress *progress, const GstStructure *s)
       100 * field_double (s, "top5"));
 }
 
+/* Whether @sink wrote a checkpoint in the run that just ended: its
+ * checkpoint-step, when it has that property (an older sink, which does
+ * not, wrote one at every end). */
+static gboolean
+wrote_checkpoint (GstElement *sink)
+{
+  GParamSpec *pspec = g_object_class_find_property (
+      G_OBJECT_GET_CLASS (sink), "checkpoint-step");
+  gint64 step = -1;
+
+  if (pspec == NULL || pspec->value_type != G_TYPE_INT64)
+    return TRUE;
+  g_object_get (sink, "checkpoint-step", &step, NULL);
+  return step >= 0;
+}
+
 /* The line that closes a training run: the step it stopped at and where the
- * final checkpoint is. An eval run has its result line instead, a failed
- * run its error. */
+ * final checkpoint is, or that none was written (a run that trained no step
+ * and had none to write, such as one resumed at max-steps). An eval run has
+ * its result line instead, a failed run its error. */
 void
 progress_print_closing (Progress *progress, gint exit_status)
 {
@@ -194,6 +211,9 @@ progress_print_closing (Progress *progress, gint exit_status)
           prefix, *step);
     else if (exit_status == 130)
       g_print ("%saborted before a step was reported\n", prefix);
+    else if (location && !wrote_checkpoint (l->data))
+      g_print ("%sstopped %s; no checkpoint written to %s\n", prefix, where,
+          location);
     else if (location)
       g_print (
           "%sstopped %s; checkpoint written to %s\n", prefix, where, location);

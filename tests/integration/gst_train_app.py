@@ -10,7 +10,10 @@ the properties set or changed, in two rows, and its full form every one;
 --summary; the exit statuses (0, 1 with the error on stderr, 2 for bad
 usage, a property value out of its range included, before anything
 runs); Ctrl-C then --resume is bitwise the run that was not interrupted; a
-second Ctrl-C aborts with exit status 130.
+second Ctrl-C aborts with exit status 130; a run with fewer images than one
+batch trains nothing and says why, exit status 1, no checkpoint claimed; a
+run that wrote no checkpoint does not close with "checkpoint written"
+(issue 43).
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
@@ -164,6 +167,18 @@ with tempfile.TemporaryDirectory() as work:
         if same:
             print(f"ok: Ctrl-C at step {stopped}, --resume to step {stopped + 3}: bitwise "
                   "the uninterrupted run")
+        # resumed at max-steps: nothing to train, nothing written, and the
+        # closing line does not say otherwise
+        untouched = f"{work}/untouched.safetensors"
+        run = subprocess.run([app, "--resume", first, training_line(
+            f"{work}/fm", untouched, f"total-steps=40 max-steps={stopped}")],
+            capture_output=True, text=True, timeout=RUN_SECONDS)
+        check(run.returncode == 0 and "gst-train: stopped before training a step; no "
+              f"checkpoint written to {untouched}\n" in run.stdout
+              and "checkpoint written to" not in run.stdout.replace(
+                  "no checkpoint written to", "")
+              and not os.path.exists(untouched),
+              f"resumed at max-steps: {run.returncode} {run.stdout!r} {run.stderr!r}")
     bad = subprocess.run([app, "--resume", first, "fakesrc num-buffers=1 ! fakesink"],
                          capture_output=True, text=True, timeout=RUN_SECONDS)
     check(bad.returncode == 2 and "--resume: the pipeline has no cudatrainsink" in bad.stderr,
@@ -328,6 +343,26 @@ with tempfile.TemporaryDirectory() as work:
         data = json.load(f)
     check(data["exit-status"] == 0 and data["last-train-stats"]["step"] == 2,
           f"summary: {data}")
+
+    # Fewer images than one batch (300, in batches of 512): batcher drops
+    # them all (drop-remainder), the sink trains nothing; both say so, the
+    # exit status is 1 and no checkpoint is claimed or written (issue 43:
+    # "stopped before training a step; checkpoint written to X", status 0).
+    checkpoint = f"{work}/never.safetensors"
+    run = subprocess.run([app, training_line(f"{work}/fm", checkpoint).replace(
+        "num-epochs=-1", "num-epochs=1").replace("batch-size=32", "batch-size=512")],
+        capture_output=True, text=True, timeout=RUN_SECONDS)
+    check(run.returncode == 1
+          and "warning from batcher0: Dropped all 300 images of the stream at its end: "
+          "fewer than batch-size=512 arrived, and drop-remainder=true (the default) "
+          "drops a last partial batch" in run.stderr
+          and "error from cudatrainsink0: End of stream before the first batch: nothing "
+          "was trained, and no checkpoint was written. The source's epoch holds 300 "
+          "images, fewer than one batch of 512" in run.stderr
+          and "checkpoint written" not in run.stdout and not os.path.exists(checkpoint),
+          f"fewer images than a batch: {run.returncode} {run.stdout!r} {run.stderr!r}")
+    if run.returncode == 1:
+        print("ok: fewer images than a batch: said, exit status 1, no checkpoint claimed")
 
     # Exit statuses.
     usage = subprocess.run([app], capture_output=True, text=True, timeout=RUN_SECONDS)

@@ -174,6 +174,72 @@ GST_START_TEST (test_remainder_dropped_or_pushed)
 
 GST_END_TEST;
 
+/* The warning text of the one warning @h's batcher posted on @bus at EOS
+ * after @n images (a new string), or NULL when it posted none. */
+static gchar *
+warning_at_eos (GstHarness *h, GstBus *bus, guint n)
+{
+  GstMessage *msg;
+  GError *err = NULL;
+  gchar *text = NULL;
+  guint i;
+
+  for (i = 0; i < n; i++)
+    gst_harness_push (h, make_frame (i, i % 10, 0));
+  gst_harness_push_event (h, gst_event_new_eos ());
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  if (msg != NULL) {
+    gst_message_parse_warning (msg, &err, NULL);
+    text = g_strdup (err->message);
+    g_error_free (err);
+    gst_message_unref (msg);
+  }
+  fail_if (gst_bus_have_pending (bus), "more than one message");
+  return text;
+}
+
+/* drop-remainder dropping every image of the stream (fewer than one batch
+ * arrived) says so: downstream got nothing (issue 43: a training run of 100
+ * images in batches of 128 trained nothing, and nothing said why). A
+ * remainder after full batches is dropped without a word. */
+GST_START_TEST (test_dropping_every_image_warns)
+{
+  GstHarness *h = new_harness ("batch-size=4");
+  GstBus *bus = gst_bus_new ();
+  gchar *text;
+
+  gst_element_set_bus (h->element, bus);
+  text = warning_at_eos (h, bus, 3);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 0);
+  fail_unless_equals_string (text,
+      "Dropped all 3 images of the stream at its end: fewer than "
+      "batch-size=4 arrived, and drop-remainder=true (the default) drops a "
+      "last partial batch, so no batch went out. Set drop-remainder=false "
+      "to push them as one smaller batch, or batch-size=3 or less.");
+  g_free (text);
+  gst_element_set_bus (h->element, NULL);
+  gst_harness_teardown (h);
+
+  h = new_harness ("batch-size=4");
+  gst_element_set_bus (h->element, bus);
+  text = warning_at_eos (h, bus, 10);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 2);
+  fail_unless (text == NULL, "%s", text);
+  gst_element_set_bus (h->element, NULL);
+  gst_harness_teardown (h);
+
+  h = new_harness ("batch-size=4 drop-remainder=false");
+  gst_element_set_bus (h->element, bus);
+  text = warning_at_eos (h, bus, 3);
+  fail_unless_equals_int (gst_harness_buffers_received (h), 1);
+  fail_unless (text == NULL, "%s", text);
+  gst_element_set_bus (h->element, NULL);
+  gst_harness_teardown (h);
+  gst_object_unref (bus);
+}
+
+GST_END_TEST;
+
 /* A flush drops the partial batch: what follows starts a new one. */
 GST_START_TEST (test_flush_drops_the_partial_batch)
 {
@@ -1027,6 +1093,7 @@ GST_END_TEST;
 #define BATCHER_TESTS(test)                                                    \
   test (test_batches_hold_the_images_in_order);                                \
   test (test_remainder_dropped_or_pushed);                                     \
+  test (test_dropping_every_image_warns);                                      \
   test (test_flush_drops_the_partial_batch);                                   \
   test (test_size_change_at_a_batch_boundary);                                 \
   test (test_errors_name_the_sample);                                          \

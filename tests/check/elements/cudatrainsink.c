@@ -689,6 +689,57 @@ assert_error_says (SinkRun *run, const gchar *text)
   sink_run_free (run);
 }
 
+/* A run whose data ends before a step trains nothing: an error that says
+ * why, and no checkpoint (issue 43: 100 images in batches of 128 said
+ * "checkpoint written" and ended as a run that trained). batcher says that
+ * it dropped every image. */
+GST_START_TEST (test_nothing_trained_is_an_error)
+{
+  const gchar *dir = use_dataset (2, 3);
+  const gchar *checkpoint = test_checkpoint ();
+  gchar *input = input_stage (dir, 1);
+  SinkRun *run;
+
+  /* 6 images, batches of 8: batcher drops them all */
+  run = sink_run_printf ("%s ! batcher batch-size=8 ! " SINK
+                         "checkpoint-location=%s",
+      input, checkpoint);
+  fail_unless (run->error
+          && strstr (run->error,
+              "End of stream before the first batch: nothing was trained, "
+              "and no checkpoint was written. The source's epoch holds 6 "
+              "images, fewer than one batch of 8, and batcher drops a last "
+              "partial batch unless drop-remainder=false: set that, or "
+              "batch-size=6 or less."),
+      "%s", run->error);
+  fail_unless (strstr (run->notes->str,
+                   "warning: Dropped all 6 images of the stream at its end: "
+                   "fewer than batch-size=8 arrived")
+          != NULL,
+      "%s", run->notes->str);
+  fail_if (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
+  fail_unless_equals_int (run->stats->len, 0);
+  sink_run_free (run);
+
+  /* an evaluation of nothing */
+  assert_error_says (
+      sink_run_printf (
+          "%s ! batcher batch-size=8 ! " SINK "mode=eval num-classes=2", input),
+      "End of stream before the first batch: nothing was evaluated.");
+
+  /* drop-remainder=false: the 6 images are one step */
+  run =
+      sink_run_printf ("%s ! batcher batch-size=8 drop-remainder=false ! " SINK
+                       "checkpoint-location=%s",
+          input, checkpoint);
+  fail_unless_equals_uint64 (get_uint64 (last_stats (run), "step"), 1);
+  fail_unless_equals_uint64 (checkpoint_step (checkpoint), 1);
+  sink_run_free (run);
+  g_free (input);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_errors)
 {
   const gchar *dir = use_dataset (3, 2);
@@ -1449,6 +1500,7 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_fresh_counts_at_every_position);
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_nothing_trained_is_an_error);
   tcase_add_test (tc, test_too_small_last_batch_is_dropped);
   tcase_add_test (tc, test_snapshots_count_fresh_images);
   tcase_add_test (tc, test_epoch_goes_on_after_resume);
