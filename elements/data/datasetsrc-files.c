@@ -20,6 +20,102 @@
 static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
 static void gst_dataset_src_read_task (GstTrainTask *task);
 
+/* What the reads of an epoch came to, so that an epoch of which no sample
+ * could be read (every path of a list file wrong, say) is an error rather
+ * than a warning per file and an empty stream. Kept on the element as
+ * object data (the element's struct is gstdatasetsrc.c's), from start to
+ * stop; streaming thread only. */
+typedef struct
+{
+  gint epoch;    /* of the samples counted; -1 before the first */
+  guint64 tried; /* samples of that epoch handed out or found unreadable */
+  guint64 read;
+  gchar *first_path; /* the epoch's first sample that could not be read */
+  gchar *first_error;
+} GstDatasetSrcEpochReads;
+
+#define EPOCH_READS_KEY "gst-dataset-src-epoch-reads"
+
+static void
+gst_dataset_src_epoch_reads_free (gpointer data)
+{
+  GstDatasetSrcEpochReads *reads = data;
+
+  g_free (reads->first_path);
+  g_free (reads->first_error);
+  g_free (reads);
+}
+
+static GstDatasetSrcEpochReads *
+gst_dataset_src_epoch_reads (GstDatasetSrc *src)
+{
+  return g_object_get_data (G_OBJECT (src), EPOCH_READS_KEY);
+}
+
+/* Ends the count of the epoch counted: FALSE, with an error posted, when
+ * none of its samples could be read. The error names the first path tried
+ * and, for a list file, the folder its paths are relative to. */
+static gboolean
+gst_dataset_src_epoch_readable (GstDatasetSrc *src)
+{
+  GstDatasetSrcEpochReads *reads = gst_dataset_src_epoch_reads (src);
+  const gchar *location = src->settings.location;
+  gchar *dir, *folder, *where;
+
+  if (reads == NULL || reads->epoch < 0 || reads->tried == 0 || reads->read)
+    return TRUE;
+  if (g_file_test (location, G_FILE_TEST_IS_REGULAR)) {
+    dir = g_path_get_dirname (location);
+    folder = g_canonicalize_filename (dir, NULL);
+    where = g_strdup_printf (" The paths in list file \"%s\" are relative to "
+                             "its folder, \"%s\" (absolute paths are taken "
+                             "as they are).",
+        location, folder);
+    g_free (folder);
+    g_free (dir);
+  } else {
+    where = g_strdup ("");
+  }
+  GST_ELEMENT_ERROR (src, RESOURCE, READ,
+      ("None of the %" G_GUINT64_FORMAT " samples of epoch %d could be read; "
+       "the first tried, \"%s\": %s.%s",
+          reads->tried, reads->epoch, reads->first_path, reads->first_error,
+          where),
+      (NULL));
+  g_free (where);
+  reads->tried = 0; /* said once */
+  return FALSE;
+}
+
+/* Counts a sample of @epoch handed out (@path read) or not (@error); FALSE,
+ * with an error posted, when it is the first of an epoch and the epoch
+ * before it had no sample that could be read. */
+static gboolean
+gst_dataset_src_count_read (
+    GstDatasetSrc *src, gint epoch, const gchar *path, const gchar *error)
+{
+  GstDatasetSrcEpochReads *reads = gst_dataset_src_epoch_reads (src);
+
+  if (reads == NULL)
+    return TRUE;
+  if (epoch != reads->epoch) {
+    if (!gst_dataset_src_epoch_readable (src))
+      return FALSE;
+    reads->epoch = epoch;
+    reads->tried = reads->read = 0;
+    g_clear_pointer (&reads->first_path, g_free);
+    g_clear_pointer (&reads->first_error, g_free);
+  }
+  reads->tried++;
+  if (error == NULL) {
+    reads->read++;
+  } else if (reads->first_path == NULL) {
+    reads->first_path = g_strdup (path);
+    reads->first_error = g_strdup (error);
+  }
+  return TRUE;
+}
+
 /* Samples that one epoch of this shard emits. */
 static guint64
 gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
@@ -118,6 +214,13 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
 
   src->index = index;
   src->epoch_samples = epoch_samples;
+  {
+    GstDatasetSrcEpochReads *reads = g_new0 (GstDatasetSrcEpochReads, 1);
+
+    reads->epoch = -1;
+    g_object_set_data_full (G_OBJECT (src), EPOCH_READS_KEY, reads,
+        gst_dataset_src_epoch_reads_free);
+  }
   GST_INFO_OBJECT (src,
       "%u samples in %u classes from %s, %" G_GUINT64_FORMAT " per epoch",
       index->entries->len, index->class_names->len, s->location,
@@ -159,6 +262,7 @@ gst_dataset_src_files_stop (GstDatasetSrc *src)
   src->n_slots = 0;
   g_clear_pointer (&src->cursor_order, g_free);
   g_clear_pointer (&src->index, gst_train_dataset_index_free);
+  g_object_set_data (G_OBJECT (src), EPOCH_READS_KEY, NULL);
 }
 
 /* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
@@ -354,12 +458,16 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     GstBuffer *buffer;
     gchar *error;
     guint64 sample;
+    gint epoch;
     const gchar *path;
     GstFlowReturn ret;
 
     gst_dataset_src_refill (src);
     if (src->emitted == src->submitted) {
       g_mutex_unlock (&src->lock);
+      /* the last epoch, too, must have had a sample that could be read */
+      if (!gst_dataset_src_epoch_readable (src))
+        return GST_FLOW_ERROR;
       GST_DEBUG_OBJECT (src, "all epochs read, EOS");
       return GST_FLOW_EOS;
     }
@@ -383,11 +491,21 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     buffer = slot->buffer;
     error = slot->error;
     sample = slot->sample;
+    epoch = slot->epoch;
     slot->buffer = NULL;
     slot->error = NULL;
     slot->done = FALSE;
     src->emitted++;
+    path =
+        g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
 
+    /* the epoch before this sample's may have had none that could be read */
+    if (!gst_dataset_src_count_read (src, epoch, path, error)) {
+      g_mutex_unlock (&src->lock);
+      gst_clear_buffer (&buffer);
+      g_free (error);
+      return GST_FLOW_ERROR;
+    }
     if (buffer != NULL) {
       gst_dataset_src_refill (src);
       g_mutex_unlock (&src->lock);
@@ -402,8 +520,6 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     }
 
     g_mutex_unlock (&src->lock);
-    path =
-        g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
     ret = gst_train_report_bad_sample (src, &src->bad, path, GST_RESOURCE_ERROR,
         GST_RESOURCE_ERROR_READ, "read",
         g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT

@@ -599,6 +599,51 @@ GST_START_TEST (test_unreadable_file_skip_or_fail)
 
 GST_END_TEST;
 
+/* A list file none of whose paths can be read (written relative to
+ * another folder than the list's): an error at the end of the epoch, which
+ * names the first path tried and the folder the paths are relative to,
+ * rather than a warning per file and an empty stream (issue 43). Also with
+ * num-epochs=-1, which would otherwise go on for ever. */
+GST_START_TEST (test_no_readable_sample_is_an_error)
+{
+  const gchar *list = fixture_scratch_path ("lists", "train.txt", NULL);
+  const gchar *folder = fixture_scratch_path ("lists", NULL);
+  const gchar *text = "imgs/a.jpg\t0\nimgs/b.jpg\t1\nimgs/c.jpg\t1\n";
+  const gchar *first_path =
+      fixture_scratch_path ("lists", "imgs", "a.jpg", NULL);
+  const gchar *root = make_tree ();
+  gchar *want;
+  RunResult *r;
+
+  /* the images are beside "lists", not in it */
+  fixture_write_jpeg (fixture_scratch_path ("imgs", "a.jpg", NULL), 8, 8, 1);
+  fixture_write_file (list, (const guint8 *)text, strlen (text));
+  want = g_strdup_printf ("None of the 3 samples of epoch 0 could be read; "
+                          "the first tried, \"%s\": No such file or "
+                          "directory. The paths in list file \"%s\" are "
+                          "relative to its folder, \"%s\"",
+      first_path, list, folder);
+  fixture_expect_src_error (list, "shuffle=false", want, NULL, 0);
+  fixture_expect_src_error (list, "shuffle=false num-epochs=-1", want, NULL, 0);
+  g_free (want);
+
+  /* an epoch with one sample read is not an error */
+  text = "../imgs/a.jpg\t0\nimgs/b.jpg\t1\nimgs/c.jpg\t1\n";
+  fixture_write_file (list, (const guint8 *)text, strlen (text));
+  r = fixture_run_src (list, "num-epochs=2");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 2);
+  run_result_free (r);
+
+  /* nor are the samples a resume passes over: only those tried count */
+  r = fixture_run_src (root, "shuffle=false start-position=17");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, 1);
+  run_result_free (r);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_stop_mid_stream)
 {
   const gchar *root = make_tree ();
@@ -621,6 +666,7 @@ GST_END_TEST;
   test (test_list_file);                                                       \
   test (test_errors_name_the_cause);                                           \
   test (test_unreadable_file_skip_or_fail);                                    \
+  test (test_no_readable_sample_is_an_error);                                  \
   test (test_stop_mid_stream);
 
 CHECK_MAIN_WITH_TEARDOWN (
