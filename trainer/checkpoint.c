@@ -177,6 +177,102 @@ tensor_fits (const GtTensorEntry *entry, const GtStTensor *tensor,
   return 1;
 }
 
+/* Whether @file holds @spec's state_dict: every entry under its name and
+ * shape, and no tensor but those and the optimiser's. */
+static int
+file_holds_spec (GtStFile *file, const GtModelSpec *spec)
+{
+  char problem[256];
+  int i;
+
+  for (i = 0; i < spec->num_entries; i++) {
+    const GtStTensor *tensor = gt_st_find (file, spec->entries[i].name);
+
+    if (tensor == NULL
+        || !tensor_fits (&spec->entries[i], tensor, problem, sizeof (problem)))
+      return 0;
+  }
+  for (i = 0; i < gt_st_num_tensors (file); i++) {
+    const char *name = gt_st_tensor (file, i)->name;
+
+    if (strncmp (name, OPTIMIZER_PREFIX, strlen (OPTIMIZER_PREFIX)) != 0
+        && gt_model_find_entry (spec, name) == NULL)
+      return 0;
+  }
+  return 1;
+}
+
+/* The model and class count that @file holds: its metadata's
+ * (gst_train.model and gst_train.num_classes, which gst-train writes),
+ * else the model whose state_dict it holds, names and shapes, with as many
+ * classes as its classifier has rows (a file saved from PyTorch). 0, or -1
+ * when neither says. */
+static int
+identify_model (GtStFile *file, GtModel *model, int *num_classes)
+{
+  const char *name = gt_st_metadata (file, "gst_train.model");
+  const char *classes = gt_st_metadata (file, "gst_train.num_classes");
+  const GtStTensor *fc = gt_st_find (file, "fc.weight");
+  int m;
+
+  if (name != NULL && classes != NULL && gt_model_from_name (name, model) == 0
+      && atoi (classes) > 0) {
+    *num_classes = atoi (classes);
+    return 0;
+  }
+  if (fc == NULL || fc->ndim != 2 || fc->shape[0] < 1
+      || fc->shape[0] > (1 << 20))
+    return -1;
+  for (m = GT_MODEL_RESNET18; m <= GT_MODEL_RESNET32; m++) {
+    GtModelSpec spec;
+    char why[256];
+    int holds;
+
+    /* the names and shapes do not depend on the input size */
+    if (gt_model_spec_init (
+            &spec, (GtModel)m, (int)fc->shape[0], 224, 224, why, sizeof (why))
+        < 0)
+      continue;
+    holds = file_holds_spec (file, &spec);
+    gt_model_spec_clear (&spec);
+    if (holds) {
+      *model = (GtModel)m;
+      *num_classes = (int)fc->shape[0];
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* When @file holds another model, or another class count, than @spec:
+ * "X holds a resnet20, not a resnet50: " in @out (the start of the
+ * message that lists what does not fit), which is what a user who pointed
+ * a run at the wrong file needs first; "X does not fit resnet50 with 10
+ * classes: " otherwise. */
+static void
+say_what_it_holds (GtStFile *file, const char *path, const GtModelSpec *spec,
+    char *out, size_t size)
+{
+  GtModel model;
+  int classes;
+
+  if (identify_model (file, &model, &classes) < 0
+      || (model == spec->model && classes == spec->num_classes))
+    snprintf (out, size, "%s does not fit %s with %d classes:", path,
+        gt_model_name (spec->model), spec->num_classes);
+  else if (model == spec->model)
+    snprintf (out, size, "%s holds a %s with %d classes, not %d:", path,
+        gt_model_name (model), classes, spec->num_classes);
+  else if (classes == spec->num_classes)
+    snprintf (out, size, "%s holds a %s, not a %s:", path,
+        gt_model_name (model), gt_model_name (spec->model));
+  else
+    snprintf (out, size,
+        "%s holds a %s with %d classes, not a %s with %d:", path,
+        gt_model_name (model), classes, gt_model_name (spec->model),
+        spec->num_classes);
+}
+
 static int
 parse_rng (const char *text, GtRandom *rng)
 {
@@ -299,10 +395,11 @@ gt_checkpoint_read (const char *path, const GtModelSpec *spec,
       list_append (unexpected, sizeof (unexpected), &num_unexpected, name);
   }
   if (num_missing || num_unexpected || num_problems) {
-    status = gt_error_set (why, why_size, GT_ERROR_MISMATCH,
-        "%s does not fit %s with %d classes:%s%s%s%s%s%s", path,
-        gt_model_name (spec->model), spec->num_classes,
-        num_missing ? " missing " : "", missing,
+    char holds[1024];
+
+    say_what_it_holds (file, path, spec, holds, sizeof (holds));
+    status = gt_error_set (why, why_size, GT_ERROR_MISMATCH, "%s%s%s%s%s%s%s",
+        holds, num_missing ? " missing " : "", missing,
         num_unexpected ? "; unexpected " : "", unexpected,
         num_problems ? "; " : "", problem);
     goto done;
@@ -386,6 +483,22 @@ gt_checkpoint_read_metadata (const char *path, const char *key, char *value,
     memcpy (value, text, strlen (text) + 1);
     status = GT_OK;
   }
+  gt_st_close (file);
+  return status;
+}
+
+int
+gt_checkpoint_identify (const char *path, GtModel *model, int *num_classes,
+    char *why, size_t why_size)
+{
+  GtStFile *file = gt_st_open (path, why, why_size);
+  int status = GT_OK;
+
+  if (file == NULL)
+    return GT_ERROR_IO;
+  if (identify_model (file, model, num_classes) < 0)
+    status = gt_error_set (why, why_size, GT_ERROR_MISMATCH,
+        "%s holds no model that gst-train knows", path);
   gt_st_close (file);
   return status;
 }

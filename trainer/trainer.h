@@ -407,6 +407,16 @@ int gt_trainer_load (GtTrainer *trainer, const char *path, int *resumed);
 int gt_checkpoint_read_metadata (const char *path, const char *key, char *value,
     size_t size, char *why, size_t why_size);
 
+/* Which model the safetensors file at @path holds, without a trainer: its
+ * metadata's (gst_train.model, gst_train.num_classes) in gst-train's own
+ * files, else the model whose state_dict (names and shapes) it holds, with
+ * as many classes as its classifier has rows (a file saved from PyTorch).
+ * GT_OK with *@model and *@num_classes set; GT_ERROR_IO (with the reason
+ * in @why) when the file cannot be read or is not safetensors;
+ * GT_ERROR_MISMATCH when it holds none of the models. */
+int gt_checkpoint_identify (const char *path, GtModel *model, int *num_classes,
+    char *why, size_t why_size);
+
 typedef struct
 {
   char name[256];

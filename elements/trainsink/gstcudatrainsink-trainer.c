@@ -267,12 +267,14 @@ gst_cuda_train_sink_answer_resume (GstCudaTrainSink *sink, GstQuery *query)
  * not, the sink skips as many batches as the checkpoint has steps, so
  * that a deterministic pipeline continues where it left off. */
 static gboolean
-gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
+gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load,
+    GtModel model, gint num_classes, gint *resumed_out)
 {
   const gchar *path = sink->settings.resume_from;
   gint resumed = 0, status;
   gchar *text;
 
+  *resumed_out = 0;
   if (!load)
     return TRUE;
   /* only rank 0 reads the file; the others name it in messages */
@@ -280,8 +282,37 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
     path = "(rank 0's resume-from)";
   status = gt_trainer_load (sink->trainer, path, &resumed);
   if (status != GT_OK) {
+    GtModel held;
+    gint held_classes;
+    gchar why[512];
+
     text = g_strdup_printf ("Cannot resume from \"%s\": %s.", path,
         gt_trainer_error (sink->trainer));
+    /* another model or class count: that alone, and what to set, rather
+     * than the tensors that differ */
+    if (status == GT_ERROR_MISMATCH && sink->settings.resume_from != NULL
+        && gt_checkpoint_identify (
+               path, &held, &held_classes, why, sizeof (why))
+            == GT_OK
+        && (held != model || held_classes != num_classes)) {
+      g_free (text);
+      if (held == model)
+        text = g_strdup_printf ("Cannot resume from \"%s\": it holds a %s "
+                                "with %d classes, not %d (this run's classes: "
+                                "num-classes, else the dataset's).",
+            path, gt_model_name (held), held_classes, num_classes);
+      else if (held_classes == num_classes)
+        text = g_strdup_printf ("Cannot resume from \"%s\": it holds a %s, "
+                                "not a %s. Set model=%s to use it.",
+            path, gt_model_name (held), gt_model_name (model),
+            gt_model_name (held));
+      else
+        text = g_strdup_printf ("Cannot resume from \"%s\": it holds a %s "
+                                "with %d classes, not a %s with %d. Set "
+                                "model=%s to use it.",
+            path, gt_model_name (held), held_classes, gt_model_name (model),
+            num_classes, gt_model_name (held));
+    }
     if (status == GT_ERROR_IO)
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_READ, ("%s", text), (NULL));
     else
@@ -313,7 +344,42 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load)
   GST_INFO_OBJECT (sink, "%s %s at step %" G_GUINT64_FORMAT,
       resumed ? "resumed from" : "started from weights of", path,
       sink->last_saved_step);
+  *resumed_out = resumed;
   return TRUE;
+}
+
+/* Says, after what runs (rank 0's, in train mode), where the run starts
+ * from: the step of resume-from's checkpoint and how the source gets
+ * there, or the weights of a weights-only file. Nothing when the
+ * checkpoint is at max-steps already: the warning says that. */
+static void
+gst_cuda_train_sink_say_resumed (GstCudaTrainSink *sink, gboolean resumed)
+{
+  const gchar *path = sink->settings.resume_from;
+  guint64 step = sink->last_saved_step, max = sink->settings.max_steps;
+  gchar *text;
+
+  if (path == NULL || sink->rank != 0
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || (max && step >= max))
+    return;
+  if (!resumed)
+    text = g_strdup_printf ("Started from the weights of %s (weights only: "
+                            "step 0, momentum zero).",
+        path);
+  else if (g_atomic_int_get (&sink->upstream_resumes))
+    text = g_strdup_printf ("Resumed from step %" G_GUINT64_FORMAT " of %s: "
+                            "the source goes on after the %" G_GUINT64_FORMAT
+                            " samples it trained on%s.",
+        step, path, sink->resume_samples,
+        sink->world_size > 1 ? " (each rank's)" : "");
+  else
+    text = g_strdup_printf ("Resumed from step %" G_GUINT64_FORMAT " of %s: "
+                            "no source asked where to start, so the first "
+                            "%" G_GUINT64_FORMAT " batches, trained on "
+                            "before, are skipped.",
+        step, path, sink->skip_batches);
+  GST_ELEMENT_INFO (sink, RESOURCE, SETTINGS, ("%s", text), ("%s", text));
+  g_free (text);
 }
 
 /* The trainer's messages (GtLogFunc), in the sink's debug category, from
@@ -492,6 +558,7 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
 {
   GtTrainerConfig config;
   gboolean ok, use_cuda, resume = sink->settings.resume_from != NULL;
+  gint resumed;
   gchar cuda_why[512] = "";
 
   ok = gst_cuda_train_sink_make_config (sink, &config);
@@ -520,9 +587,11 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
   if (!gst_cuda_train_sink_create_trainer (sink, &config, use_cuda, cuda_why))
     return GST_TRAIN_SETUP_FAILED;
   sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
-  if (!gst_cuda_train_sink_resume (sink, resume))
+  if (!gst_cuda_train_sink_resume (
+          sink, resume, config.model, config.num_classes, &resumed))
     return GST_TRAIN_SETUP_FAILED;
   gst_cuda_train_sink_announce (sink, &config);
+  gst_cuda_train_sink_say_resumed (sink, resumed);
   return GST_TRAIN_SETUP_OK;
 }
 

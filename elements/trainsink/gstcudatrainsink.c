@@ -128,7 +128,17 @@
  * end; its folder must exist and be writable when the sink starts.
  * @resume-from takes such a checkpoint (exact resume: weights, momentum,
  * step, schedule, RNG, and the fresh images seen, so that `epoch` goes on
- * from where it was) or a weights-only file (a starting point). On an
+ * from where it was) or a weights-only file (a starting point); an info
+ * message after the one that says what runs says which ("Resumed from
+ * step S of FILE: the source goes on after the N samples it trained on.",
+ * or "...: no source asked where to start, so the first S batches, trained
+ * on before, are skipped.", or "Started from the weights of FILE (weights
+ * only: step 0, momentum zero)."). A file that holds another model or
+ * class count is an error that says so, rather than the tensors that
+ * differ ("Cannot resume from "FILE": it holds a resnet20, not a resnet50.
+ * Set model=resnet20 to use it."): the model its metadata names, or, in a
+ * file saved from PyTorch, the one whose state_dict names and shapes it
+ * has. On an
  * exact resume a deterministic pipeline continues where the checkpoint
  * left it without reading again what was trained on: datasetsrc asks
  * downstream where to start before its first buffer (the custom query
@@ -213,10 +223,11 @@
  *
  * Other messages: a warning for a one-class dataset (nothing to learn), for
  * a last batch too small to train on (dropped), and for the cases above;
- * errors for caps it cannot take, labels outside the classes, files it
- * cannot read or write (with the OS reason), and a non-finite loss, which
- * names the step; that step is not applied and the last checkpoint written
- * stays as it is.
+ * info messages for what runs, where it runs and where it resumed from
+ * (above); errors for caps it cannot take, labels outside the classes,
+ * files it cannot read or write (with the OS reason), a run that trained
+ * nothing (above), and a non-finite loss, which names the step; that step
+ * is not applied and the last checkpoint written stays as it is.
  *
  * ## Example launch line
  * |[

@@ -9,11 +9,11 @@ pipeline plays before the first progress line (not with --quiet);
 the properties set or changed, in two rows, and its full form every one;
 --summary; the exit statuses (0, 1 with the error on stderr, 2 for bad
 usage, a property value out of its range included, before anything
-runs); Ctrl-C then --resume is bitwise the run that was not interrupted; a
-second Ctrl-C aborts with exit status 130; a run with fewer images than one
-batch trains nothing and says why, exit status 1, no checkpoint claimed; a
-run that wrote no checkpoint does not close with "checkpoint written"
-(issue 43).
+runs); Ctrl-C then --resume is bitwise the run that was not interrupted,
+and the resumed run says from which step of which file; a second Ctrl-C
+aborts with exit status 130; a run with fewer images than one batch trains
+nothing and says why, exit status 1, no checkpoint claimed; a run that
+wrote no checkpoint does not close with "checkpoint written" (issue 43).
 
 Usage: gst_train_app.py GST-TRAIN DATASET-TOOL SOURCE-DIR
 """
@@ -155,6 +155,9 @@ with tempfile.TemporaryDirectory() as work:
         check(run.returncode == 0, f"--resume: exit status {run.returncode}: {run.stderr}")
         check(f"downstream resumes: starting at sample {stopped * 32} " in run.stderr,
               "--resume: the source did not start where the checkpoint stopped")
+        check(f"info from cudatrainsink0: Resumed from step {stopped} of {first}: the "
+              f"source goes on after the {stopped * 32} samples it trained on.\n"
+              in run.stderr, f"--resume: the run does not say it resumed: {run.stderr}")
         run = subprocess.run([app, "-q", training_line(f"{work}/fm", straight, until)],
                              capture_output=True, text=True, timeout=RUN_SECONDS)
         check(run.returncode == 0, f"straight: exit status {run.returncode}: {run.stderr}")

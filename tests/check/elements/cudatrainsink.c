@@ -439,10 +439,21 @@ GST_START_TEST (test_resume_is_exact)
   gsize length;
   SinkRun *run;
 
-  /* 4 steps straight; 2 steps, a checkpoint, and 2 more after resuming */
+  /* 4 steps straight; 2 steps, a checkpoint, and 2 more after resuming,
+   * which the resumed run says (issue 43: it said nothing) */
   sink_run_free (train_to_step (input, 4, NULL, straight));
   sink_run_free (train_to_step (input, 2, NULL, half));
-  sink_run_free (train_to_step (input, 4, half, resumed));
+  run = train_to_step (input, 4, half, resumed);
+  {
+    gchar *want = g_strdup_printf ("info: Resumed from step 2 of %s: the "
+                                   "source goes on after the 8 samples it "
+                                   "trained on.\n",
+        half);
+
+    fail_unless (strstr (run->notes->str, want) != NULL, "%s", run->notes->str);
+    g_free (want);
+  }
+  sink_run_free (run);
   assert_same_checkpoints (straight, resumed);
 
   /* resuming a finished run trains nothing and rewrites nothing */
@@ -456,6 +467,8 @@ GST_START_TEST (test_resume_is_exact)
                    "nothing to train; raise max-steps to train on.")
           != NULL,
       "%s", run->notes->str);
+  fail_if (strstr (run->notes->str, "info: Resumed from") != NULL, "%s",
+      run->notes->str);
   sink_run_free (run);
   assert_same_checkpoints (straight, half);
 
@@ -689,6 +702,50 @@ assert_error_says (SinkRun *run, const gchar *text)
   sink_run_free (run);
 }
 
+/* A resume with the wrong model says which model the file holds, first:
+ * from its tensors' names and shapes when it has no gst-train metadata
+ * (a state_dict saved from PyTorch), with the property to set. */
+GST_START_TEST (test_resume_names_the_model)
+{
+  const gchar *dir = use_dataset (2, 2);
+  gchar *input = input_stage (dir, 1);
+  const gchar *checkpoint = make_class0_checkpoint (); /* resnet20, 2 */
+  gchar *want;
+
+  want = g_strdup_printf ("Cannot resume from \"%s\": it holds a resnet20, "
+                          "not a resnet32. Set model=resnet20 to use it. (",
+      checkpoint);
+  assert_error_says (
+      sink_run_printf ("%s ! batcher batch-size=4 ! cudatrainsink "
+                       "model=resnet32 device=cpu num-classes=2 resume-from=%s",
+          input, checkpoint),
+      want);
+  g_free (want);
+  want = g_strdup_printf ("Cannot resume from \"%s\": it holds a resnet20 "
+                          "with 2 classes, not 3 (this run's classes: "
+                          "num-classes, else the dataset's). (",
+      checkpoint);
+  assert_error_says (
+      sink_run_printf ("%s ! batcher batch-size=4 ! cudatrainsink "
+                       "model=resnet20 device=cpu num-classes=3 resume-from=%s",
+          input, checkpoint),
+      want);
+  g_free (want);
+  want = g_strdup_printf ("Cannot resume from \"%s\": it holds a resnet20 "
+                          "with 2 classes, not a resnet50 with 3. Set "
+                          "model=resnet20 to use it. (",
+      checkpoint);
+  assert_error_says (
+      sink_run_printf ("%s ! batcher batch-size=4 ! cudatrainsink "
+                       "model=resnet50 device=cpu num-classes=3 resume-from=%s",
+          input, checkpoint),
+      want);
+  g_free (want);
+  g_free (input);
+}
+
+GST_END_TEST;
+
 /* A run whose data ends before a step trains nothing: an error that says
  * why, and no checkpoint (issue 43: 100 images in batches of 128 said
  * "checkpoint written" and ended as a run that trained). batcher says that
@@ -808,11 +865,20 @@ GST_START_TEST (test_errors)
                                       "resume-from=%s/none.safetensors",
                          input, dir),
       "none.safetensors");
-  assert_error_says (
-      sink_run_printf ("%s ! batcher batch-size=6 ! cudatrainsink "
-                       "model=resnet32 device=cpu resume-from=%s",
-          input, checkpoint),
-      "does not fit");
+  /* the model it holds, first, rather than the tensors that differ */
+  {
+    gchar *want = g_strdup_printf ("Cannot resume from \"%s\": it holds a "
+                                   "resnet20, not a resnet32. Set "
+                                   "model=resnet20 to use it. (",
+        checkpoint);
+
+    assert_error_says (
+        sink_run_printf ("%s ! batcher batch-size=6 ! cudatrainsink "
+                         "model=resnet32 device=cpu resume-from=%s",
+            input, checkpoint),
+        want);
+    g_free (want);
+  }
 
   g_free (input);
 }
@@ -1408,6 +1474,82 @@ GST_START_TEST (test_no_checkpoint_after_an_error)
 
 GST_END_TEST;
 
+/* A resume that no source asked about (a source other than datasetsrc)
+ * skips the batches trained on before, and says so; when that is all the
+ * data there is, nothing is trained: an error, and no checkpoint. */
+GST_START_TEST (test_resume_no_source_asks)
+{
+  static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+      "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  const gchar *dir = use_dataset (2, 4);
+  gchar *input = input_stage (dir, 1);
+  const gchar *trained = fixture_scratch_path ("first.safetensors", NULL);
+  const gchar *checkpoint = test_checkpoint ();
+  GstElement *sink = gst_element_factory_make ("cudatrainsink", NULL);
+  GstCaps *caps = gst_caps_from_string (
+      "other/tensors, format=static, num_tensors=2, "
+      "types=(string)\"uint8,int32\", "
+      "dimensions=(string)\"3:12:12:4,4\", framerate=0/1");
+  GstBus *bus = gst_bus_new ();
+  GString *notes = g_string_new (NULL);
+  GstMessage *message;
+  GError *err = NULL;
+  gchar *want;
+  GstPad *src;
+
+  /* 2 steps of 4 images */
+  sink_run_free (train_to_step (input, 2, NULL, trained));
+  gst_element_set_bus (sink, bus);
+  gst_util_set_object_arg (G_OBJECT (sink), "model", "resnet20");
+  gst_util_set_object_arg (G_OBJECT (sink), "device", "cpu");
+  g_object_set (sink, "num-classes", 2, "num-threads", 1, "resume-from",
+      trained, "checkpoint-location", checkpoint, NULL);
+  src = gst_check_setup_src_pad (sink, &src_template);
+  gst_pad_set_active (src, TRUE);
+  gst_element_set_state (sink, GST_STATE_PLAYING);
+  gst_check_setup_events (src, sink, caps, GST_FORMAT_TIME);
+  fail_unless_equals_int (gst_pad_push (src, make_batch (4)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_pad_push (src, make_batch (4)), GST_FLOW_OK);
+  gst_pad_push_event (src, gst_event_new_eos ());
+  while ((message = gst_bus_pop_filtered (
+              bus, GST_MESSAGE_INFO | GST_MESSAGE_ERROR))) {
+    if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_INFO) {
+      gst_message_parse_info (message, &err, NULL);
+      g_string_append_printf (notes, "%s\n", err->message);
+      g_clear_error (&err);
+    } else {
+      fail_unless (err == NULL, "two errors");
+      gst_message_parse_error (message, &err, NULL);
+    }
+    gst_message_unref (message);
+  }
+  want = g_strdup_printf ("Resumed from step 2 of %s: no source asked where "
+                          "to start, so the first 2 batches, trained on "
+                          "before, are skipped.\n",
+      trained);
+  fail_unless (strstr (notes->str, want) != NULL, "%s", notes->str);
+  fail_unless (err != NULL
+          && strstr (err->message,
+              "End of stream before a training step: nothing was trained, "
+              "and no checkpoint was written. The 2 batch(es) that arrived "
+              "were skipped as trained on before the resume (no source "
+              "asked where to start)"),
+      "%s", err ? err->message : "no error");
+  fail_if (g_file_test (checkpoint, G_FILE_TEST_EXISTS));
+  g_clear_error (&err);
+  g_free (want);
+  g_string_free (notes, TRUE);
+  gst_element_set_state (sink, GST_STATE_NULL);
+  gst_pad_set_active (src, FALSE);
+  gst_check_teardown_src_pad (sink);
+  gst_object_unref (sink);
+  gst_object_unref (bus);
+  gst_caps_unref (caps);
+  g_free (input);
+}
+
+GST_END_TEST;
+
 /* Alone (no launcher in the environment, or distributed=off under one):
  * rank 0 of 1, no time in communication, the global batch is the batch;
  * under a launcher that says rank 1 of 2, datasetsrc reads shard 1 of 2
@@ -1500,7 +1642,9 @@ cudatrainsink_suite (void)
   tcase_add_test (tc, test_fresh_counts_at_every_position);
   tcase_add_test (tc, test_eval_on_a_known_checkpoint);
   tcase_add_test (tc, test_errors);
+  tcase_add_test (tc, test_resume_names_the_model);
   tcase_add_test (tc, test_nothing_trained_is_an_error);
+  tcase_add_test (tc, test_resume_no_source_asks);
   tcase_add_test (tc, test_too_small_last_batch_is_dropped);
   tcase_add_test (tc, test_snapshots_count_fresh_images);
   tcase_add_test (tc, test_epoch_goes_on_after_resume);
