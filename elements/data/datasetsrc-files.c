@@ -150,6 +150,62 @@ gst_dataset_src_files_tags (GstDatasetSrc *src)
   return tags;
 }
 
+/* num-samples with shuffle=false takes the same first samples every epoch,
+ * in dataset order, which in an ImageFolder is class by class: a warning
+ * when they miss classes that the dataset holds. */
+static void
+gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
+{
+  const GstDatasetSrcSettings *s = &src->settings;
+  const GstTrainDatasetIndex *index = src->index;
+  guint num_classes = index->class_names->len, held = 0, taken = 0, i;
+  guint8 *in_dataset, *in_subset;
+  gboolean list_file = g_file_test (s->location, G_FILE_TEST_IS_REGULAR);
+  guint64 n, pos, whole;
+  GString *names;
+
+  whole = gst_dataset_src_count_epoch_samples (
+      index->entries->len, s->shard_index, s->num_shards, 0);
+  if (s->shuffle || s->num_samples == 0 || src->epoch_samples >= whole)
+    return;
+  in_dataset = g_new0 (guint8, num_classes);
+  in_subset = g_new0 (guint8, num_classes);
+  for (n = 0; n < index->entries->len; n++)
+    in_dataset[g_array_index (index->entries, GstTrainDatasetEntry, n).label] =
+        1;
+  for (n = 0, pos = s->shard_index; n < src->epoch_samples;
+       n++, pos += s->num_shards)
+    in_subset[g_array_index (index->entries, GstTrainDatasetEntry, pos).label] =
+        1;
+  names = g_string_new (NULL);
+  for (i = 0; i < num_classes; i++) {
+    held += in_dataset[i];
+    if (!in_subset[i])
+      continue;
+    if (taken < 6)
+      g_string_append_printf (names, "%s%s", taken ? ", " : "",
+          (const gchar *)g_ptr_array_index (index->class_names, i));
+    else if (taken == 6)
+      g_string_append (names, ", ...");
+    taken++;
+  }
+  if (taken < held)
+    GST_ELEMENT_WARNING (src, RESOURCE, SETTINGS,
+        ("num-samples=%" G_GUINT64_FORMAT " with shuffle=false takes the "
+         "first %" G_GUINT64_FORMAT " samples in dataset order, the same every "
+         "epoch, and %s: they come from %s%u of the %u classes only (%s). "
+         "Set shuffle=true for a random subset of every class, a new one "
+         "each epoch.",
+            s->num_samples, src->epoch_samples,
+            list_file ? "that is the list file's order"
+                      : "an ImageFolder's order is class by class",
+            list_file ? "" : "the first ", taken, held, names->str),
+        (NULL));
+  g_string_free (names, TRUE);
+  g_free (in_subset);
+  g_free (in_dataset);
+}
+
 GstTagList *
 gst_dataset_src_files_start (GstDatasetSrc *src)
 {
@@ -214,6 +270,7 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
 
   src->index = index;
   src->epoch_samples = epoch_samples;
+  gst_dataset_src_warn_class_subset (src);
   {
     GstDatasetSrcEpochReads *reads = g_new0 (GstDatasetSrcEpochReads, 1);
 

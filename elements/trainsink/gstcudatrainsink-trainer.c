@@ -68,6 +68,8 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
 {
   GstTrainDevice device = sink->settings.device;
   gboolean on_cpu = TRUE, expect_gpu = use_cuda;
+  const gchar *doing =
+      sink->settings.mode == GST_TRAIN_MODE_EVAL ? "Evaluating" : "Training";
   gchar why[512];
 
   g_strlcpy (why, cuda_why, sizeof (why));
@@ -94,11 +96,12 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
       return FALSE;
     }
     if (sink->trainer == NULL && expect_gpu)
-      GST_ELEMENT_WARNING (
-          sink, RESOURCE, NOT_FOUND, ("Training on the CPU: %s.", why), (NULL));
+      GST_ELEMENT_WARNING (sink, RESOURCE, NOT_FOUND,
+          ("%s on the CPU: %s.", doing, why), (NULL));
     else if (sink->trainer == NULL && sink->rank == 0)
       GST_ELEMENT_INFO (sink, RESOURCE, NOT_FOUND,
-          ("Training on the CPU: %s.", why), ("Training on the CPU: %s.", why));
+          ("%s on the CPU: %s.", doing, why),
+          ("%s on the CPU: %s.", doing, why));
   }
   if (sink->trainer == NULL) {
     config->backend = GT_BACKEND_CPU;

@@ -17,7 +17,9 @@
  * on the GPU when the CUDA backend is built and a GPU is usable, else on the
  * CPU reference backend: with a warning when the machine has the NVIDIA
  * driver (the GPU was to be expected), with an info message when it does
- * not. The CPU backend computes in fp32 whatever @precision says.
+ * not ("Training on the CPU: REASON.", "Evaluating on the CPU: REASON."
+ * with @mode=eval). The CPU backend computes in fp32 whatever @precision
+ * says.
  *
  * The trainer is made at the first batch, once the caps and the dataset
  * facts are known. An info message then says what runs: the model, the

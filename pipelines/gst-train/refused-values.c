@@ -223,10 +223,36 @@ same_start (const gchar *typed, const gchar *candidate)
   return g_ascii_tolower (typed[0]) == g_ascii_tolower (candidate[0]);
 }
 
+/* Whether @typed is the start of @candidate (three characters or more),
+ * or one or more whole words of it, words being separated by '-' or '_',
+ * ASCII case ignored: "cos" of "cosine", "random" of "random-resized",
+ * "interval" of "stats-interval". An edit distance cannot find these: the
+ * characters left out are many edits. */
+static gboolean
+part_of (const gchar *typed, const gchar *candidate)
+{
+  gsize length = strlen (typed);
+  const gchar *at;
+
+  if (length == 0 || length >= strlen (candidate))
+    return FALSE;
+  if (length >= 3 && g_ascii_strncasecmp (candidate, typed, length) == 0)
+    return TRUE;
+  for (at = candidate; *at; at++) {
+    if (at != candidate && at[-1] != '-' && at[-1] != '_')
+      continue;
+    if (g_ascii_strncasecmp (at, typed, length) == 0
+        && (at[length] == '\0' || at[length] == '-' || at[length] == '_'))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 /* "; did you mean A?" (or "A or B", at most three) for the @candidates
  * nearest to @typed, when they are near enough to be what was meant (an
  * edit per three characters, at least one, and the same first letter);
- * "" when none is. */
+ * else those that @typed is a part of ("random" for "random-resized",
+ * "cos" for "cosine"); "" when none is. */
 static gchar *
 did_you_mean (const gchar *typed, GPtrArray *candidates)
 {
@@ -240,6 +266,12 @@ did_you_mean (const gchar *typed, GPtrArray *candidates)
   for (i = 0; i < candidates->len && best <= limit && shown < 3; i++) {
     if (!same_start (typed, candidates->pdata[i])
         || edit_distance (typed, candidates->pdata[i]) != best)
+      continue;
+    g_string_append (text, shown++ ? " or " : "; did you mean ");
+    g_string_append (text, candidates->pdata[i]);
+  }
+  for (i = 0; i < candidates->len && best > limit && shown < 3; i++) {
+    if (!part_of (typed, candidates->pdata[i]))
       continue;
     g_string_append (text, shown++ ? " or " : "; did you mean ");
     g_string_append (text, candidates->pdata[i]);

@@ -3,6 +3,8 @@
 
 - a misspelt property or element gets "did you mean ...?", a value an enum
   does not take gets the values it takes, exit status 2 (1 for an element);
+  a value that is part of one the enum takes (crop=random) gets it as the
+  "did you mean" (issue 43);
 - the classes trained on are said at start, with their count and names, and
   a dataset whose classes are named like splits (location one folder too
   high: data/fashion-mnist, not data/fashion-mnist/train) gets a warning;
@@ -74,6 +76,16 @@ with tempfile.TemporaryDirectory() as work:
     check(done.returncode == 2 and "device takes auto, cuda, cpu" in done.stderr
           and "did you mean" not in done.stderr,
           f"device=gpu: the values, and no 'did you mean cpu' ({done.stderr!r})")
+    # part of a value, which no edit distance finds: the value it is part of
+    done = run(training(f"{fm}/train").replace("augment ", "augment crop=random "))
+    check(done.returncode == 2 and "augment: crop=random is not a value crop takes; did "
+          "you mean random-resized? crop takes random-resized, center, resize"
+          in done.stderr,
+          f"crop=random: 'did you mean random-resized?' ({done.returncode}, {done.stderr!r})")
+    done = run(training(f"{fm}/train", "lr-schedule=cos"))
+    check(done.returncode == 2 and "lr-schedule=cos is not a value lr-schedule takes; did "
+          "you mean cosine?" in done.stderr,
+          f"lr-schedule=cos: 'did you mean cosine?' ({done.returncode}, {done.stderr!r})")
     done = run(training(f"{fm}/train").replace("imagedec", "imagdec"))
     check(done.returncode == 1 and "no element imagdec; did you mean imagedec?"
           in done.stderr, f"imagdec: 'did you mean imagedec?' ({done.stderr!r})")

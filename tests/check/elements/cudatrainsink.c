@@ -1287,7 +1287,7 @@ GST_END_TEST;
 
 /* One class: a warning, and the run goes on. device=auto on a machine
  * without the NVIDIA driver: training on the CPU is an info message, not
- * a warning. */
+ * a warning; evaluating on it says "Evaluating". */
 GST_START_TEST (test_one_class_and_cpu_notes)
 {
   const gchar *dir = use_dataset (1, 4);
@@ -1310,6 +1310,18 @@ GST_START_TEST (test_one_class_and_cpu_notes)
         run->notes->str);
     fail_if (strstr (run->notes->str, "warning: Training on the CPU"));
   }
+  sink_run_free (run);
+  /* an evaluation does not train (issue 43: it said "Training on") */
+  run = sink_run_printf ("%s ! batcher batch-size=4 ! cudatrainsink "
+                         "model=resnet20 num-threads=2 mode=eval",
+      input);
+  fail_unless (run->error == NULL, "%s", run->error);
+  if (!g_file_test ("/proc/driver/nvidia/version", G_FILE_TEST_EXISTS)
+      && !g_file_test ("/dev/nvidiactl", G_FILE_TEST_EXISTS))
+    fail_unless (
+        strstr (run->notes->str, "info: Evaluating on the CPU: ") != NULL
+            && strstr (run->notes->str, "Training on the CPU") == NULL,
+        "%s", run->notes->str);
   sink_run_free (run);
   g_free (input);
 }

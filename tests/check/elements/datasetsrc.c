@@ -279,6 +279,27 @@ GST_START_TEST (test_num_samples_and_epochs)
     fail_unless_equals_uint64 (run_result_sample (r, i)->index, i % 4);
     fail_unless_equals_int (run_result_sample (r, i)->epoch, i / 4);
   }
+  /* in dataset order, class by class, those are of the first two classes
+   * only: a warning says so (issue 43: it took them silently) */
+  fail_unless (run_result_has_warning (r,
+      "num-samples=4 with shuffle=false takes the first 4 samples in dataset "
+      "order, the same every epoch, and an ImageFolder's order is class by "
+      "class: they come from the first 2 of the 6 classes only (A, B). Set "
+      "shuffle=true for a random subset of every class, a new one each "
+      "epoch.",
+      NULL));
+  fail_unless_equals_int (r->warnings->len, 1);
+  run_result_free (r);
+
+  /* shuffled, or every sample, or every class: no warning */
+  r = fixture_run_src (root, "num-samples=4");
+  fail_unless (r->error == NULL && r->warnings->len == 0, "%s", r->error);
+  run_result_free (r);
+  r = fixture_run_src (root, "shuffle=false num-samples=18");
+  fail_unless (r->error == NULL && r->warnings->len == 0, "%s", r->error);
+  run_result_free (r);
+  r = fixture_run_src (root, "shuffle=false num-samples=2 num-shards=9");
+  fail_unless (r->error == NULL && r->warnings->len == 0, "%s", r->error);
   run_result_free (r);
 }
 
