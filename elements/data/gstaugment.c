@@ -167,6 +167,7 @@ G_DEFINE_TYPE (GstAugment, gst_augment, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (
     augment, "augment", GST_RANK_NONE, GST_TYPE_AUGMENT);
 
+static void gst_augment_dispose (GObject *object);
 static void gst_augment_finalize (GObject *object);
 static void gst_augment_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
@@ -193,6 +194,7 @@ gst_augment_class_init (GstAugmentClass *klass)
   const GParamFlags flags =
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
 
+  gobject_class->dispose = gst_augment_dispose;
   gobject_class->finalize = gst_augment_finalize;
   gobject_class->set_property = gst_augment_set_property;
   gobject_class->get_property = gst_augment_get_property;
@@ -304,6 +306,14 @@ gst_augment_init (GstAugment *augment)
   augment->props.n_threads = DEFAULT_N_THREADS;
   g_queue_init (&augment->jobs);
   g_queue_init (&augment->free_jobs);
+}
+
+static void
+gst_augment_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
 }
 
 static void

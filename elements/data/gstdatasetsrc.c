@@ -202,6 +202,7 @@ G_DEFINE_TYPE (GstDatasetSrc, gst_dataset_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (
     datasetsrc, "datasetsrc", GST_RANK_NONE, GST_TYPE_DATASET_SRC);
 
+static void gst_dataset_src_dispose (GObject *object);
 static void gst_dataset_src_finalize (GObject *object);
 static void gst_dataset_src_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
@@ -224,6 +225,7 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
 
+  gobject_class->dispose = gst_dataset_src_dispose;
   gobject_class->finalize = gst_dataset_src_finalize;
   gobject_class->set_property = gst_dataset_src_set_property;
   gobject_class->get_property = gst_dataset_src_get_property;
@@ -425,6 +427,14 @@ gst_dataset_src_settings_clear (GstDatasetSrcSettings *settings)
 {
   g_clear_pointer (&settings->location, g_free);
   g_clear_pointer (&settings->extensions, g_free);
+}
+
+static void
+gst_dataset_src_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
 }
 
 static void

@@ -237,6 +237,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
 G_DEFINE_TYPE (GstEcho, gst_echo, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (echo, "echo", GST_RANK_NONE, GST_TYPE_ECHO);
 
+static void gst_echo_dispose (GObject *object);
 static void gst_echo_finalize (GObject *object);
 static void gst_echo_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
@@ -263,6 +264,7 @@ gst_echo_class_init (GstEchoClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
 
+  gobject_class->dispose = gst_echo_dispose;
   gobject_class->finalize = gst_echo_finalize;
   gobject_class->set_property = gst_echo_set_property;
   gobject_class->get_property = gst_echo_get_property;
@@ -390,6 +392,14 @@ gst_echo_init (GstEcho *echo)
   g_mutex_init (&echo->lock);
   g_cond_init (&echo->item_add);
   g_cond_init (&echo->item_del);
+}
+
+static void
+gst_echo_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
 }
 
 static void

@@ -204,6 +204,7 @@ G_DEFINE_TYPE (GstImageDec, gst_image_dec, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (
     imagedec, "imagedec", GST_RANK_NONE, GST_TYPE_IMAGE_DEC);
 
+static void gst_image_dec_dispose (GObject *object);
 static void gst_image_dec_finalize (GObject *object);
 static void gst_image_dec_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
@@ -222,6 +223,7 @@ gst_image_dec_class_init (GstImageDecClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
 
+  gobject_class->dispose = gst_image_dec_dispose;
   gobject_class->finalize = gst_image_dec_finalize;
   gobject_class->set_property = gst_image_dec_set_property;
   gobject_class->get_property = gst_image_dec_get_property;
@@ -324,6 +326,14 @@ gst_image_dec_init (GstImageDec *dec)
   g_mutex_init (&dec->lock);
   g_queue_init (&dec->jobs);
   dec->known_good = g_array_new (FALSE, TRUE, sizeof (guint8));
+}
+
+static void
+gst_image_dec_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
 }
 
 static void

@@ -291,6 +291,7 @@ static void gst_cuda_train_sink_set_property (
     GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
 static void gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
+static void gst_cuda_train_sink_dispose (GObject *object);
 static void gst_cuda_train_sink_finalize (GObject *object);
 static GstStateChangeReturn gst_cuda_train_sink_change_state (
     GstElement *element, GstStateChange transition);
@@ -316,6 +317,7 @@ gst_cuda_train_sink_class_init (GstCudaTrainSinkClass *klass)
 
   gobject_class->set_property = gst_cuda_train_sink_set_property;
   gobject_class->get_property = gst_cuda_train_sink_get_property;
+  gobject_class->dispose = gst_cuda_train_sink_dispose;
   gobject_class->finalize = gst_cuda_train_sink_finalize;
 
   first_status_prop = gst_cuda_train_sink_install_properties (gobject_class);
@@ -422,6 +424,14 @@ gst_cuda_train_sink_init (GstCudaTrainSink *sink)
   gst_cuda_train_sink_watchdog_init (sink);
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
+}
+
+static void
+gst_cuda_train_sink_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
 }
 
 static void

@@ -1291,6 +1291,118 @@ GST_START_TEST (test_adaptive_follows_downstream_speed)
 
 GST_END_TEST;
 
+/* ---- dropped while it plays ---- */
+
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  gboolean pushed;   /* the pushing thread left the chain function */
+  GstElement *echo;  /* the last reference, which the probe drops */
+  gboolean disposed; /* echo's dispose chained up */
+  GstState state;    /* the state it was in then */
+} DropJob;
+
+/* In echo's task, downstream of it: drops the last reference there, once
+ * the thread that pushed the item no longer holds one. */
+static GstPadProbeReturn
+drop_echo_in_its_task (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  DropJob *job = user_data;
+  GstElement *echo;
+
+  g_mutex_lock (&job->lock);
+  while (!job->pushed)
+    g_cond_wait (&job->cond, &job->lock);
+  echo = g_steal_pointer (&job->echo);
+  g_mutex_unlock (&job->lock);
+  if (echo != NULL)
+    gst_object_unref (echo);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+echo_disposed (gpointer data, GObject *echo)
+{
+  DropJob *job = data;
+
+  g_mutex_lock (&job->lock);
+  job->state = GST_STATE (echo);
+  job->disposed = TRUE;
+  g_cond_signal (&job->cond);
+  g_mutex_unlock (&job->lock);
+}
+
+static gboolean
+drop_expected_warning (const gchar *log_domain, GLogLevelFlags log_level,
+    const gchar *message, gpointer user_data)
+{
+  return TRUE;
+}
+
+/* Python drops a playing pipeline whenever an exception unwinds the
+ * function that held it. Whichever thread drops echo's last reference,
+ * echo stops before it is freed: here its own task does (a message it
+ * posts, or a probe, may hold the reference there for a moment), which
+ * cannot join itself, so another thread stops it and disposes of it. */
+GST_START_TEST (test_adaptive_dropped_in_its_own_thread)
+{
+  static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
+      "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE (
+      "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  GstElement *echo = gst_element_factory_make ("echo", NULL);
+  DropJob job = { 0 };
+  GstPad *srcpad, *sinkpad;
+  GstSegment segment;
+  gint64 deadline;
+
+  g_mutex_init (&job.lock);
+  g_cond_init (&job.cond);
+  gst_check_add_log_filter (NULL, G_LOG_LEVEL_WARNING,
+      g_regex_new ("disposed in the PLAYING state", 0, 0, NULL),
+      drop_expected_warning, NULL, NULL);
+  g_object_set (echo, "mode", MODE_ADAPTIVE, NULL);
+  srcpad = gst_check_setup_src_pad (echo, &src_template);
+  sinkpad = gst_check_setup_sink_pad (echo, &sink_template);
+  gst_pad_set_active (srcpad, TRUE);
+  gst_pad_set_active (sinkpad, TRUE);
+  gst_pad_add_probe (
+      sinkpad, GST_PAD_PROBE_TYPE_BUFFER, drop_echo_in_its_task, &job, NULL);
+  g_object_weak_ref (G_OBJECT (echo), echo_disposed, &job);
+  fail_unless (gst_element_set_state (echo, GST_STATE_PLAYING)
+      == GST_STATE_CHANGE_SUCCESS);
+  job.echo = echo;
+
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_pad_push_event (srcpad, gst_event_new_stream_start ("x")));
+  fail_unless (gst_pad_push_event (
+      srcpad, gst_event_new_caps (gst_caps_new_empty_simple ("x/y"))));
+  fail_unless (gst_pad_push_event (srcpad, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (
+      gst_pad_push (srcpad, sample_buffer (0, 16)), GST_FLOW_OK);
+  g_mutex_lock (&job.lock);
+  job.pushed = TRUE;
+  g_cond_broadcast (&job.cond);
+  deadline = g_get_monotonic_time () + 20 * G_TIME_SPAN_SECOND;
+  while (!job.disposed)
+    fail_unless (g_cond_wait_until (&job.cond, &job.lock, deadline),
+        "echo was not disposed of after its last reference went");
+  g_mutex_unlock (&job.lock);
+  fail_unless_equals_int (job.state, GST_STATE_NULL);
+
+  gst_check_clear_log_filter ();
+  gst_check_drop_buffers ();
+  gst_pad_set_active (srcpad, FALSE);
+  gst_pad_set_active (sinkpad, FALSE);
+  gst_object_unref (srcpad);
+  gst_object_unref (sinkpad);
+  g_mutex_clear (&job.lock);
+  g_cond_clear (&job.cond);
+}
+
+GST_END_TEST;
+
 #define ECHO_TESTS(test)                                                       \
   test (test_factor_one_is_identity);                                          \
   test (test_factor_three_back_to_back);                                       \
@@ -1316,6 +1428,7 @@ GST_END_TEST;
   test (test_adaptive_flush_unblocks_and_restarts);                            \
   test (test_adaptive_restarts_after_ready);                                   \
   test (test_stats_message_at_eos);                                            \
-  test (test_adaptive_follows_downstream_speed);
+  test (test_adaptive_follows_downstream_speed);                               \
+  test (test_adaptive_dropped_in_its_own_thread);
 
 CHECK_MAIN (echo, "echo", ECHO_TESTS);
