@@ -12,7 +12,7 @@ packages="
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libturbojpeg0-dev libjpeg-dev libjpeg-turbo-progs zlib1g-dev libopenblas-dev
   libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx
-  python3-dev libdlpack-dev
+  python3-dev libdlpack-dev gobject-introspection libgirepository1.0-dev
   slurm-wlm munge
   dataset-fashion-mnist graphviz mate-backgrounds
   python3 python3-pil python3-torch python3-torchvision python3-venv

@@ -113,6 +113,13 @@ gst_buffer_add_train_sample_meta (GstBuffer *buffer, gint label, guint64 index,
   return meta;
 }
 
+GstTrainSampleMeta *
+gst_train_buffer_get_sample_meta (GstBuffer *buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  return gst_buffer_get_train_sample_meta (buffer);
+}
+
 GType
 gst_train_batch_meta_api_get_type (void)
 {
@@ -191,6 +198,23 @@ gst_buffer_add_train_batch_meta (
       meta->indices[i] = G_MAXUINT64;
   }
   return meta;
+}
+
+GstTrainBatchMeta *
+gst_train_buffer_get_batch_meta (GstBuffer *buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  return gst_buffer_get_train_batch_meta (buffer);
+}
+
+const guint64 *
+gst_train_batch_meta_get_indices (
+    const GstTrainBatchMeta *meta, guint *n_indices)
+{
+  g_return_val_if_fail (meta != NULL, NULL);
+  if (n_indices != NULL)
+    *n_indices = meta->indices != NULL ? meta->num_samples : 0;
+  return meta->indices;
 }
 
 gboolean

@@ -11,6 +11,11 @@
  * The dataset facts (class count, class names in label order, sample counts)
  * travel downstream as a stream tag list that datasetsrc sends once per
  * stream, read back with gst_train_dataset_info_from_tag_list().
+ *
+ * Bindings (Python's gi) read all of it through the typelib GstTrain-1.0:
+ * the gtk-doc comments below carry its annotations, and
+ * gst_train_buffer_get_sample_meta() and gst_train_buffer_get_batch_meta()
+ * stand in for the two macros that cast a #GstMeta, which gi cannot.
  */
 #ifndef __GST_TRAIN_META_H__
 #define __GST_TRAIN_META_H__
@@ -59,8 +64,32 @@ GST_TRAIN_META_API const GstMetaInfo *gst_train_sample_meta_get_info (void);
   ((GstTrainSampleMeta *)gst_buffer_get_meta (                                 \
       (buffer), GST_TRAIN_SAMPLE_META_API_TYPE))
 
-/* Attaches a fresh (emissions = 0) sample meta to the writable @buffer;
- * @location is copied and may be NULL. */
+/**
+ * gst_train_buffer_get_sample_meta:
+ * @buffer: a buffer
+ *
+ * The sample meta of @buffer, as gst_buffer_get_train_sample_meta() gives
+ * it in C: for bindings, which cannot turn a #GstMeta into it.
+ *
+ * Returns: (transfer none) (nullable): the meta, or %NULL when @buffer has
+ *     none; it lives as long as @buffer
+ */
+GST_TRAIN_META_API GstTrainSampleMeta *gst_train_buffer_get_sample_meta (
+    GstBuffer *buffer);
+
+/**
+ * gst_buffer_add_train_sample_meta:
+ * @buffer: a writable buffer
+ * @label: class index, or -1
+ * @index: the sample's index in the dataset
+ * @epoch: the epoch in which it was read
+ * @location: (nullable): the file it was read from
+ *
+ * Attaches a fresh (emissions = 0) sample meta to @buffer; @location is
+ * copied.
+ *
+ * Returns: (transfer none): the new meta
+ */
 GST_TRAIN_META_API GstTrainSampleMeta *gst_buffer_add_train_sample_meta (
     GstBuffer *buffer, gint label, guint64 index, gint epoch,
     const gchar *location);
@@ -74,10 +103,11 @@ typedef struct _GstTrainBatchMeta GstTrainBatchMeta;
  * @emissions: how many times this batch was emitted before this buffer
  *     (0 = fresh; > 0 = a batch-echo repeat, whose samples all count as
  *     repeats)
- * @indices: the dataset index of each sample (#GstTrainSampleMeta index),
- *     in batch order: @num_samples entries (%NULL when @num_samples is 0),
- *     G_MAXUINT64 for a sample that had no sample meta. Owned by the meta;
- *     copies of the batch (batch echo) get copies of it.
+ * @indices: (array length=num_samples): the dataset index of each sample
+ *     (#GstTrainSampleMeta index), in batch order: @num_samples entries
+ *     (%NULL when @num_samples is 0), G_MAXUINT64 for a sample that had no
+ *     sample meta. Owned by the meta; copies of the batch (batch echo) get
+ *     copies of it. Bindings read it with gst_train_batch_meta_get_indices().
  *
  * Rides on every batch the batcher makes, so that a sink can count fresh
  * and repeated images wherever the echo sits, and an application can tell
@@ -106,8 +136,44 @@ GST_TRAIN_META_API const GstMetaInfo *gst_train_batch_meta_get_info (void);
   ((GstTrainBatchMeta *)gst_buffer_get_meta (                                  \
       (buffer), GST_TRAIN_BATCH_META_API_TYPE))
 
-/* Attaches a batch meta (emissions = 0) to the writable @buffer, its
- * @indices all G_MAXUINT64 until the caller fills them in. */
+/**
+ * gst_train_buffer_get_batch_meta:
+ * @buffer: a buffer
+ *
+ * The batch meta of @buffer, as gst_buffer_get_train_batch_meta() gives it
+ * in C: for bindings.
+ *
+ * Returns: (transfer none) (nullable): the meta, or %NULL when @buffer has
+ *     none; it lives as long as @buffer
+ */
+GST_TRAIN_META_API GstTrainBatchMeta *gst_train_buffer_get_batch_meta (
+    GstBuffer *buffer);
+
+/**
+ * gst_train_batch_meta_get_indices:
+ * @meta: a batch meta
+ * @n_indices: (out): the number of entries, @meta's num_samples
+ *
+ * The dataset index of each sample of the batch, in batch order: the
+ * indices field, as bindings can read it.
+ *
+ * Returns: (array length=n_indices) (transfer none) (nullable): the
+ *     indices, owned by @meta; %NULL for an empty batch
+ */
+GST_TRAIN_META_API const guint64 *gst_train_batch_meta_get_indices (
+    const GstTrainBatchMeta *meta, guint *n_indices);
+
+/**
+ * gst_buffer_add_train_batch_meta:
+ * @buffer: a writable buffer
+ * @num_samples: images in the batch
+ * @num_fresh: those that are fresh
+ *
+ * Attaches a batch meta (emissions = 0) to @buffer, its indices all
+ * G_MAXUINT64 until the caller fills them in.
+ *
+ * Returns: (transfer none): the new meta
+ */
 GST_TRAIN_META_API GstTrainBatchMeta *gst_buffer_add_train_batch_meta (
     GstBuffer *buffer, guint num_samples, guint num_fresh);
 
@@ -145,7 +211,8 @@ GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
 /**
  * GstTrainDatasetInfo:
  * @num_classes: number of classes (labels are 0 .. num_classes - 1)
- * @class_names: %NULL-terminated names in label order (num_classes entries)
+ * @class_names: (array zero-terminated=1): %NULL-terminated names in label
+ *     order (num_classes entries)
  * @num_samples: samples in the whole dataset
  * @epoch_samples: samples one epoch of the source emits
  * @shard_index: the shard of the dataset the source reads (from 0)
@@ -168,12 +235,27 @@ typedef struct
 /* Registers the GST_TRAIN_TAG_* tags; safe to call any number of times. */
 GST_TRAIN_META_API void gst_train_tags_register (void);
 
-/* A new stream-scoped tag list that describes @info. */
+/**
+ * gst_train_dataset_info_to_tag_list:
+ * @info: the dataset facts
+ *
+ * A new stream-scoped tag list that describes @info.
+ *
+ * Returns: (transfer full): the tags
+ */
 GST_TRAIN_META_API GstTagList *gst_train_dataset_info_to_tag_list (
     const GstTrainDatasetInfo *info);
 
-/* Fills @info from @tags; FALSE (and @info zeroed) when @tags holds no
- * dataset facts. Free the result with gst_train_dataset_info_clear(). */
+/**
+ * gst_train_dataset_info_from_tag_list:
+ * @tags: (nullable): a tag list
+ * @info: (out caller-allocates): the dataset facts
+ *
+ * Fills @info from @tags. Free what it holds with
+ * gst_train_dataset_info_clear().
+ *
+ * Returns: FALSE (and @info zeroed) when @tags holds no dataset facts
+ */
 GST_TRAIN_META_API gboolean gst_train_dataset_info_from_tag_list (
     const GstTagList *tags, GstTrainDatasetInfo *info);
 
@@ -200,7 +282,13 @@ GST_TRAIN_META_API void gst_train_dataset_info_clear (
  * its input one to one keeps the set as it is. */
 #define GST_TRAIN_RESUME_QUERY "gst-train-resume"
 
-/* A new resume query, unanswered. */
+/**
+ * gst_train_resume_query_new:
+ *
+ * A new resume query, unanswered.
+ *
+ * Returns: (transfer full): the query
+ */
 GST_TRAIN_META_API GstQuery *gst_train_resume_query_new (void);
 
 /* Whether @query is a resume query. */
@@ -213,22 +301,49 @@ GST_TRAIN_META_API gboolean gst_train_is_resume_query (GstQuery *query);
 GST_TRAIN_META_API void gst_train_resume_query_set (
     GstQuery *query, guint64 samples, guint64 fresh, guint batch_size);
 
-/* The answer of a resume @query; FALSE when nobody answered it. */
+/**
+ * gst_train_resume_query_parse:
+ * @query: a resume query
+ * @samples: (out) (optional): items to pass over
+ * @fresh: (out) (optional): fresh ones among them
+ * @batch_size: (out) (optional): images per batch, 0 when unknown
+ *
+ * The answer of a resume @query.
+ *
+ * Returns: FALSE when nobody answered it
+ */
 GST_TRAIN_META_API gboolean gst_train_resume_query_parse (
     GstQuery *query, guint64 *samples, guint64 *fresh, guint *batch_size);
 
-/* Narrows the answer of the writable resume @query: of the items from
+/**
+ * gst_train_resume_query_set_keep:
+ * @query: a writable resume query
+ * @keep: (array length=n_keep): the wanted positions
+ * @n_keep: their number
+ * @end: where the narrowed span ends
+ *
+ * Narrows the answer of the writable resume @query: of the items from
  * @samples (the answer) up to @end, only the @n_keep at @keep (sorted,
  * each in [samples, end)) are wanted; the source passes over the others
  * unread, then goes on from @end. The positions count as @samples does,
  * from the source's start. Echo sets it for the items its shuffle buffer
- * held. */
+ * held.
+ */
 GST_TRAIN_META_API void gst_train_resume_query_set_keep (
     GstQuery *query, const guint64 *keep, guint n_keep, guint64 end);
 
-/* The narrowed answer: a new array of the wanted positions (free with
- * g_free) and their count in *@n_keep, and @end; NULL when every item from
- * the answer on is wanted. */
+/**
+ * gst_train_resume_query_get_keep:
+ * @query: a resume query
+ * @n_keep: (out): the number of wanted positions
+ * @end: (out): where the narrowed span ends
+ *
+ * The narrowed answer.
+ *
+ * Returns: (array length=n_keep) (transfer full) (nullable): a new array of
+ *     the wanted positions (free with g_free); %NULL when every item from
+ *     the answer on is wanted
+ */
 GST_TRAIN_META_API guint64 *gst_train_resume_query_get_keep (
     GstQuery *query, guint *n_keep, guint64 *end);
 
@@ -265,6 +380,17 @@ GST_TRAIN_META_API GType gst_train_region_meta_api_get_type (void);
   ((GstTrainRegionMeta *)gst_buffer_get_meta (                                 \
       (buffer), GST_TRAIN_REGION_META_API_TYPE))
 
+/**
+ * gst_buffer_add_train_region_meta:
+ * @buffer: a writable buffer
+ * @full_width: the decoded image's width
+ * @full_height: its height
+ * @region: the rectangle @buffer holds
+ *
+ * Says on @buffer that it holds @region of a larger image.
+ *
+ * Returns: (transfer none): the new meta
+ */
 GST_TRAIN_META_API GstTrainRegionMeta *gst_buffer_add_train_region_meta (
     GstBuffer *buffer, gint full_width, gint full_height,
     const GstTrainRegion *region);
