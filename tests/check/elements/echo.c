@@ -1352,6 +1352,7 @@ GST_START_TEST (test_adaptive_dropped_in_its_own_thread)
   static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE (
       "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
   GstElement *echo = gst_element_factory_make ("echo", NULL);
+  GstCaps *caps = gst_caps_new_empty_simple ("x/y");
   DropJob job = { 0 };
   GstPad *srcpad, *sinkpad;
   GstSegment segment;
@@ -1376,8 +1377,8 @@ GST_START_TEST (test_adaptive_dropped_in_its_own_thread)
 
   gst_segment_init (&segment, GST_FORMAT_TIME);
   fail_unless (gst_pad_push_event (srcpad, gst_event_new_stream_start ("x")));
-  fail_unless (gst_pad_push_event (
-      srcpad, gst_event_new_caps (gst_caps_new_empty_simple ("x/y"))));
+  fail_unless (gst_pad_push_event (srcpad, gst_event_new_caps (caps)));
+  gst_caps_unref (caps);
   fail_unless (gst_pad_push_event (srcpad, gst_event_new_segment (&segment)));
   fail_unless_equals_int (
       gst_pad_push (srcpad, sample_buffer (0, 16)), GST_FLOW_OK);
