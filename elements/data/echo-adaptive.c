@@ -209,8 +209,10 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   g_mutex_lock (&echo->lock);
   if (echo->srcresult != GST_FLOW_OK)
     goto out_flushing;
-  while (gst_echo_line_is_full (echo, size))
+  while (!echo->downstream_eos && gst_echo_line_is_full (echo, size))
     ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
+  if (echo->downstream_eos)
+    goto out_eos;
 
   /* Fresh data comes first: it displaces the repeat candidates that went
    * out most often. */
@@ -244,6 +246,12 @@ out_flushing:
   GST_LOG_OBJECT (echo, "refusing buffer: %s", gst_flow_get_name (ret));
   gst_buffer_unref (buffer);
   return ret;
+
+out_eos:
+  g_mutex_unlock (&echo->lock);
+  GST_LOG_OBJECT (echo, "refusing buffer: downstream ended the stream");
+  gst_buffer_unref (buffer);
+  return GST_FLOW_EOS;
 }
 
 static gboolean
@@ -266,6 +274,8 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
   g_mutex_lock (&echo->lock);
   if (caps != NULL)
     gst_caps_replace (&echo->sink_caps, caps);
+  if (type == GST_EVENT_STREAM_START || type == GST_EVENT_SEGMENT)
+    echo->downstream_eos = FALSE;
   if (echo->srcresult == GST_FLOW_EOS
       && (type == GST_EVENT_STREAM_START || type == GST_EVENT_SEGMENT)) {
     /* A new stream after EOS: push again. */
@@ -360,6 +370,43 @@ gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
   return FALSE;
 }
 
+/* Downstream answered a buffer with EOS. As queue: what is held is
+ * dropped and the chain function answers EOS from now on, but the task
+ * goes on with the events in line, so that the EOS that upstream sends
+ * once it gets EOS reaches downstream (which posts it: the pipeline ends);
+ * paused, the task would drop it. */
+static void
+gst_echo_adaptive_downstream_eos (GstEcho *echo)
+{
+  guint n;
+
+  g_mutex_lock (&echo->lock);
+  if (echo->srcresult != GST_FLOW_OK) {
+    /* a flush came meanwhile */
+    g_mutex_unlock (&echo->lock);
+    return;
+  }
+  GST_DEBUG_OBJECT (echo,
+      "downstream ended the stream: dropping %u fresh "
+      "items and %u kept, passing on events only",
+      echo->line_items, echo->n_slots);
+  echo->downstream_eos = TRUE;
+  for (n = gst_queue_array_get_length (echo->line); n > 0; n--) {
+    GstEchoEntry entry =
+        *(GstEchoEntry *)gst_queue_array_pop_head_struct (echo->line);
+
+    if (entry.event != NULL)
+      gst_queue_array_push_tail_struct (echo->line, &entry);
+    else
+      gst_echo_item_free (echo, entry.item);
+  }
+  echo->line_items = 0;
+  echo->line_bytes = 0;
+  gst_echo_drop_repeats (echo);
+  ECHO_SIGNAL_ITEM_DELETED (echo);
+  g_mutex_unlock (&echo->lock);
+}
+
 static GstFlowReturn
 gst_echo_adaptive_push_event (GstEcho *echo, GstEvent *event, GstCaps *caps)
 {
@@ -405,6 +452,10 @@ gst_echo_loop (GstPad *pad)
     ret = gst_echo_push (echo, out, caps, fresh);
   if (ret == GST_FLOW_OK)
     return;
+  if (ret == GST_FLOW_EOS && event == NULL) {
+    gst_echo_adaptive_downstream_eos (echo);
+    return;
+  }
 
   g_mutex_lock (&echo->lock);
   /* A flush that came meanwhile says FLUSHING already. */
@@ -461,6 +512,7 @@ gst_echo_adaptive_flush_stop (GstEcho *echo)
   gst_echo_adaptive_clear (echo);
   echo->srcresult = GST_FLOW_OK;
   echo->eos = FALSE;
+  echo->downstream_eos = FALSE;
   if (gst_pad_is_active (echo->srcpad))
     gst_pad_start_task (
         echo->srcpad, (GstTaskFunction)gst_echo_loop, echo->srcpad, NULL);
@@ -500,6 +552,7 @@ gst_echo_adaptive_src_activate (GstEcho *echo, gboolean active)
     g_mutex_lock (&echo->lock);
     echo->srcresult = GST_FLOW_OK;
     echo->eos = FALSE;
+    echo->downstream_eos = FALSE;
     ok = gst_pad_start_task (
         echo->srcpad, (GstTaskFunction)gst_echo_loop, echo->srcpad, NULL);
     g_mutex_unlock (&echo->lock);

@@ -238,6 +238,8 @@ gst_echo_shuffle_enter (GstEcho *echo, guint index, guint copies)
 
 /* ---- pushing ---- */
 
+static void gst_echo_post_stats (GstEcho *echo);
+
 /* Sends the caps first when they differ from the last ones sent; @fresh:
  * it is an item's first emission. */
 GstFlowReturn
@@ -276,6 +278,12 @@ gst_echo_push (GstEcho *echo, GstBuffer *buffer, GstCaps *caps, gboolean fresh)
     echo->items_out++;
     echo->fresh_out += fresh;
     GST_OBJECT_UNLOCK (echo);
+  } else if (ret == GST_FLOW_EOS) {
+    /* Downstream ended the stream (cudatrainsink at max-steps): nothing
+     * more goes out, and the EOS that upstream sends next may reach echo
+     * only after the application stopped the pipeline (cudatrainsink posts
+     * EOS itself). */
+    gst_echo_post_stats (echo);
   }
   return ret;
 }
@@ -289,12 +297,17 @@ gst_echo_effective_factor (guint64 fresh_out, guint64 items_out)
   return fresh_out > 0 ? (gdouble)items_out / fresh_out : 1.0;
 }
 
+/* Posts echo-stats, once per run: at the end of the stream, whichever side
+ * ended it. */
 static void
 gst_echo_post_stats (GstEcho *echo)
 {
   guint64 items_in, items_out, fresh_out;
   GstStructure *s;
 
+  if (echo->stats_posted)
+    return;
+  echo->stats_posted = TRUE;
   GST_OBJECT_LOCK (echo);
   items_in = echo->items_in;
   items_out = echo->items_out;
@@ -306,7 +319,7 @@ gst_echo_post_stats (GstEcho *echo)
       fresh_out, "effective-factor", G_TYPE_DOUBLE,
       gst_echo_effective_factor (fresh_out, items_out), "mode", G_TYPE_STRING,
       echo->mode->name, NULL);
-  GST_DEBUG_OBJECT (echo, "at EOS: %" GST_PTR_FORMAT, s);
+  GST_DEBUG_OBJECT (echo, "at the end of the stream: %" GST_PTR_FORMAT, s);
   gst_element_post_message (
       GST_ELEMENT (echo), gst_message_new_element (GST_OBJECT (echo), s));
 }

@@ -149,6 +149,10 @@ struct _GstEcho
   guint64 line_bytes;
   GstFlowReturn srcresult;
   gboolean eos; /* EOS arrived: upstream sees no more flow returns */
+  /* Downstream answered a buffer with EOS: buffers are refused with EOS,
+   * serialized events still go through the line (as queue's
+   * "unexpected"), until a stream-start or a segment arrives. */
+  gboolean downstream_eos;
 
   /* Adaptive mode's schedule of repeats, under @lock. */
   guint64 sequence; /* emissions so far (fresh and repeats) */
@@ -158,6 +162,8 @@ struct _GstEcho
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */
   GstCaps *src_caps; /* the caps last sent downstream */
+  /* echo-stats went out for this run (cleared at start and by a flush) */
+  gboolean stats_posted;
 };
 
 /* ---- echo-buffer.c: what the modes share ---- */
@@ -192,11 +198,13 @@ GstFlowReturn gst_echo_shuffle_emit_random (GstEcho *echo);
  * full; on a flow error forgets the copies that did not get in. */
 GstFlowReturn gst_echo_shuffle_enter (GstEcho *echo, guint index, guint copies);
 
-/* Pushes @buffer after @caps (both taken; @caps may be NULL). */
+/* Pushes @buffer after @caps (both taken; @caps may be NULL); when
+ * downstream answers EOS, posts echo-stats (once per run). */
 GstFlowReturn gst_echo_push (
     GstEcho *echo, GstBuffer *buffer, GstCaps *caps, gboolean fresh);
-/* Posts echo-stats and pushes @eos (taken), after @caps (taken, may be
- * NULL) when no buffer carried caps downstream. */
+/* Posts echo-stats (unless downstream ended the stream first and it went
+ * out then) and pushes @eos (taken), after @caps (taken, may be NULL) when
+ * no buffer carried caps downstream. */
 gboolean gst_echo_push_eos (GstEcho *echo, GstEvent *eos, GstCaps *caps);
 /* Whether downstream takes @caps. */
 gboolean gst_echo_downstream_accepts (GstEcho *echo, GstCaps *caps);

@@ -99,7 +99,11 @@
  * and EOS also end the repeats of the items before them: at EOS the fresh
  * items still waiting go out, then EOS, and pending repeats are dropped
  * (repeats only fill time in which downstream would otherwise wait, and at
- * EOS nothing is coming).
+ * EOS nothing is coming). When downstream ends the stream itself (a push
+ * returns EOS, as cudatrainsink's does at max-steps), echo drops what it
+ * holds and answers further buffers with EOS, but still passes serialized
+ * events on, as queue does, so that the EOS upstream sends then reaches
+ * downstream; a stream-start or a segment takes buffers again.
  *
  * A flush drops everything held.
  *
@@ -119,16 +123,21 @@
  *
  * ## Message
  *
- * Before EOS goes downstream, echo posts an element message named
- * `echo-stats`:
+ * When the stream ends, once per run (and again after a flush), echo
+ * posts an element message named `echo-stats`: before EOS goes downstream
+ * when upstream ends it, or as soon as downstream ends it (a push returns
+ * EOS, as cudatrainsink's does at max-steps: the EOS that upstream sends
+ * then may reach echo only after the application stopped the pipeline):
  *
  * * #guint64 `items-in`: fresh buffers received.
- * * #guint64 `items-out`: buffers pushed downstream (fresh and repeats).
+ * * #guint64 `items-out`: buffers pushed downstream (fresh and repeats);
+ *   not the one that downstream answered with EOS.
  * * #guint64 `fresh-out`: buffers pushed downstream for the first time;
  *   items-out - fresh-out are repeats.
  * * #gdouble `effective-factor`: items-out / fresh-out, how many times each
- *   item went out on average (1 when nothing went out). At EOS every fresh
- *   item has gone out, so this is also items-out / items-in.
+ *   item went out on average (1 when nothing went out). When upstream ended
+ *   the stream every fresh item has gone out, so this is also items-out /
+ *   items-in.
  * * #gchararray `mode`: "fixed" or "adaptive".
  *
  * The counters are also readable at any time as the @items-in, @items-out,
@@ -345,7 +354,8 @@ gst_echo_class_init (GstEchoClass *klass)
   gst_element_class_set_static_metadata (element_class, "Data echo", "Generic",
       "Repeats every item (fixed factor, shuffled) or only while downstream "
       "would wait (adaptive), sharing the payload memory; passes allocation "
-      "queries on. Before EOS posts an element message echo-stats: items-in, "
+      "queries on. At the end of the stream (EOS from upstream or from "
+      "downstream) posts an element message echo-stats: items-in, "
       "items-out, fresh-out (guint64), effective-factor (gdouble, items-out "
       "/ fresh-out), mode (string)",
       "gst-train developers");
@@ -526,6 +536,9 @@ gst_echo_sink_event (GstPad *pad, GstObject *parent, GstEvent *event)
     case GST_EVENT_FLUSH_STOP:
       GST_DEBUG_OBJECT (echo, "flush stop: dropping what is held");
       ok = gst_pad_push_event (echo->srcpad, event);
+      /* the stream goes on: it will end again (the pushing thread waits,
+       * adaptive mode's task paused by the flush start) */
+      echo->stats_posted = FALSE;
       if (echo->mode->flush_stop != NULL)
         echo->mode->flush_stop (echo);
       return ok;
@@ -612,6 +625,7 @@ gst_echo_start (GstEcho *echo)
   echo->items_out = 0;
   echo->fresh_out = 0;
   GST_OBJECT_UNLOCK (echo);
+  echo->stats_posted = FALSE;
 
   echo->mode = s->mode == GST_ECHO_MODE_ADAPTIVE ? &gst_echo_adaptive_mode
                                                  : &gst_echo_fixed_mode;

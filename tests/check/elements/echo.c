@@ -1291,6 +1291,142 @@ GST_START_TEST (test_adaptive_follows_downstream_speed)
 
 GST_END_TEST;
 
+/* ---- downstream ends the stream ---- */
+
+/* On the harness's sink pad: lets @user_data's count of buffers through,
+ * then answers every buffer with EOS, as cudatrainsink answers the batch
+ * that reaches max-steps. */
+static GstPadProbeReturn
+answer_eos_after (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  gint *left = user_data;
+
+  if (g_atomic_int_add (left, -1) > 0)
+    return GST_PAD_PROBE_OK;
+  gst_buffer_unref (GST_PAD_PROBE_INFO_BUFFER (info));
+  GST_PAD_PROBE_INFO_FLOW_RETURN (info) = GST_FLOW_EOS;
+  return GST_PAD_PROBE_HANDLED;
+}
+
+/* The echo-stats messages on @bus, each checked to say @mode. */
+static guint
+count_stats_messages (GstBus *bus, const gchar *mode, guint64 *items_out)
+{
+  GstMessage *msg;
+  guint n = 0;
+
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT)) != NULL) {
+    const GstStructure *s = gst_message_get_structure (msg);
+
+    if (gst_structure_has_name (s, "echo-stats")) {
+      fail_unless_equals_string (gst_structure_get_string (s, "mode"), mode);
+      fail_unless (gst_structure_get_uint64 (s, "items-out", items_out));
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  return n;
+}
+
+/* When downstream answers EOS, echo-stats goes out at once, whether or not
+ * the EOS that upstream sends then ever reaches echo (a pipeline whose
+ * sink posts EOS itself stops before it does), and only once per run: the
+ * EOS event that comes after does not post it again, and goes downstream
+ * (adaptive mode passes it on as queue does, after dropping what it
+ * held). */
+static void
+check_stats_when_downstream_ends (gint mode)
+{
+  const gchar *name = mode == MODE_ADAPTIVE ? "adaptive" : "fixed";
+  GstHarness *h = mode == MODE_ADAPTIVE
+      ? echo_harness ("mode", MODE_ADAPTIVE, "max-factor", 1.0,
+          "shuffle-buffer-size", 4, NULL)
+      : echo_harness ("factor", 1.0, "shuffle-buffer-size", 0, NULL);
+  GstBus *bus = gst_bus_new ();
+  gint left = 5;
+  guint64 items_out = 0, i;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  gst_element_set_bus (h->element, bus);
+  gst_pad_add_probe (
+      h->sinkpad, GST_PAD_PROBE_TYPE_BUFFER, answer_eos_after, &left, NULL);
+  /* Fixed mode pushes in the chain function and returns downstream's EOS
+   * at once; adaptive mode's task learns it, and the chain function
+   * answers EOS from then on. */
+  for (i = 0; i < 1000 && ret == GST_FLOW_OK; i++) {
+    ret = gst_harness_push (h, sample_buffer (i, 16));
+    if (ret == GST_FLOW_OK && mode == MODE_ADAPTIVE)
+      g_usleep (1000);
+  }
+  fail_unless_equals_int (ret, GST_FLOW_EOS);
+  if (mode != MODE_ADAPTIVE)
+    fail_unless_equals_int (i, 6);
+
+  /* posted by the pushing thread when its push returned EOS, before the
+   * chain function answered EOS */
+  fail_unless_equals_int (count_stats_messages (bus, name, &items_out), 1);
+  /* the sixth buffer, answered with EOS, does not count */
+  fail_unless_equals_int (items_out, 5);
+
+  push_eos (h);
+  wait_for_eos (h);
+  fail_unless (count_stats_messages (bus, name, &items_out) == 0,
+      "echo-stats twice in one run");
+
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+
+GST_START_TEST (test_stats_message_when_downstream_ends)
+{
+  check_stats_when_downstream_ends (0);
+  check_stats_when_downstream_ends (MODE_ADAPTIVE);
+}
+
+GST_END_TEST;
+
+/* The same through whole pipelines whose sink answers its tenth buffer
+ * with EOS (fakesink num-buffers), with and without a queue between echo
+ * and the sink: the run reaches EOS, and echo-stats comes once, before it
+ * (run_for_stats). */
+GST_START_TEST (test_stats_message_when_the_sink_ends_the_run)
+{
+  static const gchar *modes[] = { "fixed", "adaptive" };
+  static const gchar *between[] = { "", "queue max-size-buffers=4 ! " };
+  guint m, q;
+
+  for (m = 0; m < G_N_ELEMENTS (modes); m++) {
+    for (q = 0; q < G_N_ELEMENTS (between); q++) {
+      gchar *launch = g_strdup_printf (
+          "fakesrc num-buffers=100000 sizetype=fixed sizemax=8 "
+          "filltype=nothing ! echo mode=%s factor=2 shuffle-buffer-size=8 ! "
+          "%sfakesink sync=false num-buffers=10",
+          modes[m], between[q]);
+      GstStructure *stats = run_for_stats (launch);
+      guint64 in = 0, out = 0;
+
+      fail_unless (gst_structure_get_uint64 (stats, "items-in", &in));
+      fail_unless (gst_structure_get_uint64 (stats, "items-out", &out));
+      fail_unless_equals_string (
+          gst_structure_get_string (stats, "mode"), modes[m]);
+      fail_unless (in < 1000, "%s: the source ended the run", launch);
+      /* without a queue, the tenth push is the one answered with EOS; a
+       * queue takes a few more before it knows */
+      if (q == 0) {
+        fail_unless_equals_int (out, 9);
+      } else {
+        fail_unless (out >= 9 && out <= 9 + 4 + 2,
+            "%s: %" G_GUINT64_FORMAT " out", launch, out);
+      }
+      gst_structure_free (stats);
+      g_free (launch);
+    }
+  }
+}
+
+GST_END_TEST;
+
 /* ---- dropped while it plays ---- */
 
 typedef struct
@@ -1430,6 +1566,8 @@ GST_END_TEST;
   test (test_adaptive_restarts_after_ready);                                   \
   test (test_stats_message_at_eos);                                            \
   test (test_adaptive_follows_downstream_speed);                               \
+  test (test_stats_message_when_downstream_ends);                              \
+  test (test_stats_message_when_the_sink_ends_the_run);                        \
   test (test_adaptive_dropped_in_its_own_thread);
 
 CHECK_MAIN (echo, "echo", ECHO_TESTS);
