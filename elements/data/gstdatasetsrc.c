@@ -136,6 +136,13 @@
  *   that is not `path<TAB>label` or whose label is not an integer in range
  *   (the message gives `FILE:LINE`), shard-index not below num-shards, a
  *   shard that gets no sample.
+ * * A warning (GST_RESOURCE_ERROR_SETTINGS) at start when num-samples with
+ *   shuffle=false takes a subset that misses classes the dataset holds (an
+ *   ImageFolder's order is class by class).
+ * * An error (GST_RESOURCE_ERROR_READ) at the end of an epoch none of whose
+ *   samples could be read: "None of the N samples of epoch E could be read;
+ *   the first tried, "PATH": CAUSE." and, for a list file, what its paths
+ *   are relative to.
  *
  * ## Example launch lines
  * |[
