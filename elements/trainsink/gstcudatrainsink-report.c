@@ -181,6 +181,12 @@ gst_cuda_train_sink_report_start (GstCudaTrainSink *sink)
         tb_writer_get_path (sink->tensorboard));
   }
   if (s->metrics_location) {
+    gchar *folder = g_path_get_dirname (s->metrics_location);
+
+    /* made when missing, as tensorboard-logdir's is */
+    if (!g_file_test (folder, G_FILE_TEST_EXISTS))
+      g_mkdir_with_parents (folder, 0755);
+    g_free (folder);
     sink->metrics = gst_train_metrics_open (s->metrics_location, &error);
     if (sink->metrics == NULL) {
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,

@@ -199,8 +199,8 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
       DEFAULT_MODE, flags);
   properties[PROP_CHECKPOINT_LOCATION] =
       g_param_spec_string ("checkpoint-location", "Checkpoint location",
-          "safetensors file the checkpoints are written to (atomically); "
-          "NULL: none",
+          "safetensors file the checkpoints are written to (atomically; "
+          "its folder is made when missing); NULL: none",
           NULL, flags);
   properties[PROP_CHECKPOINT_INTERVAL] =
       g_param_spec_uint ("checkpoint-interval", "Checkpoint interval",
@@ -225,7 +225,7 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
   properties[PROP_METRICS_LOCATION] =
       g_param_spec_string ("metrics-location", "Metrics location",
           "File the train-stats (and eval-result) fields are appended to as "
-          "JSON lines; NULL: none",
+          "JSON lines (its folder is made when missing); NULL: none",
           NULL, flags);
   properties[PROP_TENSORBOARD_LOGDIR] =
       g_param_spec_string ("tensorboard-logdir", "TensorBoard log folder",

@@ -576,14 +576,19 @@ gst_cuda_train_sink_request_stop (GstCudaTrainSink *sink)
 }
 
 /* Checks at start that the folder checkpoints will be written in is there
- * and writable, rather than after training every step; FALSE with an
- * error posted. */
+ * (made when missing, as tensorboard-logdir's is) and writable, rather
+ * than after training every step; FALSE with an error posted. */
 static gboolean
 gst_cuda_train_sink_check_folder (GstCudaTrainSink *sink, const gchar *path)
 {
   gchar *folder = g_path_get_dirname (path);
-  gboolean ok = g_access (folder, W_OK | X_OK) == 0;
-  int saved_errno = errno;
+  gboolean ok;
+  int saved_errno;
+
+  if (!g_file_test (folder, G_FILE_TEST_EXISTS))
+    g_mkdir_with_parents (folder, 0755);
+  ok = g_access (folder, W_OK | X_OK) == 0;
+  saved_errno = errno;
 
   if (ok && !g_file_test (folder, G_FILE_TEST_IS_DIR)) {
     ok = FALSE;

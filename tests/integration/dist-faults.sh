@@ -85,11 +85,13 @@ job_fails "missing folder on rank 1" "\$GST_TRAIN $src \$SRC ! imagedec $rest" \
   rank-1.log "^rank 1: error from datasetsrc0: .*nowhere" \
   "rank 1's error does not name the rank"
 
-# -- a sink that cannot start on rank 0 (its checkpoint folder is missing):
-# it never joins, and the launcher ends the job
-job_fails "missing checkpoint folder on rank 0" \
+# -- a sink that cannot start on rank 0 (its checkpoint folder is a file,
+# so it can be neither used nor made): it never joins, and the launcher
+# ends the job
+: >"$work/not-a-folder"
+job_fails "checkpoint folder that is a file on rank 0" \
   "gst-launch-1.0 -e $src ! imagedec $rest \$SINK" \
-  "RANK0_SINK=checkpoint-location=$work/nowhere/run.safetensors" \
+  "RANK0_SINK=checkpoint-location=$work/not-a-folder/run.safetensors" \
   rank-0.log "rank 0: Cannot write checkpoint-location" \
   "rank 0's error does not name the rank"
 

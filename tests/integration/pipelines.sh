@@ -41,7 +41,7 @@ for file in $(ls "$dir"/*.pipeline | sort); do
   # epoch and no step limit.
   sed -e "s|location=data/fashion-mnist/|location=$work/fm/|" \
       -e "s|num-epochs=-1|num-epochs=1|" -e "s|max-steps=[0-9]*|max-steps=0|" \
-      -e "s#location=\([a-z-]*\)\.\(safetensors\|jsonl\)#location=$work/\1.\2#g" \
+      -e "s#location=runs/\([a-z-]*\)\.\(safetensors\|jsonl\)#location=$work/runs/\1.\2#g" \
       "$file" > "$work/$name.pipeline"
   if ! "$app" -q -f "$work/$name.pipeline" --summary "$work/$name.json" \
       >"$work/$name.log" 2>&1; then
@@ -63,7 +63,7 @@ for file in $(ls "$dir"/*.pipeline | sort); do
     # full batches only: every step trained on 128 images
     echo "FAIL: $name trained on ${images:-no} images in $steps steps of 128"
     failed=1
-  elif [ ! -s "$work/$name.safetensors" ] || [ ! -s "$work/$name.jsonl" ]; then
+  elif [ ! -s "$work/runs/$name.safetensors" ] || [ ! -s "$work/runs/$name.jsonl" ]; then
     echo "FAIL: $name wrote no checkpoint or no metrics"
     failed=1
   else
@@ -71,9 +71,16 @@ for file in $(ls "$dir"/*.pipeline | sort); do
   fi
 done
 
+# What the files write goes under runs/ (ignored by git, made by the sink
+# when missing), not into the repository's root.
+if grep -hoE '(checkpoint|metrics)-location=[^ ]+' "$dir"/*.pipeline | grep -v '=runs/'; then
+  echo "FAIL: the locations above write outside runs/"
+  failed=1
+fi
+
 # eval.pipeline on the checkpoint of echo-adaptive: all 10 test images.
 sed -e "s|location=data/fashion-mnist/|location=$work/fm/|" \
-    -e "s|resume-from=\([a-z-]*\.safetensors\)|resume-from=$work/\1|" \
+    -e "s|resume-from=runs/\([a-z-]*\.safetensors\)|resume-from=$work/runs/\1|" \
     "$dir/eval.pipeline" > "$work/eval.pipeline"
 if ! "$app" -f "$work/eval.pipeline" --summary "$work/eval.json" \
     >"$work/eval.log" 2>&1; then

@@ -1212,10 +1212,11 @@ GST_START_TEST (test_stop_without_eos_checkpoints)
 
 GST_END_TEST;
 
-/* A checkpoint folder that is missing is an error at start, naming the
- * folder and the OS reason; one that goes away during the run makes the
- * checkpoint's write error carry the OS reason; the trainer's own save
- * error says it too. */
+/* A checkpoint folder that is missing is made at start, as
+ * tensorboard-logdir's is, and so is the metrics file's; one that cannot
+ * be used (a file) is an error at start, naming the folder; one that goes
+ * away during the run makes the checkpoint's write error carry the OS
+ * reason; the trainer's own save error says it too. */
 GST_START_TEST (test_checkpoint_folder)
 {
   const gchar *dir = use_dataset (2, 4);
@@ -1231,14 +1232,32 @@ GST_START_TEST (test_checkpoint_folder)
   gchar *want;
   SinkRun *run;
 
+  {
+    const gchar *made = fixture_scratch_path ("made", "deeper", NULL);
+    gchar *made_checkpoint = g_build_filename (made, "ck.safetensors", NULL);
+    gchar *made_metrics = g_build_filename (made, "m", "run.jsonl", NULL);
+
+    run = sink_run_printf ("%s ! batcher batch-size=4 ! " SINK
+                           "checkpoint-location=%s metrics-location=%s",
+        input, made_checkpoint, made_metrics);
+    fail_unless (run->error == NULL, "%s", run->error);
+    fail_unless (g_file_test (made_checkpoint, G_FILE_TEST_IS_REGULAR));
+    fail_unless (g_file_test (made_metrics, G_FILE_TEST_IS_REGULAR));
+    sink_run_free (run);
+    g_free (made_checkpoint);
+    g_free (made_metrics);
+  }
+
+  fail_unless (g_file_set_contents (folder, "not a folder", -1, NULL));
   run = sink_run_printf ("%s ! batcher batch-size=4 ! " SINK
                          "checkpoint-location=%s",
       input, checkpoint);
-  want = g_strdup_printf ("folder \"%s\": %s", folder, g_strerror (ENOENT));
+  want = g_strdup_printf ("in folder \"%s\": ", folder);
   fail_unless (run->error && strstr (run->error, want), "%s", run->error);
   fail_unless_equals_int (run->stats->len, 0);
   g_free (want);
   sink_run_free (run);
+  fail_unless (g_unlink (folder) == 0);
 
   /* there at start, gone before the final checkpoint */
   fail_unless (g_mkdir (folder, 0755) == 0);
