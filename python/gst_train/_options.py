@@ -18,7 +18,7 @@ FACTORIES = {
 }
 
 # keyword -> [(role, property)]: the element properties that take the same
-# name with underscores. num_threads sets every element's n-threads.
+# name with underscores. num_threads sets imagedec's and augment's n-threads.
 PROPERTIES = {
     "location": [("src", "location")],
     "shuffle": [("src", "shuffle")],
@@ -45,8 +45,10 @@ PROPERTIES = {
     "echo_shuffle_buffer_size": [("echo", "shuffle-buffer-size")],
     "batch_size": [("batch", "batch-size")],
     "drop_last": [("batch", "drop-remainder")],
-    "num_threads": [("src", "n-threads"), ("dec", "n-threads"),
-                    ("aug", "n-threads")],
+    # the decoding and augmenting threads; datasetsrc's n-threads is its
+    # read-ahead, where 0 means none (read_threads sets it)
+    "num_threads": [("dec", "n-threads"), ("aug", "n-threads")],
+    "read_threads": [("src", "n-threads")],
 }
 
 # Where echo goes: after which element (A-D of the project's pipeline).
