@@ -203,12 +203,23 @@ static GstFlowReturn gst_batcher_chain (
 static gboolean gst_batcher_sink_event (
     GstPad *pad, GstObject *parent, GstEvent *event);
 
+/* Dropped while it plays (Python's garbage collector does): stopped first,
+ * so that its pool and pads go with it, as the other elements do. */
+static void
+gst_batcher_dispose (GObject *object)
+{
+  if (!gst_train_element_stop_before_dispose (GST_ELEMENT (object)))
+    return; /* resurrected until another thread stops it */
+  G_OBJECT_CLASS (parent_class)->dispose (object);
+}
+
 static void
 gst_batcher_class_init (GstBatcherClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
 
+  gobject_class->dispose = gst_batcher_dispose;
   gobject_class->set_property = gst_batcher_set_property;
   gobject_class->get_property = gst_batcher_get_property;
 

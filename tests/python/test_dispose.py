@@ -122,11 +122,6 @@ DISPOSE_CRITICAL = re.compile(
     r"Trying to dispose element (\S+), but it is in \w+")
 OURS = ("datasetsrc", "imagedec", "augment", "echo", "batcher",
         "cudatrainsink")
-# Ours that do not stop in their dispose yet, and still draw GStreamer's
-# CRITICAL (batcher: gstbatcher.c needs the dispose the others have; it
-# runs no thread of its own, so it leaks rather than crashes). Empty once
-# they do.
-NOT_YET = ("batcher",)
 
 
 class DropPlaying(unittest.TestCase):
@@ -153,8 +148,6 @@ class DropPlaying(unittest.TestCase):
         core = DISPOSE_CRITICAL.findall(err)
         self.assertTrue(core, f"{name}: the pipeline was not dropped\n{err}")
         for element in core:
-            if element.startswith(NOT_YET):
-                continue
             self.assertFalse(element.startswith(OURS),
                              f"{name}: {element} was disposed playing\n{err}")
         others = err.count("CRITICAL") - len(core)

@@ -1573,6 +1573,8 @@ GST_START_TEST (test_resume_no_source_asks)
   gst_element_set_state (sink, GST_STATE_NULL);
   gst_pad_set_active (src, FALSE);
   gst_check_teardown_src_pad (sink);
+  /* the state-changed messages left on the bus hold the sink */
+  gst_bus_set_flushing (bus, TRUE);
   gst_object_unref (sink);
   gst_object_unref (bus);
   gst_caps_unref (caps);
