@@ -58,6 +58,10 @@ RESULTS=$OUT/dist-cpu.jsonl
 if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# without hwloc's GL component: mpirun hangs for ever where something
+# listens on ports 6000-6009 (TensorBoard: 6006), probing for X displays
+# (docs/distributed.md, "Launching")
+export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--gl}"
 
 # the MPI module too: dist-bench opens it at run time
 bench_build bench/dist-bench trainer/libgsttrain-mpi.so

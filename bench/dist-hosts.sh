@@ -38,6 +38,10 @@ fi
 bench_default_output
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# without hwloc's GL component: mpirun and its daemons hang for ever where
+# something listens on ports 6000-6009 (TensorBoard: 6006), probing for X
+# displays (docs/distributed.md, "Launching")
+export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--gl}"
 CORES=$(nproc)
 HALF=$((CORES / 2 > 0 ? CORES / 2 : 1))
 mkdir -p "$OUT" "$(dirname "$OUTPUT")"

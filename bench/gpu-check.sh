@@ -377,7 +377,10 @@ stage_nccl() {
     RESULT="not run: no mpirun on this machine"
     return 77
   fi
+  # HWLOC_COMPONENTS: mpirun hangs on a listener on ports 6000-6009
+  # (docs/distributed.md, "Launching")
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--gl}" \
     run cuda-dist 120 "$BUILD/tests/cuda-dist" --mpirun "$(command -v mpirun)"
   local status=$?
   RESULT="exit $status: $(skip_reason cuda-dist)$(grep -h 'overhead\|NCCL' "$LOGS/cuda-dist.log" | tail -n 3 | xargs)"

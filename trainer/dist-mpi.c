@@ -201,6 +201,19 @@ mpi_new (char *why, size_t why_size)
   }
   MPI_Initialized (&initialized);
   if (!initialized) {
+    /* hwloc's GL component looks for X displays :0 to :9, falling back
+     * to TCP port 6000 + N on this host, and waits for an answer for ever
+     * (issue 43): whatever listens on 6006, TensorBoard's port, accepts
+     * and never answers as an X server would. A process that joins
+     * without a launcher (distributed=mpi alone) becomes an Open MPI
+     * singleton whose MPI_Init starts a daemon that probes, and both hang
+     * silently. The daemon inherits this environment. Ranks of mpirun or
+     * srun --mpi=pmix take the topology from their launcher, which probed
+     * before this code ran: the launch lines set it for that. A choice of
+     * the user's stands; MPI_Init calls setenv itself, so this adds no new
+     * race with other threads' getenv. */
+    if (getenv ("HWLOC_COMPONENTS") == NULL)
+      setenv ("HWLOC_COMPONENTS", "-gl", 0);
     code = MPI_Init_thread (NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (code != MPI_SUCCESS) {
       mpi_message (code, "MPI_Init_thread", why, why_size);
