@@ -8,8 +8,9 @@
 #   mpirun -np 1 true without HWLOC_COMPONENTS hangs (the control, bound
 #   5 s) and its probe reaches the listener; where this machine's hwloc
 #   probes no displays it does not hang, and the test says so;
-#   the first line of docs/distributed.md's "One machine" block (the
-#   README's data-parallel line), as written there, HWLOC_COMPONENTS=-gl
+#   the README's data-parallel line (the first line of the block after the
+#   marker "dist-port-6006.sh runs this line"; docs/distributed.md has the
+#   same line under the same marker), as written there, HWLOC_COMPONENTS=-gl
 #   included, shortened (16 images of 16x16, batches of 4, 3 steps, the
 #   checkpoint in the scratch folder), finishes: both ranks join, the
 #   checkpoint is written, and nothing reached the listener;
@@ -22,7 +23,7 @@
 # whatever still holds a connection the listener accepted (a hung daemon
 # that left the job's session, should the test fail), then the listener
 # (which ends any other probe: it reads the end of the stream and goes on).
-# Usage: dist-port-6006.sh HAVE-MPI DATASET-TOOL DISTRIBUTED.MD
+# Usage: dist-port-6006.sh HAVE-MPI DATASET-TOOL README.MD
 set -eu
 . "$(dirname "$0")/dist-common.sh"
 dist_setup dist-port-6006 "$1" "$2" 16
