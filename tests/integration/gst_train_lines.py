@@ -108,9 +108,12 @@ with tempfile.TemporaryDirectory() as work:
     os.mkdir(empty)
     cases = [("a missing dataset", training(f"{work}/nowhere"), f"{work}/nowhere"),
              ("no class sub-folders", training(empty), "no class sub-folders"),
-             ("no checkpoint folder", training(
-                 f"{fm}/train", f"checkpoint-location={work}/no/x.safetensors"),
-              f"{work}/no")]
+             # a missing folder is made (issue 43); one that is a file cannot be
+             ("a checkpoint folder that is a file", training(
+                 f"{fm}/train", f"checkpoint-location={work}/file/x.safetensors "
+                 "max-steps=2"), f"{work}/file")]
+    with open(f"{work}/file", "w") as f:
+        f.write("not a folder\n")
     for what, line, named in cases:
         done = run(line)
         errors = [e for e in done.stderr.splitlines() if e.startswith("error from")]
