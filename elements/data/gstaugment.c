@@ -90,6 +90,7 @@
 #include "augment-private.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-props.h"
 
 #include <string.h>
 
@@ -125,7 +126,29 @@ enum
   PROP_RESIZE_SHORT,
   PROP_SEED,
   PROP_N_THREADS,
+  N_PROPERTIES
 };
+
+/* Where each property is kept in GstAugment (train-props.h). */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstAugment, name)
+static const GstTrainProp property_table[N_PROPERTIES] = {
+  [PROP_WIDTH] = { FIELD (props.width) },
+  [PROP_HEIGHT] = { FIELD (props.height) },
+  [PROP_CROP] = { FIELD (props.crop) },
+  [PROP_SCALE_MIN] = { FIELD (props.range.scale_min) },
+  [PROP_SCALE_MAX] = { FIELD (props.range.scale_max) },
+  [PROP_RATIO_MIN] = { FIELD (props.range.ratio_min) },
+  [PROP_RATIO_MAX] = { FIELD (props.range.ratio_max) },
+  [PROP_FLIP] = { FIELD (props.flip) },
+  [PROP_RESIZE_SHORT] = { FIELD (props.resize_short) },
+  [PROP_SEED] = { FIELD (props.seed) },
+  [PROP_N_THREADS] = { FIELD (props.n_threads) },
+};
+#undef FIELD
+
+G_STATIC_ASSERT (sizeof (GstAugmentCrop) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
 
 static GType
 gst_augment_crop_get_type (void)
@@ -169,10 +192,6 @@ GST_ELEMENT_REGISTER_DEFINE (
 
 static void gst_augment_dispose (GObject *object);
 static void gst_augment_finalize (GObject *object);
-static void gst_augment_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
-static void gst_augment_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static GstStateChangeReturn gst_augment_change_state (
     GstElement *element, GstStateChange transition);
 static GstFlowReturn gst_augment_chain (
@@ -196,65 +215,59 @@ gst_augment_class_init (GstAugmentClass *klass)
 
   gobject_class->dispose = gst_augment_dispose;
   gobject_class->finalize = gst_augment_finalize;
-  gobject_class->set_property = gst_augment_set_property;
-  gobject_class->get_property = gst_augment_get_property;
 
-  g_object_class_install_property (gobject_class, PROP_WIDTH,
-      g_param_spec_int ("width", "Width",
-          "Width of every output image, in pixels", 1, MAX_SIZE, DEFAULT_WIDTH,
-          flags));
-  g_object_class_install_property (gobject_class, PROP_HEIGHT,
-      g_param_spec_int ("height", "Height",
-          "Height of every output image, in pixels", 1, MAX_SIZE,
-          DEFAULT_HEIGHT, flags));
-  g_object_class_install_property (gobject_class, PROP_CROP,
-      g_param_spec_enum ("crop", "Crop",
-          "Which part of the image becomes the output: a random box "
-          "(training), the centre after a resize (evaluation) or all of it",
-          gst_augment_crop_get_type (), DEFAULT_CROP, flags));
-  g_object_class_install_property (gobject_class, PROP_SCALE_MIN,
+  properties[PROP_WIDTH] = g_param_spec_int ("width", "Width",
+      "Width of every output image, in pixels", 1, MAX_SIZE, DEFAULT_WIDTH,
+      flags);
+  properties[PROP_HEIGHT] = g_param_spec_int ("height", "Height",
+      "Height of every output image, in pixels", 1, MAX_SIZE, DEFAULT_HEIGHT,
+      flags);
+  properties[PROP_CROP] = g_param_spec_enum ("crop", "Crop",
+      "Which part of the image becomes the output: a random box "
+      "(training), the centre after a resize (evaluation) or all of it",
+      gst_augment_crop_get_type (), DEFAULT_CROP, flags);
+  properties[PROP_SCALE_MIN] =
       g_param_spec_double ("scale-min", "Minimum scale",
           "crop=random-resized: smallest area of the box, as a fraction of "
           "the image's area (at most scale-max)",
-          0.0, 1.0, DEFAULT_SCALE_MIN, flags));
-  g_object_class_install_property (gobject_class, PROP_SCALE_MAX,
+          0.0, 1.0, DEFAULT_SCALE_MIN, flags);
+  properties[PROP_SCALE_MAX] =
       g_param_spec_double ("scale-max", "Maximum scale",
           "crop=random-resized: largest area of the box, as a fraction of "
           "the image's area",
-          0.0, 1.0, DEFAULT_SCALE_MAX, flags));
-  g_object_class_install_property (gobject_class, PROP_RATIO_MIN,
+          0.0, 1.0, DEFAULT_SCALE_MAX, flags);
+  properties[PROP_RATIO_MIN] =
       g_param_spec_double ("ratio-min", "Minimum aspect ratio",
           "crop=random-resized: smallest width / height of the box (at most "
           "ratio-max); the ratio is drawn uniformly in log",
-          MIN_RATIO, MAX_RATIO, DEFAULT_RATIO_MIN, flags));
-  g_object_class_install_property (gobject_class, PROP_RATIO_MAX,
+          MIN_RATIO, MAX_RATIO, DEFAULT_RATIO_MIN, flags);
+  properties[PROP_RATIO_MAX] =
       g_param_spec_double ("ratio-max", "Maximum aspect ratio",
           "crop=random-resized: largest width / height of the box", MIN_RATIO,
-          MAX_RATIO, DEFAULT_RATIO_MAX, flags));
-  g_object_class_install_property (gobject_class, PROP_FLIP,
-      g_param_spec_double ("flip", "Flip probability",
-          "Probability that an output image is mirrored left to right "
-          "(in every crop mode; 0 = never)",
-          0.0, 1.0, DEFAULT_FLIP, flags));
-  g_object_class_install_property (gobject_class, PROP_RESIZE_SHORT,
+          MAX_RATIO, DEFAULT_RATIO_MAX, flags);
+  properties[PROP_FLIP] = g_param_spec_double ("flip", "Flip probability",
+      "Probability that an output image is mirrored left to right "
+      "(in every crop mode; 0 = never)",
+      0.0, 1.0, DEFAULT_FLIP, flags);
+  properties[PROP_RESIZE_SHORT] =
       g_param_spec_int ("resize-short", "Resize short side",
           "crop=center: the image's short side is resized to this many "
           "pixels before the centre is cut out",
-          1, 4 * MAX_SIZE, DEFAULT_RESIZE_SHORT, flags));
-  g_object_class_install_property (gobject_class, PROP_SEED,
-      g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the crop and flip draws, mixed with each sample's epoch, "
-          "index and emissions: the same seed gives a sample the same crop "
-          "whatever came before it (in a data-parallel job, ranks other than "
-          "0 mix their rank into it)",
-          0, G_MAXUINT64, DEFAULT_SEED, flags));
-  g_object_class_install_property (gobject_class, PROP_N_THREADS,
-      g_param_spec_uint ("n-threads", "Threads",
-          "Images to resample at once on the threads the data elements "
-          "share (0 = the whole thread budget: the cores this process may "
-          "run on, or GST_TRAIN_THREADS; 1 = in the streaming thread); the "
-          "output does not depend on it",
-          0, 256, DEFAULT_N_THREADS, flags));
+          1, 4 * MAX_SIZE, DEFAULT_RESIZE_SHORT, flags);
+  properties[PROP_SEED] = g_param_spec_uint64 ("seed", "Seed",
+      "Seed of the crop and flip draws, mixed with each sample's epoch, "
+      "index and emissions: the same seed gives a sample the same crop "
+      "whatever came before it (in a data-parallel job, ranks other than "
+      "0 mix their rank into it)",
+      0, G_MAXUINT64, DEFAULT_SEED, flags);
+  properties[PROP_N_THREADS] = g_param_spec_uint ("n-threads", "Threads",
+      "Images to resample at once on the threads the data elements "
+      "share (0 = the whole thread budget: the cores this process may "
+      "run on, or GST_TRAIN_THREADS; 1 = in the streaming thread); the "
+      "output does not depend on it",
+      0, 256, DEFAULT_N_THREADS, flags);
+  gst_train_props_install (
+      gobject_class, property_table, properties, N_PROPERTIES);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -293,17 +306,7 @@ gst_augment_init (GstAugment *augment)
       augment->srcpad, GST_DEBUG_FUNCPTR (gst_augment_src_query));
   gst_element_add_pad (GST_ELEMENT (augment), augment->srcpad);
 
-  augment->props.width = DEFAULT_WIDTH;
-  augment->props.height = DEFAULT_HEIGHT;
-  augment->props.crop = DEFAULT_CROP;
-  augment->props.range.scale_min = DEFAULT_SCALE_MIN;
-  augment->props.range.scale_max = DEFAULT_SCALE_MAX;
-  augment->props.range.ratio_min = DEFAULT_RATIO_MIN;
-  augment->props.range.ratio_max = DEFAULT_RATIO_MAX;
-  augment->props.flip = DEFAULT_FLIP;
-  augment->props.resize_short = DEFAULT_RESIZE_SHORT;
-  augment->props.seed = DEFAULT_SEED;
-  augment->props.n_threads = DEFAULT_N_THREADS;
+  gst_train_props_init (augment, property_table, properties, N_PROPERTIES);
   g_queue_init (&augment->jobs);
   g_queue_init (&augment->free_jobs);
 }
@@ -320,104 +323,6 @@ static void
 gst_augment_finalize (GObject *object)
 {
   G_OBJECT_CLASS (parent_class)->finalize (object);
-}
-
-static void
-gst_augment_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstAugment *augment = GST_AUGMENT (object);
-  GstAugmentSettings *props = &augment->props;
-
-  GST_OBJECT_LOCK (augment);
-  switch (prop_id) {
-    case PROP_WIDTH:
-      props->width = g_value_get_int (value);
-      break;
-    case PROP_HEIGHT:
-      props->height = g_value_get_int (value);
-      break;
-    case PROP_CROP:
-      props->crop = g_value_get_enum (value);
-      break;
-    case PROP_SCALE_MIN:
-      props->range.scale_min = g_value_get_double (value);
-      break;
-    case PROP_SCALE_MAX:
-      props->range.scale_max = g_value_get_double (value);
-      break;
-    case PROP_RATIO_MIN:
-      props->range.ratio_min = g_value_get_double (value);
-      break;
-    case PROP_RATIO_MAX:
-      props->range.ratio_max = g_value_get_double (value);
-      break;
-    case PROP_FLIP:
-      props->flip = g_value_get_double (value);
-      break;
-    case PROP_RESIZE_SHORT:
-      props->resize_short = g_value_get_int (value);
-      break;
-    case PROP_SEED:
-      props->seed = g_value_get_uint64 (value);
-      break;
-    case PROP_N_THREADS:
-      props->n_threads = g_value_get_uint (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (augment);
-}
-
-static void
-gst_augment_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  GstAugment *augment = GST_AUGMENT (object);
-  GstAugmentSettings *props = &augment->props;
-
-  GST_OBJECT_LOCK (augment);
-  switch (prop_id) {
-    case PROP_WIDTH:
-      g_value_set_int (value, props->width);
-      break;
-    case PROP_HEIGHT:
-      g_value_set_int (value, props->height);
-      break;
-    case PROP_CROP:
-      g_value_set_enum (value, props->crop);
-      break;
-    case PROP_SCALE_MIN:
-      g_value_set_double (value, props->range.scale_min);
-      break;
-    case PROP_SCALE_MAX:
-      g_value_set_double (value, props->range.scale_max);
-      break;
-    case PROP_RATIO_MIN:
-      g_value_set_double (value, props->range.ratio_min);
-      break;
-    case PROP_RATIO_MAX:
-      g_value_set_double (value, props->range.ratio_max);
-      break;
-    case PROP_FLIP:
-      g_value_set_double (value, props->flip);
-      break;
-    case PROP_RESIZE_SHORT:
-      g_value_set_int (value, props->resize_short);
-      break;
-    case PROP_SEED:
-      g_value_set_uint64 (value, props->seed);
-      break;
-    case PROP_N_THREADS:
-      g_value_set_uint (value, props->n_threads);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (augment);
 }
 
 /* ---- caps ---- */

@@ -76,6 +76,7 @@
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-props.h"
 
 #include <gst/video/video.h>
 #include <string.h>
@@ -101,6 +102,7 @@ enum
   PROP_DROP_REMAINDER,
   PROP_LAYOUT,
   PROP_BATCHES_OUT,
+  N_PROPERTIES
 };
 
 /* The properties as they were when the element started; drop-remainder,
@@ -148,6 +150,20 @@ struct _GstBatcher
                        meta (effective_size entries) */
 };
 
+/* Where each property is kept in GstBatcher (train-props.h). */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstBatcher, name)
+static const GstTrainProp property_table[N_PROPERTIES] = {
+  [PROP_BATCH_SIZE] = { FIELD (props.batch_size) },
+  [PROP_DROP_REMAINDER] = { FIELD (props.drop_remainder) },
+  [PROP_LAYOUT] = { FIELD (props.layout) },
+  [PROP_BATCHES_OUT] = { FIELD (batches_out) },
+};
+#undef FIELD
+
+G_STATIC_ASSERT (sizeof (GstBatcherLayout) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
+
 /* The labels of a batch whose images live in a downstream pool buffer: the
  * labels memory wraps this block, and freeing it returns the pool buffer. */
 typedef struct
@@ -192,10 +208,6 @@ G_DEFINE_TYPE (GstBatcher, gst_batcher, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (
     batcher, "batcher", GST_RANK_NONE, GST_TYPE_BATCHER);
 
-static void gst_batcher_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
-static void gst_batcher_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static GstStateChangeReturn gst_batcher_change_state (
     GstElement *element, GstStateChange transition);
 static GstFlowReturn gst_batcher_chain (
@@ -220,35 +232,29 @@ gst_batcher_class_init (GstBatcherClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
 
   gobject_class->dispose = gst_batcher_dispose;
-  gobject_class->set_property = gst_batcher_set_property;
-  gobject_class->get_property = gst_batcher_get_property;
 
-  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
-      g_param_spec_uint ("batch-size", "Batch size",
-          "Images per batch (the N of the output tensors)", 1, 65536,
-          DEFAULT_BATCH_SIZE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_DROP_REMAINDER,
-      g_param_spec_boolean ("drop-remainder", "Drop remainder",
-          "At EOS, drop a last batch with fewer than batch-size images "
-          "(FALSE: push it, with its own caps)",
-          DEFAULT_DROP_REMAINDER,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_LAYOUT,
-      g_param_spec_enum ("layout", "Layout",
-          "How tensor 0 holds each image: nhwc, pixels interleaved "
-          "(dimensions 3:W:H:N, what cudatrainsink takes), or nchw, planar "
-          "(dimensions W:H:3:N, PyTorch's default image layout); each image "
-          "is copied once either way",
-          gst_batcher_layout_get_type (), DEFAULT_LAYOUT,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCHES_OUT,
-      g_param_spec_uint64 ("batches-out", "Batches out",
-          "Batches pushed downstream so far", 0, G_MAXUINT64, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  properties[PROP_BATCH_SIZE] = g_param_spec_uint ("batch-size", "Batch size",
+      "Images per batch (the N of the output tensors)", 1, 65536,
+      DEFAULT_BATCH_SIZE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_DROP_REMAINDER] = g_param_spec_boolean ("drop-remainder",
+      "Drop remainder",
+      "At EOS, drop a last batch with fewer than batch-size images "
+      "(FALSE: push it, with its own caps)",
+      DEFAULT_DROP_REMAINDER,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_LAYOUT] = g_param_spec_enum ("layout", "Layout",
+      "How tensor 0 holds each image: nhwc, pixels interleaved "
+      "(dimensions 3:W:H:N, what cudatrainsink takes), or nchw, planar "
+      "(dimensions W:H:3:N, PyTorch's default image layout); each image "
+      "is copied once either way",
+      gst_batcher_layout_get_type (), DEFAULT_LAYOUT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_BATCHES_OUT] = g_param_spec_uint64 ("batches-out",
+      "Batches out", "Batches pushed downstream so far", 0, G_MAXUINT64, 0,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  gst_train_props_install (
+      gobject_class, property_table, properties, N_PROPERTIES);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -283,60 +289,7 @@ gst_batcher_init (GstBatcher *batcher)
   gst_pad_use_fixed_caps (batcher->srcpad);
   gst_element_add_pad (GST_ELEMENT (batcher), batcher->srcpad);
 
-  batcher->props.batch_size = DEFAULT_BATCH_SIZE;
-  batcher->props.drop_remainder = DEFAULT_DROP_REMAINDER;
-  batcher->props.layout = DEFAULT_LAYOUT;
-}
-
-static void
-gst_batcher_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstBatcher *batcher = GST_BATCHER (object);
-
-  GST_OBJECT_LOCK (batcher);
-  switch (prop_id) {
-    case PROP_BATCH_SIZE:
-      batcher->props.batch_size = g_value_get_uint (value);
-      break;
-    case PROP_DROP_REMAINDER:
-      batcher->props.drop_remainder = g_value_get_boolean (value);
-      break;
-    case PROP_LAYOUT:
-      batcher->props.layout = g_value_get_enum (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (batcher);
-}
-
-static void
-gst_batcher_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  GstBatcher *batcher = GST_BATCHER (object);
-
-  GST_OBJECT_LOCK (batcher);
-  switch (prop_id) {
-    case PROP_BATCH_SIZE:
-      g_value_set_uint (value, batcher->props.batch_size);
-      break;
-    case PROP_DROP_REMAINDER:
-      g_value_set_boolean (value, batcher->props.drop_remainder);
-      break;
-    case PROP_LAYOUT:
-      g_value_set_enum (value, batcher->props.layout);
-      break;
-    case PROP_BATCHES_OUT:
-      g_value_set_uint64 (value, batcher->batches_out);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (batcher);
+  gst_train_props_init (batcher, property_table, properties, N_PROPERTIES);
 }
 
 static gsize

@@ -158,6 +158,7 @@
 #include "datasetsrc-private.h"
 #include "gt-launcher.h"
 #include "shard-pattern.h"
+#include "train-props.h"
 
 GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 
@@ -199,7 +200,58 @@ enum
   PROP_SHUFFLE_BUFFER_SIZE,
   PROP_FETCH_AHEAD,
   PROP_RETRIES,
+  N_PROPERTIES
 };
+
+/* Either one turns off the shard the launcher's rank would give. */
+static void
+gst_dataset_src_shard_changed (gpointer base)
+{
+  GstDatasetSrc *src = base;
+
+  src->props.shard_set = TRUE;
+}
+
+/* num-classes is the dataset's once start() found it. */
+static void
+gst_dataset_src_compute_num_classes (gconstpointer base, GValue *value)
+{
+  const GstDatasetSrc *src = base;
+
+  g_value_set_uint (
+      value, src->num_classes ? src->num_classes : src->props.num_classes);
+}
+
+/* Where each property is kept in GstDatasetSrc (train-props.h). */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstDatasetSrc, name)
+static const GstTrainProp property_table[N_PROPERTIES] = {
+  [PROP_LOCATION] = { FIELD (props.location) },
+  [PROP_SHUFFLE] = { FIELD (props.shuffle) },
+  [PROP_SEED] = { FIELD (props.seed) },
+  [PROP_NUM_EPOCHS] = { FIELD (props.num_epochs) },
+  [PROP_SHARD_INDEX] = { FIELD (props.shard_index),
+      .changed = gst_dataset_src_shard_changed },
+  [PROP_NUM_SHARDS] = { FIELD (props.num_shards),
+      .changed = gst_dataset_src_shard_changed },
+  [PROP_NUM_SAMPLES] = { FIELD (props.num_samples) },
+  [PROP_N_THREADS] = { FIELD (props.n_threads) },
+  [PROP_READ_AHEAD] = { FIELD (props.read_ahead) },
+  [PROP_EXTENSIONS] = { FIELD (props.extensions) },
+  [PROP_ON_ERROR] = { FIELD (bad.on_error) },
+  [PROP_START_POSITION] = { FIELD (props.start_position) },
+  [PROP_NUM_CLASSES] = { FIELD (props.num_classes),
+      .compute = gst_dataset_src_compute_num_classes },
+  [PROP_DATASET_SIZE] = { FIELD (dataset_size) },
+  [PROP_FILES_SKIPPED] = { FIELD (bad.skipped) },
+  [PROP_SHUFFLE_BUFFER_SIZE] = { FIELD (props.shuffle_buffer_size) },
+  [PROP_FETCH_AHEAD] = { FIELD (props.fetch_ahead) },
+  [PROP_RETRIES] = { FIELD (props.retries) },
+};
+#undef FIELD
+
+G_STATIC_ASSERT (sizeof (GstTrainOnError) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
@@ -211,10 +263,6 @@ GST_ELEMENT_REGISTER_DEFINE (
 
 static void gst_dataset_src_dispose (GObject *object);
 static void gst_dataset_src_finalize (GObject *object);
-static void gst_dataset_src_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
-static void gst_dataset_src_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static gboolean gst_dataset_src_start (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_stop (GstBaseSrc *bsrc);
 static gboolean gst_dataset_src_set_caps (GstBaseSrc *bsrc, GstCaps *caps);
@@ -234,91 +282,71 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 
   gobject_class->dispose = gst_dataset_src_dispose;
   gobject_class->finalize = gst_dataset_src_finalize;
-  gobject_class->set_property = gst_dataset_src_set_property;
-  gobject_class->get_property = gst_dataset_src_get_property;
 
-  g_object_class_install_property (gobject_class, PROP_LOCATION,
-      g_param_spec_string ("location", "Location",
-          "Dataset to read: a folder in ImageFolder layout (one sub-folder "
-          "per class), a list file of \"relative/path<TAB>label\" lines, or "
-          "WebDataset tar shards: files, brace patterns "
-          "(\"train-{000..099}.tar\") and http(s):// URLs, separated by "
-          "spaces",
-          DEFAULT_LOCATION,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SHUFFLE,
-      g_param_spec_boolean ("shuffle", "Shuffle",
-          "Visit the samples in a fresh random order each epoch (FALSE: "
-          "dataset order)",
-          DEFAULT_SHUFFLE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SEED,
-      g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the per-epoch shuffle; the same seed gives the same order "
-          "(use one seed for all shards)",
-          0, G_MAXUINT64, DEFAULT_SEED,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_NUM_EPOCHS,
+  properties[PROP_LOCATION] = g_param_spec_string ("location", "Location",
+      "Dataset to read: a folder in ImageFolder layout (one sub-folder "
+      "per class), a list file of \"relative/path<TAB>label\" lines, or "
+      "WebDataset tar shards: files, brace patterns "
+      "(\"train-{000..099}.tar\") and http(s):// URLs, separated by "
+      "spaces",
+      DEFAULT_LOCATION,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_SHUFFLE] = g_param_spec_boolean ("shuffle", "Shuffle",
+      "Visit the samples in a fresh random order each epoch (FALSE: "
+      "dataset order)",
+      DEFAULT_SHUFFLE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_SEED] = g_param_spec_uint64 ("seed", "Seed",
+      "Seed of the per-epoch shuffle; the same seed gives the same order "
+      "(use one seed for all shards)",
+      0, G_MAXUINT64, DEFAULT_SEED,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_NUM_EPOCHS] =
       g_param_spec_int ("num-epochs", "Number of epochs",
           "Passes over the dataset before EOS (-1 = forever, 0 = none: EOS "
           "at once)",
           -1, G_MAXINT, DEFAULT_NUM_EPOCHS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SHARD_INDEX,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_SHARD_INDEX] =
       g_param_spec_uint ("shard-index", "Shard index",
           "Which shard this source reads, from 0 to num-shards - 1 (unset, "
           "with num-shards unset too: the rank of a data-parallel job, from "
           "the launcher's environment)",
           0, G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_NUM_SHARDS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_NUM_SHARDS] =
       g_param_spec_uint ("num-shards", "Number of shards",
           "Split every epoch into this many disjoint shards (one per "
           "training process; unset, with shard-index unset too: the number of "
           "ranks of a data-parallel job, from the launcher's environment)",
           1, G_MAXUINT, DEFAULT_NUM_SHARDS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_NUM_SAMPLES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_NUM_SAMPLES] =
       g_param_spec_uint64 ("num-samples", "Number of samples",
           "Use only the first N samples of each epoch's shard (0 = all)", 0,
           G_MAXUINT64, DEFAULT_NUM_SAMPLES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_N_THREADS,
-      g_param_spec_uint ("n-threads", "Reader threads",
-          "Read files ahead of the stream on the threads the data elements "
-          "share (any value above 0; they are the process's thread budget) "
-          "(0 = read each file in the streaming thread when it is due, no "
-          "read-ahead)",
-          0, 256, DEFAULT_N_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_READ_AHEAD,
-      g_param_spec_uint ("read-ahead", "Read-ahead",
-          "Most samples read ahead of the one being pushed (bounds memory)", 1,
-          65536, DEFAULT_READ_AHEAD,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_EXTENSIONS,
-      g_param_spec_string ("extensions", "Extensions",
-          "Comma-separated file extensions (any case) that count as images "
-          "in an ImageFolder tree (empty = every file)",
-          DEFAULT_EXTENSIONS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_ON_ERROR,
-      g_param_spec_enum ("on-error", "On error",
-          "What to do with a file that cannot be read", GST_TYPE_TRAIN_ON_ERROR,
-          DEFAULT_ON_ERROR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_START_POSITION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_N_THREADS] = g_param_spec_uint ("n-threads", "Reader threads",
+      "Read files ahead of the stream on the threads the data elements "
+      "share (any value above 0; they are the process's thread budget) "
+      "(0 = read each file in the streaming thread when it is due, no "
+      "read-ahead)",
+      0, 256, DEFAULT_N_THREADS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_READ_AHEAD] = g_param_spec_uint ("read-ahead", "Read-ahead",
+      "Most samples read ahead of the one being pushed (bounds memory)", 1,
+      65536, DEFAULT_READ_AHEAD,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_EXTENSIONS] = g_param_spec_string ("extensions", "Extensions",
+      "Comma-separated file extensions (any case) that count as images "
+      "in an ImageFolder tree (empty = every file)",
+      DEFAULT_EXTENSIONS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_ON_ERROR] = g_param_spec_enum ("on-error", "On error",
+      "What to do with a file that cannot be read", GST_TYPE_TRAIN_ON_ERROR,
+      DEFAULT_ON_ERROR,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_START_POSITION] =
       g_param_spec_uint64 ("start-position", "Start position",
           "Samples of the source's sequence (this shard's samples of each "
           "epoch's order, epoch after epoch) to pass over, unread, before the "
@@ -326,53 +354,49 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
           "cudatrainsink downstream (any answer to the resume query) moves the "
           "start on from here by the samples its checkpoint trained on",
           0, G_MAXUINT64, DEFAULT_START_POSITION,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_NUM_CLASSES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_NUM_CLASSES] =
       g_param_spec_uint ("num-classes", "Number of classes",
           "Classes in the dataset, known once the element is PAUSED. Shards "
           "do not say: set it for them (labels are 0 to num-classes - 1; "
           "others are skipped). Set for a folder or a list file, it must "
           "match what they hold (0 = whatever they hold)",
           0, G_MAXUINT, DEFAULT_NUM_CLASSES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_DATASET_SIZE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_DATASET_SIZE] =
       g_param_spec_uint64 ("dataset-size", "Dataset size",
           "Samples in the whole dataset (known once the element is PAUSED)", 0,
-          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_FILES_SKIPPED,
+          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_FILES_SKIPPED] =
       g_param_spec_uint64 ("files-skipped", "Files skipped",
           "Files that could not be read and were skipped (on-error=skip); "
           "for shards, the bad samples and damaged shards skipped",
-          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_SHUFFLE_BUFFER_SIZE,
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_SHUFFLE_BUFFER_SIZE] =
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "Shards: samples held in the sample shuffle buffer, which hands "
           "out a random one of them (WebDataset's shuffle(N)); bounds "
           "memory (0 or 1, or shuffle=false: shard order, then member "
           "order)",
           0, 1 << 24, DEFAULT_SHUFFLE_BUFFER_SIZE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_FETCH_AHEAD,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_FETCH_AHEAD] =
       g_param_spec_uint ("fetch-ahead", "Fetch ahead",
           "Shards: how many of the next shards are read (files) or "
           "fetched (HTTP, each on its own connection) on threads of their "
           "own while the current one is read (at most 32 MiB of each held "
           "in memory)",
           0, 64, DEFAULT_FETCH_AHEAD,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_RETRIES,
-      g_param_spec_uint ("retries", "Retries",
-          "Shards over HTTP: new attempts, in a row, of a transfer that "
-          "broke (connection failed or cut, time-out, HTTP 5xx), from the "
-          "byte it reached, after 0.2 s, 0.4 s, 0.8 s, ...; then an error "
-          "naming the URL",
-          0, 100, DEFAULT_RETRIES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_RETRIES] = g_param_spec_uint ("retries", "Retries",
+      "Shards over HTTP: new attempts, in a row, of a transfer that "
+      "broke (connection failed or cut, time-out, HTTP 5xx), from the "
+      "byte it reached, after 0.2 s, 0.4 s, 0.8 s, ...; then an error "
+      "naming the URL",
+      0, 100, DEFAULT_RETRIES,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  gst_train_props_install (
+      gobject_class, property_table, properties, N_PROPERTIES);
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class, "Dataset source",
@@ -405,23 +429,8 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
 static void
 gst_dataset_src_init (GstDatasetSrc *src)
 {
-  src->props.location = g_strdup (DEFAULT_LOCATION);
-  src->props.shuffle = DEFAULT_SHUFFLE;
-  src->props.seed = DEFAULT_SEED;
-  src->props.num_epochs = DEFAULT_NUM_EPOCHS;
-  src->props.shard_index = DEFAULT_SHARD_INDEX;
-  src->props.num_shards = DEFAULT_NUM_SHARDS;
-  src->props.num_samples = DEFAULT_NUM_SAMPLES;
-  src->props.n_threads = DEFAULT_N_THREADS;
-  src->props.read_ahead = DEFAULT_READ_AHEAD;
-  src->props.extensions = g_strdup (DEFAULT_EXTENSIONS);
-  src->props.start_position = DEFAULT_START_POSITION;
-  src->props.num_classes = DEFAULT_NUM_CLASSES;
-  src->props.shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
-  src->props.fetch_ahead = DEFAULT_FETCH_AHEAD;
-  src->props.retries = DEFAULT_RETRIES;
+  gst_train_props_init (src, property_table, properties, N_PROPERTIES);
   /* No max-errors: every unreadable file is skipped, and counted. */
-  src->bad.on_error = DEFAULT_ON_ERROR;
   src->bad.bounded = FALSE;
   src->bad.max_errors = -1;
   g_mutex_init (&src->lock);
@@ -455,145 +464,6 @@ gst_dataset_src_finalize (GObject *object)
   g_mutex_clear (&src->lock);
   g_cond_clear (&src->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
-}
-
-static void
-gst_dataset_src_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstDatasetSrc *src = GST_DATASET_SRC (object);
-  GstDatasetSrcSettings *props = &src->props;
-
-  GST_OBJECT_LOCK (src);
-  switch (prop_id) {
-    case PROP_LOCATION:
-      g_free (props->location);
-      props->location = g_value_dup_string (value);
-      break;
-    case PROP_SHUFFLE:
-      props->shuffle = g_value_get_boolean (value);
-      break;
-    case PROP_SEED:
-      props->seed = g_value_get_uint64 (value);
-      break;
-    case PROP_NUM_EPOCHS:
-      props->num_epochs = g_value_get_int (value);
-      break;
-    case PROP_SHARD_INDEX:
-      props->shard_index = g_value_get_uint (value);
-      props->shard_set = TRUE;
-      break;
-    case PROP_NUM_SHARDS:
-      props->num_shards = g_value_get_uint (value);
-      props->shard_set = TRUE;
-      break;
-    case PROP_NUM_SAMPLES:
-      props->num_samples = g_value_get_uint64 (value);
-      break;
-    case PROP_N_THREADS:
-      props->n_threads = g_value_get_uint (value);
-      break;
-    case PROP_READ_AHEAD:
-      props->read_ahead = g_value_get_uint (value);
-      break;
-    case PROP_EXTENSIONS:
-      g_free (props->extensions);
-      props->extensions = g_value_dup_string (value);
-      break;
-    case PROP_ON_ERROR:
-      src->bad.on_error = g_value_get_enum (value);
-      break;
-    case PROP_START_POSITION:
-      props->start_position = g_value_get_uint64 (value);
-      break;
-    case PROP_NUM_CLASSES:
-      props->num_classes = g_value_get_uint (value);
-      break;
-    case PROP_SHUFFLE_BUFFER_SIZE:
-      props->shuffle_buffer_size = g_value_get_uint (value);
-      break;
-    case PROP_FETCH_AHEAD:
-      props->fetch_ahead = g_value_get_uint (value);
-      break;
-    case PROP_RETRIES:
-      props->retries = g_value_get_uint (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (src);
-}
-
-static void
-gst_dataset_src_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  GstDatasetSrc *src = GST_DATASET_SRC (object);
-  GstDatasetSrcSettings *props = &src->props;
-
-  GST_OBJECT_LOCK (src);
-  switch (prop_id) {
-    case PROP_LOCATION:
-      g_value_set_string (value, props->location);
-      break;
-    case PROP_SHUFFLE:
-      g_value_set_boolean (value, props->shuffle);
-      break;
-    case PROP_SEED:
-      g_value_set_uint64 (value, props->seed);
-      break;
-    case PROP_NUM_EPOCHS:
-      g_value_set_int (value, props->num_epochs);
-      break;
-    case PROP_SHARD_INDEX:
-      g_value_set_uint (value, props->shard_index);
-      break;
-    case PROP_NUM_SHARDS:
-      g_value_set_uint (value, props->num_shards);
-      break;
-    case PROP_NUM_SAMPLES:
-      g_value_set_uint64 (value, props->num_samples);
-      break;
-    case PROP_N_THREADS:
-      g_value_set_uint (value, props->n_threads);
-      break;
-    case PROP_READ_AHEAD:
-      g_value_set_uint (value, props->read_ahead);
-      break;
-    case PROP_EXTENSIONS:
-      g_value_set_string (value, props->extensions);
-      break;
-    case PROP_ON_ERROR:
-      g_value_set_enum (value, src->bad.on_error);
-      break;
-    case PROP_START_POSITION:
-      g_value_set_uint64 (value, props->start_position);
-      break;
-    case PROP_NUM_CLASSES:
-      g_value_set_uint (
-          value, src->num_classes ? src->num_classes : props->num_classes);
-      break;
-    case PROP_SHUFFLE_BUFFER_SIZE:
-      g_value_set_uint (value, props->shuffle_buffer_size);
-      break;
-    case PROP_FETCH_AHEAD:
-      g_value_set_uint (value, props->fetch_ahead);
-      break;
-    case PROP_RETRIES:
-      g_value_set_uint (value, props->retries);
-      break;
-    case PROP_DATASET_SIZE:
-      g_value_set_uint64 (value, src->dataset_size);
-      break;
-    case PROP_FILES_SKIPPED:
-      g_value_set_uint64 (value, src->bad.skipped);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (src);
 }
 
 static gboolean

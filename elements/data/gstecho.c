@@ -180,6 +180,7 @@
 #include "echo-private.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-props.h"
 
 GST_DEBUG_CATEGORY (gst_echo_debug);
 GST_DEBUG_CATEGORY (gst_echo_dataflow_debug);
@@ -213,7 +214,38 @@ enum
   PROP_ITEMS_OUT,
   PROP_FRESH_OUT,
   PROP_EFFECTIVE_FACTOR,
+  N_PROPERTIES
 };
+
+/* effective-factor is not kept: it follows from the counters. */
+static void
+gst_echo_compute_effective_factor (gconstpointer base, GValue *value)
+{
+  const GstEcho *echo = base;
+
+  g_value_set_double (
+      value, gst_echo_effective_factor (echo->fresh_out, echo->items_out));
+}
+
+/* Where each property is kept in GstEcho (train-props.h). */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstEcho, name)
+static const GstTrainProp property_table[N_PROPERTIES] = {
+  [PROP_MODE] = { FIELD (props.mode) },
+  [PROP_FACTOR] = { FIELD (props.factor) },
+  [PROP_MAX_FACTOR] = { FIELD (props.max_factor) },
+  [PROP_SHUFFLE_BUFFER_SIZE] = { FIELD (props.shuffle_buffer_size) },
+  [PROP_MAX_SIZE_BYTES] = { FIELD (props.max_size_bytes) },
+  [PROP_SEED] = { FIELD (props.seed) },
+  [PROP_ITEMS_IN] = { FIELD (items_in) },
+  [PROP_ITEMS_OUT] = { FIELD (items_out) },
+  [PROP_FRESH_OUT] = { FIELD (fresh_out) },
+  [PROP_EFFECTIVE_FACTOR] = { .compute = gst_echo_compute_effective_factor },
+};
+#undef FIELD
+
+G_STATIC_ASSERT (sizeof (GstEchoMode) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
 
 static GType
 gst_echo_mode_get_type (void)
@@ -248,10 +280,6 @@ GST_ELEMENT_REGISTER_DEFINE (echo, "echo", GST_RANK_NONE, GST_TYPE_ECHO);
 
 static void gst_echo_dispose (GObject *object);
 static void gst_echo_finalize (GObject *object);
-static void gst_echo_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
-static void gst_echo_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static GstStateChangeReturn gst_echo_change_state (
     GstElement *element, GstStateChange transition);
 static GstFlowReturn gst_echo_chain (
@@ -275,33 +303,26 @@ gst_echo_class_init (GstEchoClass *klass)
 
   gobject_class->dispose = gst_echo_dispose;
   gobject_class->finalize = gst_echo_finalize;
-  gobject_class->set_property = gst_echo_set_property;
-  gobject_class->get_property = gst_echo_get_property;
 
-  g_object_class_install_property (gobject_class, PROP_MODE,
-      g_param_spec_enum ("mode", "Mode",
-          "fixed: every item factor times; adaptive: fresh items first, "
-          "repeats only while downstream would otherwise wait",
-          gst_echo_mode_get_type (), DEFAULT_MODE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_FACTOR,
-      g_param_spec_double ("factor", "Echo factor",
-          "mode=fixed only (mode=adaptive ignores it and repeats up to "
-          "max-factor): emit each item floor(factor) times, plus once more "
-          "with probability factor - floor(factor)",
-          1.0, MAX_FACTOR, DEFAULT_FACTOR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_MAX_FACTOR,
-      g_param_spec_double ("max-factor", "Maximum echo factor",
-          "mode=adaptive: emit each item at most floor(max-factor) times in "
-          "all, plus once more with probability max-factor - "
-          "floor(max-factor); repeats go to the least emitted kept items",
-          1.0, MAX_FACTOR, DEFAULT_MAX_FACTOR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_SHUFFLE_BUFFER_SIZE,
+  properties[PROP_MODE] = g_param_spec_enum ("mode", "Mode",
+      "fixed: every item factor times; adaptive: fresh items first, "
+      "repeats only while downstream would otherwise wait",
+      gst_echo_mode_get_type (), DEFAULT_MODE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_FACTOR] = g_param_spec_double ("factor", "Echo factor",
+      "mode=fixed only (mode=adaptive ignores it and repeats up to "
+      "max-factor): emit each item floor(factor) times, plus once more "
+      "with probability factor - floor(factor)",
+      1.0, MAX_FACTOR, DEFAULT_FACTOR,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_MAX_FACTOR] = g_param_spec_double ("max-factor",
+      "Maximum echo factor",
+      "mode=adaptive: emit each item at most floor(max-factor) times in "
+      "all, plus once more with probability max-factor - "
+      "floor(max-factor); repeats go to the least emitted kept items",
+      1.0, MAX_FACTOR, DEFAULT_MAX_FACTOR,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_SHUFFLE_BUFFER_SIZE] =
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "Items held back and sent in random order, so that the copies of "
           "an item leave far apart and rarely share a batch; larger spreads "
@@ -311,43 +332,39 @@ gst_echo_class_init (GstEchoClass *klass)
           "as 1); an item's copies go out at least this / ceil(max-factor) "
           "emissions apart, and half this apart while the rate allows",
           0, MAX_SHUFFLE_BUFFER_SIZE, DEFAULT_SHUFFLE_BUFFER_SIZE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_MAX_SIZE_BYTES] =
       g_param_spec_uint64 ("max-size-bytes", "Maximum size in bytes",
           "Most bytes of items held (copies of an item count once; 0 = no "
           "limit); beyond it the buffer counts as full",
           0, G_MAXUINT64, DEFAULT_MAX_SIZE_BYTES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SEED,
-      g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the per-item draws and of the shuffle; the same seed and "
-          "input give the same output in mode=fixed (in a data-parallel job, "
-          "ranks other than 0 mix their rank into it)",
-          0, G_MAXUINT64, DEFAULT_SEED,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_ITEMS_IN,
-      g_param_spec_uint64 ("items-in", "Items in",
-          "Fresh buffers received since the element last went to PAUSED", 0,
-          G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_ITEMS_OUT,
-      g_param_spec_uint64 ("items-out", "Items out",
-          "Buffers pushed downstream (fresh and repeats) since the element "
-          "last went to PAUSED",
-          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_FRESH_OUT,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_SEED] = g_param_spec_uint64 ("seed", "Seed",
+      "Seed of the per-item draws and of the shuffle; the same seed and "
+      "input give the same output in mode=fixed (in a data-parallel job, "
+      "ranks other than 0 mix their rank into it)",
+      0, G_MAXUINT64, DEFAULT_SEED,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_ITEMS_IN] = g_param_spec_uint64 ("items-in", "Items in",
+      "Fresh buffers received since the element last went to PAUSED", 0,
+      G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_ITEMS_OUT] = g_param_spec_uint64 ("items-out", "Items out",
+      "Buffers pushed downstream (fresh and repeats) since the element "
+      "last went to PAUSED",
+      0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_FRESH_OUT] =
       g_param_spec_uint64 ("fresh-out", "Fresh items out",
           "Items pushed downstream for the first time (the others in "
           "items-out are repeats) since the element last went to PAUSED",
-          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_EFFECTIVE_FACTOR,
+          0, G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_EFFECTIVE_FACTOR] =
       g_param_spec_double ("effective-factor", "Effective factor",
           "Emissions per item so far, items-out / fresh-out (1 before "
           "anything went out); meaningful at any time, also while the "
           "shuffle buffer fills",
-          1.0, G_MAXDOUBLE, 1.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          1.0, G_MAXDOUBLE, 1.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  gst_train_props_install (
+      gobject_class, property_table, properties, N_PROPERTIES);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -391,12 +408,7 @@ gst_echo_init (GstEcho *echo)
   GST_PAD_SET_PROXY_CAPS (echo->srcpad);
   gst_element_add_pad (GST_ELEMENT (echo), echo->srcpad);
 
-  echo->props.mode = DEFAULT_MODE;
-  echo->props.factor = DEFAULT_FACTOR;
-  echo->props.max_factor = DEFAULT_MAX_FACTOR;
-  echo->props.shuffle_buffer_size = DEFAULT_SHUFFLE_BUFFER_SIZE;
-  echo->props.max_size_bytes = DEFAULT_MAX_SIZE_BYTES;
-  echo->props.seed = DEFAULT_SEED;
+  gst_train_props_init (echo, property_table, properties, N_PROPERTIES);
   echo->mode = &gst_echo_fixed_mode;
   echo->srcresult = GST_FLOW_FLUSHING;
   g_mutex_init (&echo->lock);
@@ -421,85 +433,6 @@ gst_echo_finalize (GObject *object)
   g_cond_clear (&echo->item_add);
   g_cond_clear (&echo->item_del);
   G_OBJECT_CLASS (parent_class)->finalize (object);
-}
-
-static void
-gst_echo_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstEcho *echo = GST_ECHO (object);
-
-  GST_OBJECT_LOCK (echo);
-  switch (prop_id) {
-    case PROP_MODE:
-      echo->props.mode = g_value_get_enum (value);
-      break;
-    case PROP_FACTOR:
-      echo->props.factor = g_value_get_double (value);
-      break;
-    case PROP_MAX_FACTOR:
-      echo->props.max_factor = g_value_get_double (value);
-      break;
-    case PROP_SHUFFLE_BUFFER_SIZE:
-      echo->props.shuffle_buffer_size = g_value_get_uint (value);
-      break;
-    case PROP_MAX_SIZE_BYTES:
-      echo->props.max_size_bytes = g_value_get_uint64 (value);
-      break;
-    case PROP_SEED:
-      echo->props.seed = g_value_get_uint64 (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (echo);
-}
-
-static void
-gst_echo_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  GstEcho *echo = GST_ECHO (object);
-
-  GST_OBJECT_LOCK (echo);
-  switch (prop_id) {
-    case PROP_MODE:
-      g_value_set_enum (value, echo->props.mode);
-      break;
-    case PROP_FACTOR:
-      g_value_set_double (value, echo->props.factor);
-      break;
-    case PROP_MAX_FACTOR:
-      g_value_set_double (value, echo->props.max_factor);
-      break;
-    case PROP_SHUFFLE_BUFFER_SIZE:
-      g_value_set_uint (value, echo->props.shuffle_buffer_size);
-      break;
-    case PROP_MAX_SIZE_BYTES:
-      g_value_set_uint64 (value, echo->props.max_size_bytes);
-      break;
-    case PROP_SEED:
-      g_value_set_uint64 (value, echo->props.seed);
-      break;
-    case PROP_ITEMS_IN:
-      g_value_set_uint64 (value, echo->items_in);
-      break;
-    case PROP_ITEMS_OUT:
-      g_value_set_uint64 (value, echo->items_out);
-      break;
-    case PROP_FRESH_OUT:
-      g_value_set_uint64 (value, echo->fresh_out);
-      break;
-    case PROP_EFFECTIVE_FACTOR:
-      g_value_set_double (
-          value, gst_echo_effective_factor (echo->fresh_out, echo->items_out));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (echo);
 }
 
 /* ---- the data flow, handed to the mode (echo-fixed.c, echo-adaptive.c)

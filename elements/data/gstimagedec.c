@@ -71,6 +71,7 @@
 #include "memory-recycler.h"
 #include "train-common.h"
 #include "train-meta.h"
+#include "train-props.h"
 #include "train-pool.h"
 
 #include <gst/video/video.h>
@@ -96,6 +97,7 @@ enum
   PROP_MAX_ERRORS,
   PROP_SAMPLES_SKIPPED,
   PROP_DECODE_REGION,
+  N_PROPERTIES
 };
 
 typedef enum
@@ -168,6 +170,24 @@ struct _GstImageDec
   GstTrainPool *pool; /* the process's; NULL with n-threads=1 */
 };
 
+/* Where each property is kept in GstImageDec (train-props.h). */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstImageDec, name)
+static const GstTrainProp property_table[N_PROPERTIES] = {
+  [PROP_N_THREADS] = { FIELD (props.n_threads) },
+  [PROP_MIN_SHORT_SIDE] = { FIELD (props.min_short_side) },
+  [PROP_SCALES] = { FIELD (props.scales) },
+  [PROP_ON_ERROR] = { FIELD (bad.on_error) },
+  [PROP_MAX_ERRORS] = { FIELD (bad.max_errors) },
+  [PROP_SAMPLES_SKIPPED] = { FIELD (bad.skipped) },
+  [PROP_DECODE_REGION] = { FIELD (props.decode_region) },
+};
+#undef FIELD
+
+G_STATIC_ASSERT (sizeof (GstImageDecScales) == sizeof (gint));
+G_STATIC_ASSERT (sizeof (GstTrainOnError) == sizeof (gint));
+
+static GParamSpec *properties[N_PROPERTIES];
+
 static GType
 gst_image_dec_scales_get_type (void)
 {
@@ -206,10 +226,6 @@ GST_ELEMENT_REGISTER_DEFINE (
 
 static void gst_image_dec_dispose (GObject *object);
 static void gst_image_dec_finalize (GObject *object);
-static void gst_image_dec_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec);
-static void gst_image_dec_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec);
 static GstStateChangeReturn gst_image_dec_change_state (
     GstElement *element, GstStateChange transition);
 static GstFlowReturn gst_image_dec_chain (
@@ -225,32 +241,25 @@ gst_image_dec_class_init (GstImageDecClass *klass)
 
   gobject_class->dispose = gst_image_dec_dispose;
   gobject_class->finalize = gst_image_dec_finalize;
-  gobject_class->set_property = gst_image_dec_set_property;
-  gobject_class->get_property = gst_image_dec_get_property;
 
-  g_object_class_install_property (gobject_class, PROP_N_THREADS,
-      g_param_spec_uint ("n-threads", "Threads",
-          "Decodes to keep running at once on the threads the data elements "
-          "share (0 = the whole thread budget: the cores this process may "
-          "run on, or GST_TRAIN_THREADS; 1 = decode in the streaming "
-          "thread); output keeps the input order",
-          0, 256, DEFAULT_N_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_MIN_SHORT_SIDE,
+  properties[PROP_N_THREADS] = g_param_spec_uint ("n-threads", "Threads",
+      "Decodes to keep running at once on the threads the data elements "
+      "share (0 = the whole thread budget: the cores this process may "
+      "run on, or GST_TRAIN_THREADS; 1 = decode in the streaming "
+      "thread); output keeps the input order",
+      0, 256, DEFAULT_N_THREADS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_MIN_SHORT_SIDE] =
       g_param_spec_uint ("min-short-side", "Minimum short side",
           "Decode at the smallest DCT scale (see scales) whose short side is "
           "still at least this many pixels (0 = full resolution)",
           0, G_MAXINT, DEFAULT_MIN_SHORT_SIDE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SCALES,
-      g_param_spec_enum ("scales", "Scales",
-          "Which DCT scales min-short-side may pick",
-          gst_image_dec_scales_get_type (), DEFAULT_SCALES,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_DECODE_REGION,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_SCALES] = g_param_spec_enum ("scales", "Scales",
+      "Which DCT scales min-short-side may pick",
+      gst_image_dec_scales_get_type (), DEFAULT_SCALES,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_DECODE_REGION] =
       g_param_spec_boolean ("decode-region", "Decode region",
           "Ask the element linked to the source pad (augment) which "
           "rectangle of each image it reads, and decode only that: "
@@ -261,26 +270,23 @@ gst_image_dec_class_init (GstImageDecClass *klass)
           "with caps of its size. Only for RGB output of YCbCr, RGB and "
           "grayscale JPEGs; FALSE decodes every image whole",
           DEFAULT_DECODE_REGION,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_ON_ERROR,
-      g_param_spec_enum ("on-error", "On error",
-          "What to do with a sample that does not decode (corrupt, "
-          "truncated, empty or not a JPEG)",
-          GST_TYPE_TRAIN_ON_ERROR, DEFAULT_ON_ERROR,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_MAX_ERRORS,
-      g_param_spec_int ("max-errors", "Maximum errors",
-          "With on-error=skip, fail once more than this many samples were "
-          "skipped (-1 = never fail)",
-          -1, G_MAXINT, DEFAULT_MAX_ERRORS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-              | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_SAMPLES_SKIPPED,
-      g_param_spec_uint64 ("samples-skipped", "Samples skipped",
-          "Samples that did not decode and were dropped", 0, G_MAXUINT64, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_ON_ERROR] = g_param_spec_enum ("on-error", "On error",
+      "What to do with a sample that does not decode (corrupt, "
+      "truncated, empty or not a JPEG)",
+      GST_TYPE_TRAIN_ON_ERROR, DEFAULT_ON_ERROR,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_MAX_ERRORS] = g_param_spec_int ("max-errors",
+      "Maximum errors",
+      "With on-error=skip, fail once more than this many samples were "
+      "skipped (-1 = never fail)",
+      -1, G_MAXINT, DEFAULT_MAX_ERRORS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  properties[PROP_SAMPLES_SKIPPED] = g_param_spec_uint64 ("samples-skipped",
+      "Samples skipped", "Samples that did not decode and were dropped", 0,
+      G_MAXUINT64, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  gst_train_props_install (
+      gobject_class, property_table, properties, N_PROPERTIES);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -315,13 +321,8 @@ gst_image_dec_init (GstImageDec *dec)
   gst_pad_use_fixed_caps (dec->srcpad);
   gst_element_add_pad (GST_ELEMENT (dec), dec->srcpad);
 
-  dec->props.n_threads = DEFAULT_N_THREADS;
-  dec->props.min_short_side = DEFAULT_MIN_SHORT_SIDE;
-  dec->props.scales = DEFAULT_SCALES;
-  dec->props.decode_region = DEFAULT_DECODE_REGION;
-  dec->bad.on_error = DEFAULT_ON_ERROR;
+  gst_train_props_init (dec, property_table, properties, N_PROPERTIES);
   dec->bad.bounded = TRUE;
-  dec->bad.max_errors = DEFAULT_MAX_ERRORS;
   dec->format = GST_VIDEO_FORMAT_UNKNOWN;
   g_mutex_init (&dec->lock);
   g_queue_init (&dec->jobs);
@@ -345,75 +346,6 @@ gst_image_dec_finalize (GObject *object)
   g_array_unref (dec->known_good);
   g_mutex_clear (&dec->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
-}
-
-static void
-gst_image_dec_set_property (
-    GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
-{
-  GstImageDec *dec = GST_IMAGE_DEC (object);
-
-  GST_OBJECT_LOCK (dec);
-  switch (prop_id) {
-    case PROP_N_THREADS:
-      dec->props.n_threads = g_value_get_uint (value);
-      break;
-    case PROP_MIN_SHORT_SIDE:
-      dec->props.min_short_side = g_value_get_uint (value);
-      break;
-    case PROP_SCALES:
-      dec->props.scales = g_value_get_enum (value);
-      break;
-    case PROP_DECODE_REGION:
-      dec->props.decode_region = g_value_get_boolean (value);
-      break;
-    case PROP_ON_ERROR:
-      dec->bad.on_error = g_value_get_enum (value);
-      break;
-    case PROP_MAX_ERRORS:
-      dec->bad.max_errors = g_value_get_int (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (dec);
-}
-
-static void
-gst_image_dec_get_property (
-    GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
-{
-  GstImageDec *dec = GST_IMAGE_DEC (object);
-
-  GST_OBJECT_LOCK (dec);
-  switch (prop_id) {
-    case PROP_N_THREADS:
-      g_value_set_uint (value, dec->props.n_threads);
-      break;
-    case PROP_MIN_SHORT_SIDE:
-      g_value_set_uint (value, dec->props.min_short_side);
-      break;
-    case PROP_SCALES:
-      g_value_set_enum (value, dec->props.scales);
-      break;
-    case PROP_DECODE_REGION:
-      g_value_set_boolean (value, dec->props.decode_region);
-      break;
-    case PROP_ON_ERROR:
-      g_value_set_enum (value, dec->bad.on_error);
-      break;
-    case PROP_MAX_ERRORS:
-      g_value_set_int (value, dec->bad.max_errors);
-      break;
-    case PROP_SAMPLES_SKIPPED:
-      g_value_set_uint64 (value, dec->bad.skipped);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (dec);
 }
 
 /* ---- decoding (any thread) ---- */
