@@ -3,6 +3,7 @@
  * gstcudatrainsink-settings.h. */
 #include "gstcudatrainsink-settings.h"
 #include "gstcudatrainsink-enumtypes.h"
+#include "train-props.h"
 
 #include <gst/gst.h>
 
@@ -73,44 +74,42 @@ enum
   N_PROPERTIES
 };
 
-/* Where each property is kept in GstCudaTrainSinkSettings. set_property and
- * get_property copy between the GValue and that field by the property's
- * fundamental type, so that a property is a field, a row here and its
- * GParamSpec. */
-#define FIELD(name) G_STRUCT_OFFSET (GstCudaTrainSinkSettings, name)
-static const gsize settings_offsets[N_PROPERTIES] = {
-  [PROP_MODEL] = FIELD (model),
-  [PROP_NUM_CLASSES] = FIELD (num_classes),
-  [PROP_DEVICE] = FIELD (device),
-  [PROP_GPU_ID] = FIELD (gpu_id),
-  [PROP_PRECISION] = FIELD (precision),
-  [PROP_LR] = FIELD (lr),
-  [PROP_MOMENTUM] = FIELD (momentum),
-  [PROP_WEIGHT_DECAY] = FIELD (weight_decay),
-  [PROP_NESTEROV] = FIELD (nesterov),
-  [PROP_WARMUP_STEPS] = FIELD (warmup_steps),
-  [PROP_LR_SCHEDULE] = FIELD (lr_schedule),
-  [PROP_TOTAL_STEPS] = FIELD (total_steps),
-  [PROP_LABEL_SMOOTHING] = FIELD (label_smoothing),
-  [PROP_SEED] = FIELD (seed),
-  [PROP_MEAN] = FIELD (mean),
-  [PROP_STD] = FIELD (std),
-  [PROP_MODE] = FIELD (mode),
-  [PROP_CHECKPOINT_LOCATION] = FIELD (checkpoint_location),
-  [PROP_CHECKPOINT_INTERVAL] = FIELD (checkpoint_interval),
-  [PROP_RESUME_FROM] = FIELD (resume_from),
-  [PROP_MAX_STEPS] = FIELD (max_steps),
-  [PROP_STATS_INTERVAL] = FIELD (stats_interval),
-  [PROP_METRICS_LOCATION] = FIELD (metrics_location),
-  [PROP_TENSORBOARD_LOGDIR] = FIELD (tensorboard_logdir),
-  [PROP_NUM_THREADS] = FIELD (num_threads),
-  [PROP_SNAPSHOT_INTERVAL] = FIELD (snapshot_interval),
-  [PROP_SNAPSHOT_LOCATION] = FIELD (snapshot_location),
-  [PROP_DISTRIBUTED] = FIELD (distributed),
-  [PROP_COMM_BACKEND] = FIELD (comm_backend),
-  [PROP_BUCKET_SIZE_MB] = FIELD (bucket_size_mb),
-  [PROP_ERROR_TIMEOUT] = FIELD (error_timeout),
-  [PROP_COLLECTIVE_TIMEOUT] = FIELD (collective_timeout),
+/* Where each property is kept in GstCudaTrainSinkSettings (train-props.h):
+ * a property is a field, a row here and its GParamSpec. */
+#define FIELD(name) .offset = G_STRUCT_OFFSET (GstCudaTrainSinkSettings, name)
+static const GstTrainProp settings_table[N_PROPERTIES] = {
+  [PROP_MODEL] = { FIELD (model) },
+  [PROP_NUM_CLASSES] = { FIELD (num_classes) },
+  [PROP_DEVICE] = { FIELD (device) },
+  [PROP_GPU_ID] = { FIELD (gpu_id) },
+  [PROP_PRECISION] = { FIELD (precision) },
+  [PROP_LR] = { FIELD (lr) },
+  [PROP_MOMENTUM] = { FIELD (momentum) },
+  [PROP_WEIGHT_DECAY] = { FIELD (weight_decay) },
+  [PROP_NESTEROV] = { FIELD (nesterov) },
+  [PROP_WARMUP_STEPS] = { FIELD (warmup_steps) },
+  [PROP_LR_SCHEDULE] = { FIELD (lr_schedule) },
+  [PROP_TOTAL_STEPS] = { FIELD (total_steps) },
+  [PROP_LABEL_SMOOTHING] = { FIELD (label_smoothing) },
+  [PROP_SEED] = { FIELD (seed) },
+  [PROP_MEAN] = { FIELD (mean) },
+  [PROP_STD] = { FIELD (std) },
+  [PROP_MODE] = { FIELD (mode) },
+  [PROP_CHECKPOINT_LOCATION] = { FIELD (checkpoint_location) },
+  [PROP_CHECKPOINT_INTERVAL] = { FIELD (checkpoint_interval) },
+  [PROP_RESUME_FROM] = { FIELD (resume_from) },
+  [PROP_MAX_STEPS] = { FIELD (max_steps) },
+  [PROP_STATS_INTERVAL] = { FIELD (stats_interval) },
+  [PROP_METRICS_LOCATION] = { FIELD (metrics_location) },
+  [PROP_TENSORBOARD_LOGDIR] = { FIELD (tensorboard_logdir) },
+  [PROP_NUM_THREADS] = { FIELD (num_threads) },
+  [PROP_SNAPSHOT_INTERVAL] = { FIELD (snapshot_interval) },
+  [PROP_SNAPSHOT_LOCATION] = { FIELD (snapshot_location) },
+  [PROP_DISTRIBUTED] = { FIELD (distributed) },
+  [PROP_COMM_BACKEND] = { FIELD (comm_backend) },
+  [PROP_BUCKET_SIZE_MB] = { FIELD (bucket_size_mb) },
+  [PROP_ERROR_TIMEOUT] = { FIELD (error_timeout) },
+  [PROP_COLLECTIVE_TIMEOUT] = { FIELD (collective_timeout) },
 };
 
 #undef FIELD
@@ -295,88 +294,10 @@ gst_cuda_train_sink_install_properties (GObjectClass *klass)
   return N_PROPERTIES;
 }
 
-/* Stores @value in the field of @settings that property @prop_id names. */
-static void
-settings_store (
-    GstCudaTrainSinkSettings *settings, guint prop_id, const GValue *value)
-{
-  gpointer field = G_STRUCT_MEMBER_P (settings, settings_offsets[prop_id]);
-
-  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_ENUM:
-      *(gint *)field = g_value_get_enum (value);
-      break;
-    case G_TYPE_BOOLEAN:
-      *(gboolean *)field = g_value_get_boolean (value);
-      break;
-    case G_TYPE_INT:
-      *(gint *)field = g_value_get_int (value);
-      break;
-    case G_TYPE_UINT:
-      *(guint *)field = g_value_get_uint (value);
-      break;
-    case G_TYPE_UINT64:
-      *(guint64 *)field = g_value_get_uint64 (value);
-      break;
-    case G_TYPE_DOUBLE:
-      *(gdouble *)field = g_value_get_double (value);
-      break;
-    case G_TYPE_STRING:
-      g_free (*(gchar **)field);
-      *(gchar **)field = g_value_dup_string (value);
-      break;
-    default:
-      g_assert_not_reached ();
-  }
-}
-
-/* Sets @value from the field of @settings that property @prop_id names. */
-static void
-settings_load (
-    const GstCudaTrainSinkSettings *settings, guint prop_id, GValue *value)
-{
-  const guint8 *field = (const guint8 *)settings + settings_offsets[prop_id];
-
-  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_ENUM:
-      g_value_set_enum (value, *(const gint *)field);
-      break;
-    case G_TYPE_BOOLEAN:
-      g_value_set_boolean (value, *(const gboolean *)field);
-      break;
-    case G_TYPE_INT:
-      g_value_set_int (value, *(const gint *)field);
-      break;
-    case G_TYPE_UINT:
-      g_value_set_uint (value, *(const guint *)field);
-      break;
-    case G_TYPE_UINT64:
-      g_value_set_uint64 (value, *(const guint64 *)field);
-      break;
-    case G_TYPE_DOUBLE:
-      g_value_set_double (value, *(const gdouble *)field);
-      break;
-    case G_TYPE_STRING:
-      g_value_set_string (value, *(gchar *const *)field);
-      break;
-    default:
-      g_assert_not_reached ();
-  }
-}
-
 void
 gst_cuda_train_sink_settings_init (GstCudaTrainSinkSettings *settings)
 {
-  guint prop_id;
-
-  for (prop_id = PROP_0 + 1; prop_id < N_PROPERTIES; prop_id++) {
-    GValue value = G_VALUE_INIT;
-
-    g_value_init (&value, G_PARAM_SPEC_VALUE_TYPE (properties[prop_id]));
-    g_param_value_set_default (properties[prop_id], &value);
-    settings_store (settings, prop_id, &value);
-    g_value_unset (&value);
-  }
+  gst_train_props_init (settings, settings_table, properties, N_PROPERTIES);
 }
 
 gboolean
@@ -385,7 +306,7 @@ gst_cuda_train_sink_settings_set (
 {
   if (prop_id == PROP_0 || prop_id >= N_PROPERTIES)
     return FALSE;
-  settings_store (settings, prop_id, value);
+  gst_train_prop_set (&settings_table[prop_id], settings, value);
   return TRUE;
 }
 
@@ -395,7 +316,7 @@ gst_cuda_train_sink_settings_get (
 {
   if (prop_id == PROP_0 || prop_id >= N_PROPERTIES)
     return FALSE;
-  settings_load (settings, prop_id, value);
+  gst_train_prop_get (&settings_table[prop_id], settings, value);
   return TRUE;
 }
 
@@ -410,7 +331,7 @@ gst_cuda_train_sink_settings_describe (const GstCudaTrainSinkSettings *settings)
     gchar *serialized;
 
     g_value_init (&value, G_PARAM_SPEC_VALUE_TYPE (properties[prop_id]));
-    settings_load (settings, prop_id, &value);
+    gst_train_prop_get (&settings_table[prop_id], settings, &value);
     if (G_VALUE_HOLDS_DOUBLE (&value)) {
       serialized = g_malloc (G_ASCII_DTOSTR_BUF_SIZE);
       g_ascii_formatd (serialized, G_ASCII_DTOSTR_BUF_SIZE, "%g",
