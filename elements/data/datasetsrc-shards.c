@@ -43,7 +43,7 @@ gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error)
   return ret;
 }
 
-GstTagList *
+static GstTagList *
 gst_dataset_src_shards_start (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
@@ -63,7 +63,7 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
     g_error_free (error);
     return NULL;
   }
-  sh = src->shards = g_new0 (GstDatasetSrcShards, 1);
+  sh = src->mode_state = g_new0 (GstDatasetSrcShards, 1);
   sh->shards = shards;
   sh->n_shards = g_strv_length (shards);
   sh->epoch = -1;
@@ -100,8 +100,6 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   src->dataset_size = 0;
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
-  src->positioned = FALSE;
-  src->emitted = 0;
   GST_INFO_OBJECT (src,
       "%u shards from %s, %u of them for shard %u of %u, %u classes",
       sh->n_shards, s->location, sh->n_mine, s->shard_index, s->num_shards,
@@ -114,10 +112,10 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   return gst_train_dataset_info_to_tag_list (&info);
 }
 
-void
+static void
 gst_dataset_src_shards_stop (GstDatasetSrc *src)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   if (sh == NULL)
     return;
@@ -128,14 +126,16 @@ gst_dataset_src_shards_stop (GstDatasetSrc *src)
   g_free (sh->mine);
   g_free (sh->order);
   g_free (sh);
-  src->shards = NULL;
+  src->mode_state = NULL;
 }
 
-void
+static void
 gst_dataset_src_shards_set_flushing (GstDatasetSrc *src, gboolean flushing)
 {
-  if (src->shards != NULL && src->shards->fetcher != NULL)
-    gst_train_shard_fetcher_set_flushing (src->shards->fetcher, flushing);
+  GstDatasetSrcShards *sh = src->mode_state;
+
+  if (sh != NULL && sh->fetcher != NULL)
+    gst_train_shard_fetcher_set_flushing (sh->fetcher, flushing);
 }
 
 void
@@ -171,7 +171,7 @@ gst_dataset_src_shards_open (
     GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   guint ahead = MIN (s->fetch_ahead, sh->n_mine), n = 0, i;
   const gchar **next = g_new0 (const gchar *, ahead + 1);
   GError *error = NULL;
@@ -226,7 +226,8 @@ static GstFlowReturn
 gst_dataset_src_shards_report_sample (
     GstDatasetSrc *src, const GstTrainShardSample *sample, gchar *why)
 {
-  const gchar *shard = src->shards->shards[src->shards->current];
+  GstDatasetSrcShards *sh = src->mode_state;
+  const gchar *shard = sh->shards[sh->current];
   gchar *key = g_strdup_printf ("%s#%s", shard, sample->key);
   GstFlowReturn ret;
 
@@ -247,7 +248,7 @@ static GstFlowReturn
 gst_dataset_src_shards_next_input (
     GstDatasetSrc *src, GstDatasetSrcShardItem **out)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   *out = NULL;
   for (;;) {
@@ -308,10 +309,11 @@ static gint
 gst_dataset_src_shards_next (gpointer user_data, gpointer *item)
 {
   GstDatasetSrc *src = user_data;
+  GstDatasetSrcShards *sh = src->mode_state;
 
-  src->shards->input_ret =
+  sh->input_ret =
       gst_dataset_src_shards_next_input (src, (GstDatasetSrcShardItem **)item);
-  if (src->shards->input_ret != GST_FLOW_OK)
+  if (sh->input_ret != GST_FLOW_OK)
     return -1;
   return *item != NULL;
 }
@@ -322,7 +324,7 @@ static GstFlowReturn
 gst_dataset_src_shards_buffer (
     GstDatasetSrc *src, GstDatasetSrcShardItem *item, GstBuffer **out)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainShardSample *sample = &item->sample;
   const gchar *shard = sh->shards[item->shard];
   guint64 index = GST_DATASET_SRC_SHARD_INDEX (item->shard, sample->ordinal);
@@ -357,7 +359,7 @@ static void
 gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainDatasetInfo info = { 0 };
 
   info.num_classes = s->num_classes;
@@ -405,9 +407,10 @@ typedef struct
 static void
 shard_replay_free (ShardReplay *replay)
 {
+  GstDatasetSrcShards *sh = replay->src->mode_state;
   guint n;
 
-  for (n = 0; n < replay->src->shards->n_shards; n++)
+  for (n = 0; n < sh->n_shards; n++)
     if (replay->samples[n] != NULL)
       g_array_unref (replay->samples[n]);
   g_free (replay->samples);
@@ -425,7 +428,7 @@ static GstFlowReturn
 shard_replay_count (ShardReplay *replay, guint shard)
 {
   GstDatasetSrc *src = replay->src;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainShardStream *stream;
   GstTrainShardReader *reader;
   GstTrainShardSample sample = { 0 };
@@ -473,7 +476,7 @@ shard_replay_count (ShardReplay *replay, guint shard)
 static GstFlowReturn
 shard_replay_next (ShardReplay *replay, GstDatasetSrcShardItem **out)
 {
-  GstDatasetSrcShards *sh = replay->src->shards;
+  GstDatasetSrcShards *sh = replay->src->mode_state;
 
   *out = NULL;
   while (replay->k < sh->n_mine) {
@@ -523,7 +526,7 @@ shard_replay_epoch (
 {
   GstDatasetSrc *src = replay->src;
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   gst_dataset_src_shards_enter_epoch (s, sh, epoch);
   replay->k = replay->i = 0;
@@ -555,7 +558,7 @@ shard_replay_epoch (
 static GstFlowReturn
 shard_replay_continue (ShardReplay *replay)
 {
-  GstDatasetSrcShards *sh = replay->src->shards;
+  GstDatasetSrcShards *sh = replay->src->mode_state;
   const GstTrainShardSample *sample;
   GArray *samples;
   guint shard;
@@ -579,7 +582,7 @@ static GstFlowReturn
 gst_dataset_src_shards_position (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   ShardReplay replay = { src, NULL, 0, 0, GST_FLOW_OK };
   guint64 start, emitted, epoch_size, epoch;
   GstFlowReturn ret;
@@ -626,21 +629,17 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
 static gboolean
 gst_dataset_src_shards_wanted (GstDatasetSrc *src)
 {
-  return gst_dataset_src_wanted (src, src->shards->position++);
+  GstDatasetSrcShards *sh = src->mode_state;
+
+  return gst_dataset_src_wanted (src, sh->position++);
 }
 
-GstFlowReturn
+static GstFlowReturn
 gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
-  if (!src->positioned) {
-    GstFlowReturn ret = gst_dataset_src_shards_position (src);
-
-    if (ret != GST_FLOW_OK)
-      return ret;
-  }
   for (;;) {
     GstDatasetSrcShardItem *item;
     GstFlowReturn ret;
@@ -694,3 +693,13 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
     return ret;
   }
 }
+
+const GstDatasetSrcModeFuncs gst_dataset_src_shards_mode = {
+  "shards",
+  gst_train_shard_location_is_shards,
+  gst_dataset_src_shards_start,
+  gst_dataset_src_shards_stop,
+  gst_dataset_src_shards_position,
+  gst_dataset_src_shards_create,
+  gst_dataset_src_shards_set_flushing,
+};
