@@ -16,6 +16,14 @@
 
 #include <string.h>
 
+/* The pause before the first retry of a broken transfer, doubled for each
+ * retry in a row (the retries property's description says 0.2 s, 0.4 s,
+ * 0.8 s, ...): long enough for a server that reset connections under a
+ * burst of requests to take new ones, short enough that a connection cut
+ * once costs less than reading a shard; the default 5 retries wait 6.2 s
+ * in all before the error. */
+#define FIRST_RETRY_PAUSE_MS 200
+
 void
 gst_dataset_src_shard_item_free (gpointer data)
 {
@@ -47,7 +55,11 @@ static GstTagList *
 gst_dataset_src_shards_start (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstTrainShardFetchOptions options = { s->fetch_ahead, s->retries, 200 };
+  GstTrainShardFetchOptions options = {
+    s->fetch_ahead,
+    s->retries,
+    FIRST_RETRY_PAUSE_MS,
+  };
   GstDatasetSrcShards *sh;
   GstTrainDatasetInfo info = { 0 };
   GError *error = NULL;
