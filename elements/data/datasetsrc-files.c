@@ -293,7 +293,10 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
 
-  files = src->mode_state = g_new0 (GstDatasetSrcFiles, 1);
+  files = g_new0 (GstDatasetSrcFiles, 1);
+  g_mutex_init (&files->lock);
+  g_cond_init (&files->cond);
+  src->mode_state = files;
   files->index = index;
   files->epoch_samples = epoch_samples;
   gst_dataset_src_warn_class_subset (src);
@@ -307,8 +310,6 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
   files->cursor_pos = 0;
   files->cursor_order = NULL;
   files->cursor_done = FALSE;
-  g_mutex_init (&files->lock);
-  g_cond_init (&files->cond);
   files->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
   files->slots = g_new0 (GstDatasetSrcSlot, files->n_slots);
   files->submitted = 0;
