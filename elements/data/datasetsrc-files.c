@@ -9,7 +9,9 @@
 #endif
 
 #include "datasetsrc-private.h"
+#include "dataset-index.h"
 #include "gt-random.h"
+#include "train-pool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,14 +19,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void gst_dataset_src_read_sample (gpointer data, gpointer user_data);
-static void gst_dataset_src_read_task (GstTrainTask *task);
+typedef struct _GstDatasetSrcFiles GstDatasetSrcFiles;
+
+/* One read-ahead slot: a sample handed to a reader thread and its result. */
+typedef struct
+{
+  GstTrainTask task; /* first: the pool hands it back */
+  GstDatasetSrcFiles *files;
+  guint64 sample;
+  gint epoch;
+  gboolean done;
+  GstBuffer *buffer;
+  gchar *error;
+} GstDatasetSrcSlot;
 
 /* What the reads of an epoch came to, so that an epoch of which no sample
  * could be read (every path of a list file wrong, say) is an error rather
- * than a warning per file and an empty stream. Kept on the element as
- * object data (the element's struct is gstdatasetsrc.c's), from start to
- * stop; streaming thread only. */
+ * than a warning per file and an empty stream. Streaming thread only. */
 typedef struct
 {
   gint epoch;    /* of the samples counted; -1 before the first */
@@ -34,23 +45,34 @@ typedef struct
   gchar *first_error;
 } GstDatasetSrcEpochReads;
 
-#define EPOCH_READS_KEY "gst-dataset-src-epoch-reads"
-
-static void
-gst_dataset_src_epoch_reads_free (gpointer data)
+/* The mode's state, src->mode_state from start to stop. */
+struct _GstDatasetSrcFiles
 {
-  GstDatasetSrcEpochReads *reads = data;
+  GstTrainDatasetIndex *index;
+  guint64 epoch_samples; /* of this shard */
 
-  g_free (reads->first_path);
-  g_free (reads->first_error);
-  g_free (reads);
-}
+  /* Which sample the next submitted read is for (streaming thread only). */
+  gint cursor_epoch;
+  guint64 cursor_pos;
+  guint64 *cursor_order;
+  gboolean cursor_done;
 
-static GstDatasetSrcEpochReads *
-gst_dataset_src_epoch_reads (GstDatasetSrc *src)
-{
-  return g_object_get_data (G_OBJECT (src), EPOCH_READS_KEY);
-}
+  /* The read-ahead ring, under @lock. */
+  GMutex lock;
+  GCond cond;
+  GstDatasetSrcSlot *slots;
+  guint n_slots;
+  guint64 submitted;
+  guint64 taken; /* reads taken out of the ring, in order */
+  gboolean flushing;
+  GstTrainPool *pool; /* the data elements' shared threads */
+
+  GstDatasetSrcEpochReads reads;
+};
+
+static void gst_dataset_src_read_sample (
+    GstDatasetSrcSlot *slot, GstDatasetSrcFiles *files);
+static void gst_dataset_src_read_task (GstTrainTask *task);
 
 /* Ends the count of the epoch counted: FALSE, with an error posted, when
  * none of its samples could be read. The error names the first path tried
@@ -58,11 +80,12 @@ gst_dataset_src_epoch_reads (GstDatasetSrc *src)
 static gboolean
 gst_dataset_src_epoch_readable (GstDatasetSrc *src)
 {
-  GstDatasetSrcEpochReads *reads = gst_dataset_src_epoch_reads (src);
+  GstDatasetSrcFiles *files = src->mode_state;
+  GstDatasetSrcEpochReads *reads = &files->reads;
   const gchar *location = src->settings.location;
   gchar *dir, *folder, *where;
 
-  if (reads == NULL || reads->epoch < 0 || reads->tried == 0 || reads->read)
+  if (reads->epoch < 0 || reads->tried == 0 || reads->read)
     return TRUE;
   if (g_file_test (location, G_FILE_TEST_IS_REGULAR)) {
     dir = g_path_get_dirname (location);
@@ -94,10 +117,9 @@ static gboolean
 gst_dataset_src_count_read (
     GstDatasetSrc *src, gint epoch, const gchar *path, const gchar *error)
 {
-  GstDatasetSrcEpochReads *reads = gst_dataset_src_epoch_reads (src);
+  GstDatasetSrcFiles *files = src->mode_state;
+  GstDatasetSrcEpochReads *reads = &files->reads;
 
-  if (reads == NULL)
-    return TRUE;
   if (epoch != reads->epoch) {
     if (!gst_dataset_src_epoch_readable (src))
       return FALSE;
@@ -134,19 +156,20 @@ gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
 static GstTagList *
 gst_dataset_src_files_tags (GstDatasetSrc *src)
 {
+  GstDatasetSrcFiles *files = src->mode_state;
+  GstTrainDatasetIndex *index = files->index;
   GstTrainDatasetInfo info;
   GstTagList *tags;
 
-  info.num_classes = src->index->class_names->len;
-  g_ptr_array_add (src->index->class_names, NULL);
-  info.class_names = (gchar **)src->index->class_names->pdata;
-  info.num_samples = src->index->entries->len;
-  info.epoch_samples = src->epoch_samples;
+  info.num_classes = index->class_names->len;
+  g_ptr_array_add (index->class_names, NULL);
+  info.class_names = (gchar **)index->class_names->pdata;
+  info.num_samples = index->entries->len;
+  info.epoch_samples = files->epoch_samples;
   info.shard_index = src->settings.shard_index;
   info.num_shards = src->settings.num_shards;
   tags = gst_train_dataset_info_to_tag_list (&info);
-  g_ptr_array_remove_index (
-      src->index->class_names, src->index->class_names->len - 1);
+  g_ptr_array_remove_index (index->class_names, index->class_names->len - 1);
   return tags;
 }
 
@@ -157,7 +180,8 @@ static void
 gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  const GstTrainDatasetIndex *index = src->index;
+  GstDatasetSrcFiles *files = src->mode_state;
+  const GstTrainDatasetIndex *index = files->index;
   guint num_classes = index->class_names->len, held = 0, taken = 0, i;
   guint8 *in_dataset, *in_subset;
   gboolean list_file = g_file_test (s->location, G_FILE_TEST_IS_REGULAR);
@@ -166,14 +190,14 @@ gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
 
   whole = gst_dataset_src_count_epoch_samples (
       index->entries->len, s->shard_index, s->num_shards, 0);
-  if (s->shuffle || s->num_samples == 0 || src->epoch_samples >= whole)
+  if (s->shuffle || s->num_samples == 0 || files->epoch_samples >= whole)
     return;
   in_dataset = g_new0 (guint8, num_classes);
   in_subset = g_new0 (guint8, num_classes);
   for (n = 0; n < index->entries->len; n++)
     in_dataset[g_array_index (index->entries, GstTrainDatasetEntry, n).label] =
         1;
-  for (n = 0, pos = s->shard_index; n < src->epoch_samples;
+  for (n = 0, pos = s->shard_index; n < files->epoch_samples;
        n++, pos += s->num_shards)
     in_subset[g_array_index (index->entries, GstTrainDatasetEntry, pos).label] =
         1;
@@ -196,7 +220,7 @@ gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
          "epoch, and %s: they come from %s%u of the %u classes only (%s). "
          "Set shuffle=true for a random subset of every class, a new one "
          "each epoch.",
-            s->num_samples, src->epoch_samples,
+            s->num_samples, files->epoch_samples,
             list_file ? "that is the list file's order"
                       : "an ImageFolder's order is class by class",
             list_file ? "" : "the first ", taken, held, names->str),
@@ -206,10 +230,11 @@ gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
   g_free (in_dataset);
 }
 
-GstTagList *
+static GstTagList *
 gst_dataset_src_files_start (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
+  GstDatasetSrcFiles *files;
   GstTrainDatasetIndex *index;
   GError *error = NULL;
   gchar **extensions;
@@ -268,58 +293,77 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
 
-  src->index = index;
-  src->epoch_samples = epoch_samples;
+  files = g_new0 (GstDatasetSrcFiles, 1);
+  g_mutex_init (&files->lock);
+  g_cond_init (&files->cond);
+  src->mode_state = files;
+  files->index = index;
+  files->epoch_samples = epoch_samples;
   gst_dataset_src_warn_class_subset (src);
-  {
-    GstDatasetSrcEpochReads *reads = g_new0 (GstDatasetSrcEpochReads, 1);
-
-    reads->epoch = -1;
-    g_object_set_data_full (G_OBJECT (src), EPOCH_READS_KEY, reads,
-        gst_dataset_src_epoch_reads_free);
-  }
+  files->reads.epoch = -1;
   GST_INFO_OBJECT (src,
       "%u samples in %u classes from %s, %" G_GUINT64_FORMAT " per epoch",
       index->entries->len, index->class_names->len, s->location,
-      src->epoch_samples);
+      files->epoch_samples);
 
-  src->cursor_epoch = -1;
-  src->cursor_pos = 0;
-  src->cursor_order = NULL;
-  src->cursor_done = FALSE;
-  src->positioned = FALSE;
-  src->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
-  src->slots = g_new0 (GstDatasetSrcSlot, src->n_slots);
-  src->submitted = 0;
-  src->emitted = 0;
-  src->flushing = FALSE;
-  for (i = 0; i < src->n_slots; i++)
-    src->slots[i].task.func = gst_dataset_src_read_task;
-  src->pool = s->n_threads == 0 ? NULL : gst_train_pool_get ();
+  files->cursor_epoch = -1;
+  files->cursor_pos = 0;
+  files->cursor_order = NULL;
+  files->cursor_done = FALSE;
+  files->n_slots = s->n_threads > 0 ? s->read_ahead : 1;
+  files->slots = g_new0 (GstDatasetSrcSlot, files->n_slots);
+  files->submitted = 0;
+  files->taken = 0;
+  files->flushing = FALSE;
+  for (i = 0; i < files->n_slots; i++) {
+    files->slots[i].task.func = gst_dataset_src_read_task;
+    files->slots[i].files = files;
+  }
+  files->pool = s->n_threads == 0 ? NULL : gst_train_pool_get ();
 
   return gst_dataset_src_files_tags (src);
 }
 
-void
+static void
 gst_dataset_src_files_stop (GstDatasetSrc *src)
 {
+  GstDatasetSrcFiles *files = src->mode_state;
   guint i;
 
-  if (src->pool != NULL) {
+  if (files == NULL)
+    return; /* a start that failed before it made anything */
+  if (files->pool != NULL) {
     /* Reads already running finish; queued ones are dropped. */
-    for (i = 0; i < src->n_slots; i++)
-      gst_train_pool_cancel (src->pool, &src->slots[i].task);
-    g_clear_pointer (&src->pool, gst_train_pool_unref);
+    for (i = 0; i < files->n_slots; i++)
+      gst_train_pool_cancel (files->pool, &files->slots[i].task);
+    g_clear_pointer (&files->pool, gst_train_pool_unref);
   }
-  for (i = 0; i < src->n_slots; i++) {
-    gst_clear_buffer (&src->slots[i].buffer);
-    g_clear_pointer (&src->slots[i].error, g_free);
+  for (i = 0; i < files->n_slots; i++) {
+    gst_clear_buffer (&files->slots[i].buffer);
+    g_clear_pointer (&files->slots[i].error, g_free);
   }
-  g_clear_pointer (&src->slots, g_free);
-  src->n_slots = 0;
-  g_clear_pointer (&src->cursor_order, g_free);
-  g_clear_pointer (&src->index, gst_train_dataset_index_free);
-  g_object_set_data (G_OBJECT (src), EPOCH_READS_KEY, NULL);
+  g_free (files->slots);
+  g_free (files->cursor_order);
+  gst_train_dataset_index_free (files->index);
+  g_free (files->reads.first_path);
+  g_free (files->reads.first_error);
+  g_mutex_clear (&files->lock);
+  g_cond_clear (&files->cond);
+  g_free (files);
+  src->mode_state = NULL;
+}
+
+static void
+gst_dataset_src_files_set_flushing (GstDatasetSrc *src, gboolean flushing)
+{
+  GstDatasetSrcFiles *files = src->mode_state;
+
+  if (files == NULL)
+    return;
+  g_mutex_lock (&files->lock);
+  files->flushing = flushing;
+  g_cond_broadcast (&files->cond);
+  g_mutex_unlock (&files->lock);
 }
 
 /* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
@@ -328,7 +372,8 @@ static void
 gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  guint64 n = src->index->entries->len, i, pos;
+  GstDatasetSrcFiles *files = src->mode_state;
+  guint64 n = files->index->entries->len, i, pos;
   guint64 *order = g_new (guint64, n);
 
   for (i = 0; i < n; i++)
@@ -340,43 +385,45 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
     gt_random_shuffle (&rng, order, n);
   }
   /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
-  for (i = 0, pos = s->shard_index; i < src->epoch_samples;
+  for (i = 0, pos = s->shard_index; i < files->epoch_samples;
        i++, pos += s->num_shards)
     order[i] = order[pos];
 
-  g_free (src->cursor_order);
-  src->cursor_order = order;
-  src->cursor_epoch = epoch;
-  src->cursor_pos = 0;
+  g_free (files->cursor_order);
+  files->cursor_order = order;
+  files->cursor_epoch = epoch;
+  files->cursor_pos = 0;
   GST_DEBUG_OBJECT (src, "epoch %d: %" G_GUINT64_FORMAT " samples, %s", epoch,
-      src->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
+      files->epoch_samples, s->shuffle ? "shuffled" : "in dataset order");
 }
 
 /* Before the first read: takes the start (start-position plus the resume
  * query's answer) and moves the cursor there without reading anything
  * before it. Streaming thread, without @lock. */
-static void
-gst_dataset_src_position (GstDatasetSrc *src)
+static GstFlowReturn
+gst_dataset_src_files_position (GstDatasetSrc *src)
 {
+  GstDatasetSrcFiles *files = src->mode_state;
   guint64 start = gst_dataset_src_ask_resume (src), epoch;
   gint num_epochs = src->settings.num_epochs;
 
   if (start == 0)
-    return;
+    return GST_FLOW_OK;
 
-  epoch = start / src->epoch_samples;
+  epoch = start / files->epoch_samples;
   if (epoch > G_MAXINT || (num_epochs >= 0 && epoch >= (guint64)num_epochs)) {
     GST_INFO_OBJECT (src,
         "start at sample %" G_GUINT64_FORMAT " is past the last epoch: EOS",
         start);
-    src->cursor_done = TRUE;
-    return;
+    files->cursor_done = TRUE;
+    return GST_FLOW_OK;
   }
   gst_dataset_src_enter_epoch (src, (gint)epoch);
-  src->cursor_pos = start % src->epoch_samples;
+  files->cursor_pos = start % files->epoch_samples;
   GST_INFO_OBJECT (src,
       "starting at sample %" G_GUINT64_FORMAT " of epoch %" G_GUINT64_FORMAT,
-      src->cursor_pos, epoch);
+      files->cursor_pos, epoch);
+  return GST_FLOW_OK;
 }
 
 /* Hands reads to the pool until the ring is full or the last epoch is
@@ -384,42 +431,43 @@ gst_dataset_src_position (GstDatasetSrc *src)
 static void
 gst_dataset_src_refill (GstDatasetSrc *src)
 {
+  GstDatasetSrcFiles *files = src->mode_state;
   gint num_epochs = src->settings.num_epochs;
 
-  while (!src->cursor_done && src->submitted - src->emitted < src->n_slots) {
+  while (
+      !files->cursor_done && files->submitted - files->taken < files->n_slots) {
     GstDatasetSrcSlot *slot;
 
-    if (src->cursor_epoch < 0 || src->cursor_pos >= src->epoch_samples) {
-      gint next_epoch = src->cursor_epoch + 1;
+    if (files->cursor_epoch < 0 || files->cursor_pos >= files->epoch_samples) {
+      gint next_epoch = files->cursor_epoch + 1;
 
       if ((num_epochs >= 0 && next_epoch >= num_epochs) || next_epoch < 0) {
-        src->cursor_done = TRUE;
+        files->cursor_done = TRUE;
         break;
       }
       gst_dataset_src_enter_epoch (src, next_epoch);
     }
     if (!gst_dataset_src_wanted (src,
-            (guint64)src->cursor_epoch * src->epoch_samples
-                + src->cursor_pos)) {
+            (guint64)files->cursor_epoch * files->epoch_samples
+                + files->cursor_pos)) {
       /* a resume re-reads only what downstream held */
-      src->cursor_pos++;
+      files->cursor_pos++;
       continue;
     }
 
-    slot = &src->slots[src->submitted % src->n_slots];
-    slot->src = src;
-    slot->sample = src->cursor_order[src->cursor_pos++];
-    slot->epoch = src->cursor_epoch;
+    slot = &files->slots[files->submitted % files->n_slots];
+    slot->sample = files->cursor_order[files->cursor_pos++];
+    slot->epoch = files->cursor_epoch;
     slot->done = FALSE;
-    src->submitted++;
-    if (src->pool != NULL) {
-      gst_train_pool_push (src->pool, &slot->task);
+    files->submitted++;
+    if (files->pool != NULL) {
+      gst_train_pool_push (files->pool, &slot->task);
     } else {
       /* Page-cached files on a busy core: a thread hand-off per sample costs
        * more than the read. */
-      g_mutex_unlock (&src->lock);
-      gst_dataset_src_read_sample (slot, src);
-      g_mutex_lock (&src->lock);
+      g_mutex_unlock (&files->lock);
+      gst_dataset_src_read_sample (slot, files);
+      g_mutex_lock (&files->lock);
     }
   }
 }
@@ -474,17 +522,15 @@ gst_dataset_src_read_task (GstTrainTask *task)
 {
   GstDatasetSrcSlot *slot = (GstDatasetSrcSlot *)task;
 
-  gst_dataset_src_read_sample (slot, slot->src);
+  gst_dataset_src_read_sample (slot, slot->files);
 }
 
 /* A reader thread: fills one slot. */
 static void
-gst_dataset_src_read_sample (gpointer data, gpointer user_data)
+gst_dataset_src_read_sample (GstDatasetSrcSlot *slot, GstDatasetSrcFiles *files)
 {
-  GstDatasetSrcSlot *slot = data;
-  GstDatasetSrc *src = user_data;
-  const GstTrainDatasetEntry *entry =
-      &g_array_index (src->index->entries, GstTrainDatasetEntry, slot->sample);
+  const GstTrainDatasetEntry *entry = &g_array_index (
+      files->index->entries, GstTrainDatasetEntry, slot->sample);
   gchar *error = NULL;
   GstBuffer *buffer;
 
@@ -495,21 +541,20 @@ gst_dataset_src_read_sample (gpointer data, gpointer user_data)
     GST_BUFFER_OFFSET (buffer) = slot->sample;
   }
 
-  g_mutex_lock (&src->lock);
+  g_mutex_lock (&files->lock);
   slot->buffer = buffer;
   slot->error = error;
   slot->done = TRUE;
-  g_cond_broadcast (&src->cond);
-  g_mutex_unlock (&src->lock);
+  g_cond_broadcast (&files->cond);
+  g_mutex_unlock (&files->lock);
 }
 
-GstFlowReturn
+static GstFlowReturn
 gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
 {
+  GstDatasetSrcFiles *files = src->mode_state;
 
-  if (!src->positioned)
-    gst_dataset_src_position (src);
-  g_mutex_lock (&src->lock);
+  g_mutex_lock (&files->lock);
   for (;;) {
     GstDatasetSrcSlot *slot;
     GstBuffer *buffer;
@@ -520,8 +565,8 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     GstFlowReturn ret;
 
     gst_dataset_src_refill (src);
-    if (src->emitted == src->submitted) {
-      g_mutex_unlock (&src->lock);
+    if (files->taken == files->submitted) {
+      g_mutex_unlock (&files->lock);
       /* the last epoch, too, must have had a sample that could be read */
       if (!gst_dataset_src_epoch_readable (src))
         return GST_FLOW_ERROR;
@@ -529,19 +574,19 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
       return GST_FLOW_EOS;
     }
 
-    slot = &src->slots[src->emitted % src->n_slots];
-    while (!slot->done && !src->flushing) {
-      if (src->pool == NULL) {
-        g_cond_wait (&src->cond, &src->lock);
+    slot = &files->slots[files->taken % files->n_slots];
+    while (!slot->done && !files->flushing) {
+      if (files->pool == NULL) {
+        g_cond_wait (&files->cond, &files->lock);
         continue;
       }
       /* Reads (or other elements' work) in this thread while it waits. */
-      g_mutex_unlock (&src->lock);
-      gst_train_pool_wait (src->pool, &slot->task);
-      g_mutex_lock (&src->lock);
+      g_mutex_unlock (&files->lock);
+      gst_train_pool_wait (files->pool, &slot->task);
+      g_mutex_lock (&files->lock);
     }
-    if (src->flushing) {
-      g_mutex_unlock (&src->lock);
+    if (files->flushing) {
+      g_mutex_unlock (&files->lock);
       return GST_FLOW_FLUSHING;
     }
 
@@ -552,31 +597,32 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     slot->buffer = NULL;
     slot->error = NULL;
     slot->done = FALSE;
+    files->taken++;
     src->emitted++;
-    path =
-        g_array_index (src->index->entries, GstTrainDatasetEntry, sample).path;
+    path = g_array_index (files->index->entries, GstTrainDatasetEntry, sample)
+               .path;
 
     /* the epoch before this sample's may have had none that could be read */
     if (!gst_dataset_src_count_read (src, epoch, path, error)) {
-      g_mutex_unlock (&src->lock);
+      g_mutex_unlock (&files->lock);
       gst_clear_buffer (&buffer);
       g_free (error);
       return GST_FLOW_ERROR;
     }
     if (buffer != NULL) {
       gst_dataset_src_refill (src);
-      g_mutex_unlock (&src->lock);
+      g_mutex_unlock (&files->lock);
       GST_LOG_OBJECT (src,
           "sample %" G_GUINT64_FORMAT " (%s), %" G_GSIZE_FORMAT " bytes",
           sample,
-          g_array_index (src->index->entries, GstTrainDatasetEntry, sample)
+          g_array_index (files->index->entries, GstTrainDatasetEntry, sample)
               .path,
           gst_buffer_get_size (buffer));
       *out = buffer;
       return GST_FLOW_OK;
     }
 
-    g_mutex_unlock (&src->lock);
+    g_mutex_unlock (&files->lock);
     ret = gst_train_report_bad_sample (src, &src->bad, path, GST_RESOURCE_ERROR,
         GST_RESOURCE_ERROR_READ, "read",
         g_strdup_printf ("Could not read sample %" G_GUINT64_FORMAT
@@ -588,6 +634,16 @@ gst_dataset_src_files_create (GstDatasetSrc *src, GstBuffer **out)
     g_free (error);
     if (ret != GST_FLOW_OK)
       return ret;
-    g_mutex_lock (&src->lock);
+    g_mutex_lock (&files->lock);
   }
 }
+
+const GstDatasetSrcModeFuncs gst_dataset_src_files_mode = {
+  "files",
+  NULL, /* any location that no other mode takes */
+  gst_dataset_src_files_start,
+  gst_dataset_src_files_stop,
+  gst_dataset_src_files_position,
+  gst_dataset_src_files_create,
+  gst_dataset_src_files_set_flushing,
+};

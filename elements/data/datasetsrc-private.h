@@ -4,37 +4,26 @@
  *
  * gstdatasetsrc.c owns the element: properties, documentation, state
  * changes, the dataset tags. It hands the reading to the mode that the
- * location asks for: datasetsrc-files.c (an ImageFolder or a list file,
- * one file per sample, read ahead on the shared pool) or
- * datasetsrc-shards.c (WebDataset shards, local or over HTTP). Calls go
- * that way only: gstdatasetsrc.c to the mode files, and they to the pieces
- * below them (datasetsrc-resume.c, the exact resume both take;
+ * location asks for, through a GstDatasetSrcModeFuncs table:
+ * datasetsrc-files.c (an ImageFolder or a list file, one file per sample,
+ * read ahead on the shared pool) or datasetsrc-shards.c (WebDataset shards,
+ * local or over HTTP). Each mode keeps its state in a struct of its own,
+ * out of the element's, so that another kind of location is another table
+ * and another file, not another branch in each of the element's functions.
+ * Calls go that way only: gstdatasetsrc.c to the mode files, and they to
+ * the pieces below them (datasetsrc-resume.c, the exact resume both take;
  * dataset-index.c, train-pool.c, train-common.c, shard-*.c). */
 #ifndef __GST_DATASET_SRC_PRIVATE_H__
 #define __GST_DATASET_SRC_PRIVATE_H__
 
 #include "gstdatasetsrc.h"
-#include "dataset-index.h"
 #include "train-common.h"
 #include "train-meta.h"
-#include "train-pool.h"
 
 G_BEGIN_DECLS
 
 GST_DEBUG_CATEGORY_EXTERN (gst_dataset_src_debug);
 #define GST_CAT_DEFAULT gst_dataset_src_debug
-
-/* One read-ahead slot: a sample handed to a reader thread and its result. */
-typedef struct
-{
-  GstTrainTask task; /* first: the pool hands it back */
-  GstDatasetSrc *src;
-  guint64 sample;
-  gint epoch;
-  gboolean done;
-  GstBuffer *buffer;
-  gchar *error;
-} GstDatasetSrcSlot;
 
 /* The properties as they were when the element started; on-error, which
  * may change while it plays, lives in GstTrainBadSamples. */
@@ -60,7 +49,39 @@ typedef struct
   guint retries;
 } GstDatasetSrcSettings;
 
-typedef struct _GstDatasetSrcShards GstDatasetSrcShards;
+/* What a mode does with the reading. gstdatasetsrc.c calls these and
+ * nothing else of a mode; every hook is set. */
+typedef struct
+{
+  const gchar *name; /* in the log */
+  /* Whether @location is this mode's; NULL: any location (the last mode
+   * gstdatasetsrc.c tries). */
+  gboolean (*takes) (const gchar *location);
+  /* Lists the dataset and prepares the reads from src->settings, keeping
+   * what it makes in src->mode_state; posts an error and returns NULL when
+   * it cannot, else the dataset tags to send. */
+  GstTagList *(*start) (GstDatasetSrc *src);
+  /* Frees what start made, also after a failed start, and sets
+   * src->mode_state to NULL. */
+  void (*stop) (GstDatasetSrc *src);
+  /* Before the first sample (once): where to start, from
+   * gst_dataset_src_ask_resume(), and there without reading what comes
+   * before it. */
+  GstFlowReturn (*position) (GstDatasetSrc *src);
+  /* The next sample, GST_FLOW_EOS after the last. */
+  GstFlowReturn (*create) (GstDatasetSrc *src, GstBuffer **buffer);
+  /* With @flushing TRUE, a wait of create for data ends at once (a flush,
+   * a stop) until it is called with FALSE. Any thread, from start to stop,
+   * so also while src->mode_state is still NULL. */
+  void (*set_flushing) (GstDatasetSrc *src, gboolean flushing);
+} GstDatasetSrcModeFuncs;
+
+/* datasetsrc-files.c: a folder or a list file, whatever no other mode
+ * takes. */
+extern const GstDatasetSrcModeFuncs gst_dataset_src_files_mode;
+/* datasetsrc-shards.c: WebDataset shards (shard-pattern.h says which
+ * locations are). */
+extern const GstDatasetSrcModeFuncs gst_dataset_src_shards_mode;
 
 struct _GstDatasetSrc
 {
@@ -75,57 +96,21 @@ struct _GstDatasetSrc
 
   /* Set in start(), read-only while streaming. */
   GstDatasetSrcSettings settings;
-  GstTrainDatasetIndex *index;
-  guint64 epoch_samples;
+  const GstDatasetSrcModeFuncs *mode; /* NULL while stopped */
+  gpointer mode_state;                /* the mode's own, from its start */
 
-  /* Which sample the next submitted read is for (streaming thread only). */
-  gint cursor_epoch;
-  guint64 cursor_pos;
-  guint64 *cursor_order;
-  gboolean cursor_done;
+  /* Streaming thread only. */
   gboolean positioned; /* the start position is taken (first create) */
+  guint64 emitted;     /* samples handed out or skipped, both modes */
 
-  /* Both modes: a resume wants only these positions of the sequence before
+  /* Every mode: a resume wants only these positions of the sequence before
    * @keep_end (sorted; NULL: all). Streaming thread only. */
   guint64 *keep;
   guint n_keep, next_keep;
   guint64 keep_end;
-
-  /* The read-ahead ring, under @lock. */
-  GMutex lock;
-  GCond cond;
-  GstDatasetSrcSlot *slots;
-  guint n_slots;
-  guint64 submitted;
-  guint64 emitted;
-  gboolean flushing;
-  GstTrainPool *pool; /* the data elements' shared threads */
-
-  /* The shard mode's state (datasetsrc-shards.h), NULL in the other. */
-  GstDatasetSrcShards *shards;
 };
 
-/* The mode of a location that names an ImageFolder or a list file
- * (datasetsrc-files.c). start lists the dataset and prepares the reads
- * from src->settings, posting an error and returning NULL when it cannot,
- * else the dataset tags to send; create hands out the next sample; stop
- * frees what start made (also after a failed start). */
-GstTagList *gst_dataset_src_files_start (GstDatasetSrc *src);
-GstFlowReturn gst_dataset_src_files_create (
-    GstDatasetSrc *src, GstBuffer **buffer);
-void gst_dataset_src_files_stop (GstDatasetSrc *src);
-
-/* The mode of a location that names WebDataset shards
- * (datasetsrc-shards.c), the same three, and set_flushing, which ends a
- * wait for shard data at once (a flush, a stop). */
-GstTagList *gst_dataset_src_shards_start (GstDatasetSrc *src);
-GstFlowReturn gst_dataset_src_shards_create (
-    GstDatasetSrc *src, GstBuffer **buffer);
-void gst_dataset_src_shards_stop (GstDatasetSrc *src);
-void gst_dataset_src_shards_set_flushing (
-    GstDatasetSrc *src, gboolean flushing);
-
-/* Both modes, before the first sample (datasetsrc-resume.c): asks downstream
+/* Every mode, before the first sample (datasetsrc-resume.c): asks downstream
  * where to start (a resuming sink answers with samples to pass over, counted
  * from start-position) and keeps in src->keep which of the samples before
  * its end it still holds; start-position alone when nobody answers.

@@ -27,7 +27,6 @@ gst_dataset_src_ask_resume (GstDatasetSrc *src)
   guint64 base = src->settings.start_position, start = base, asked;
   guint i;
 
-  src->positioned = TRUE;
   if (gst_pad_peer_query (GST_BASE_SRC_PAD (src), query)
       && gst_train_resume_query_parse (query, &asked, NULL, NULL)) {
     /* The answer counts the samples downstream has of the stream this

@@ -16,6 +16,14 @@
 
 #include <string.h>
 
+/* The pause before the first retry of a broken transfer, doubled for each
+ * retry in a row (the retries property's description says 0.2 s, 0.4 s,
+ * 0.8 s, ...): long enough for a server that reset connections under a
+ * burst of requests to take new ones, short enough that a connection cut
+ * once costs less than reading a shard; the default 5 retries wait 6.2 s
+ * in all before the error. */
+#define FIRST_RETRY_PAUSE_MS 200
+
 void
 gst_dataset_src_shard_item_free (gpointer data)
 {
@@ -43,11 +51,15 @@ gst_dataset_src_shards_fail (GstDatasetSrc *src, GError *error)
   return ret;
 }
 
-GstTagList *
+static GstTagList *
 gst_dataset_src_shards_start (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstTrainShardFetchOptions options = { s->fetch_ahead, s->retries, 200 };
+  GstTrainShardFetchOptions options = {
+    s->fetch_ahead,
+    s->retries,
+    FIRST_RETRY_PAUSE_MS,
+  };
   GstDatasetSrcShards *sh;
   GstTrainDatasetInfo info = { 0 };
   GError *error = NULL;
@@ -63,7 +75,7 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
     g_error_free (error);
     return NULL;
   }
-  sh = src->shards = g_new0 (GstDatasetSrcShards, 1);
+  sh = src->mode_state = g_new0 (GstDatasetSrcShards, 1);
   sh->shards = shards;
   sh->n_shards = g_strv_length (shards);
   sh->epoch = -1;
@@ -100,8 +112,6 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   src->dataset_size = 0;
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
-  src->positioned = FALSE;
-  src->emitted = 0;
   GST_INFO_OBJECT (src,
       "%u shards from %s, %u of them for shard %u of %u, %u classes",
       sh->n_shards, s->location, sh->n_mine, s->shard_index, s->num_shards,
@@ -114,10 +124,10 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   return gst_train_dataset_info_to_tag_list (&info);
 }
 
-void
+static void
 gst_dataset_src_shards_stop (GstDatasetSrc *src)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   if (sh == NULL)
     return;
@@ -128,14 +138,16 @@ gst_dataset_src_shards_stop (GstDatasetSrc *src)
   g_free (sh->mine);
   g_free (sh->order);
   g_free (sh);
-  src->shards = NULL;
+  src->mode_state = NULL;
 }
 
-void
+static void
 gst_dataset_src_shards_set_flushing (GstDatasetSrc *src, gboolean flushing)
 {
-  if (src->shards != NULL && src->shards->fetcher != NULL)
-    gst_train_shard_fetcher_set_flushing (src->shards->fetcher, flushing);
+  GstDatasetSrcShards *sh = src->mode_state;
+
+  if (sh != NULL && sh->fetcher != NULL)
+    gst_train_shard_fetcher_set_flushing (sh->fetcher, flushing);
 }
 
 void
@@ -171,7 +183,7 @@ gst_dataset_src_shards_open (
     GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   guint ahead = MIN (s->fetch_ahead, sh->n_mine), n = 0, i;
   const gchar **next = g_new0 (const gchar *, ahead + 1);
   GError *error = NULL;
@@ -226,7 +238,8 @@ static GstFlowReturn
 gst_dataset_src_shards_report_sample (
     GstDatasetSrc *src, const GstTrainShardSample *sample, gchar *why)
 {
-  const gchar *shard = src->shards->shards[src->shards->current];
+  GstDatasetSrcShards *sh = src->mode_state;
+  const gchar *shard = sh->shards[sh->current];
   gchar *key = g_strdup_printf ("%s#%s", shard, sample->key);
   GstFlowReturn ret;
 
@@ -247,7 +260,7 @@ static GstFlowReturn
 gst_dataset_src_shards_next_input (
     GstDatasetSrc *src, GstDatasetSrcShardItem **out)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   *out = NULL;
   for (;;) {
@@ -308,10 +321,11 @@ static gint
 gst_dataset_src_shards_next (gpointer user_data, gpointer *item)
 {
   GstDatasetSrc *src = user_data;
+  GstDatasetSrcShards *sh = src->mode_state;
 
-  src->shards->input_ret =
+  sh->input_ret =
       gst_dataset_src_shards_next_input (src, (GstDatasetSrcShardItem **)item);
-  if (src->shards->input_ret != GST_FLOW_OK)
+  if (sh->input_ret != GST_FLOW_OK)
     return -1;
   return *item != NULL;
 }
@@ -322,7 +336,7 @@ static GstFlowReturn
 gst_dataset_src_shards_buffer (
     GstDatasetSrc *src, GstDatasetSrcShardItem *item, GstBuffer **out)
 {
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainShardSample *sample = &item->sample;
   const gchar *shard = sh->shards[item->shard];
   guint64 index = GST_DATASET_SRC_SHARD_INDEX (item->shard, sample->ordinal);
@@ -357,7 +371,7 @@ static void
 gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainDatasetInfo info = { 0 };
 
   info.num_classes = s->num_classes;
@@ -405,9 +419,10 @@ typedef struct
 static void
 shard_replay_free (ShardReplay *replay)
 {
+  GstDatasetSrcShards *sh = replay->src->mode_state;
   guint n;
 
-  for (n = 0; n < replay->src->shards->n_shards; n++)
+  for (n = 0; n < sh->n_shards; n++)
     if (replay->samples[n] != NULL)
       g_array_unref (replay->samples[n]);
   g_free (replay->samples);
@@ -425,7 +440,7 @@ static GstFlowReturn
 shard_replay_count (ShardReplay *replay, guint shard)
 {
   GstDatasetSrc *src = replay->src;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   GstTrainShardStream *stream;
   GstTrainShardReader *reader;
   GstTrainShardSample sample = { 0 };
@@ -473,7 +488,7 @@ shard_replay_count (ShardReplay *replay, guint shard)
 static GstFlowReturn
 shard_replay_next (ShardReplay *replay, GstDatasetSrcShardItem **out)
 {
-  GstDatasetSrcShards *sh = replay->src->shards;
+  GstDatasetSrcShards *sh = replay->src->mode_state;
 
   *out = NULL;
   while (replay->k < sh->n_mine) {
@@ -523,7 +538,7 @@ shard_replay_epoch (
 {
   GstDatasetSrc *src = replay->src;
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
   gst_dataset_src_shards_enter_epoch (s, sh, epoch);
   replay->k = replay->i = 0;
@@ -555,7 +570,7 @@ shard_replay_epoch (
 static GstFlowReturn
 shard_replay_continue (ShardReplay *replay)
 {
-  GstDatasetSrcShards *sh = replay->src->shards;
+  GstDatasetSrcShards *sh = replay->src->mode_state;
   const GstTrainShardSample *sample;
   GArray *samples;
   guint shard;
@@ -579,7 +594,7 @@ static GstFlowReturn
 gst_dataset_src_shards_position (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
   ShardReplay replay = { src, NULL, 0, 0, GST_FLOW_OK };
   guint64 start, emitted, epoch_size, epoch;
   GstFlowReturn ret;
@@ -626,21 +641,17 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
 static gboolean
 gst_dataset_src_shards_wanted (GstDatasetSrc *src)
 {
-  return gst_dataset_src_wanted (src, src->shards->position++);
+  GstDatasetSrcShards *sh = src->mode_state;
+
+  return gst_dataset_src_wanted (src, sh->position++);
 }
 
-GstFlowReturn
+static GstFlowReturn
 gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
 {
   const GstDatasetSrcSettings *s = &src->settings;
-  GstDatasetSrcShards *sh = src->shards;
+  GstDatasetSrcShards *sh = src->mode_state;
 
-  if (!src->positioned) {
-    GstFlowReturn ret = gst_dataset_src_shards_position (src);
-
-    if (ret != GST_FLOW_OK)
-      return ret;
-  }
   for (;;) {
     GstDatasetSrcShardItem *item;
     GstFlowReturn ret;
@@ -694,3 +705,13 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
     return ret;
   }
 }
+
+const GstDatasetSrcModeFuncs gst_dataset_src_shards_mode = {
+  "shards",
+  gst_train_shard_location_is_shards,
+  gst_dataset_src_shards_start,
+  gst_dataset_src_shards_stop,
+  gst_dataset_src_shards_position,
+  gst_dataset_src_shards_create,
+  gst_dataset_src_shards_set_flushing,
+};

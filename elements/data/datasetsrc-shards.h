@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* datasetsrc-shards.h: the state of datasetsrc's shard mode
  * (datasetsrc-shards.c), apart from the element's insides
- * (datasetsrc-private.h) that the other mode shares. */
+ * (datasetsrc-private.h) that every mode shares; the files mode keeps its
+ * own in datasetsrc-files.c. */
 #ifndef __GST_DATASET_SRC_SHARDS_H__
 #define __GST_DATASET_SRC_SHARDS_H__
 
@@ -25,6 +26,9 @@ typedef struct
   guint shard;
   GstTrainShardSample sample;
 } GstDatasetSrcShardItem;
+
+/* The mode's state, src->mode_state from start to stop. */
+typedef struct _GstDatasetSrcShards GstDatasetSrcShards;
 
 struct _GstDatasetSrcShards
 {

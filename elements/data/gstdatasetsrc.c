@@ -157,7 +157,6 @@
 
 #include "datasetsrc-private.h"
 #include "gt-launcher.h"
-#include "shard-pattern.h"
 #include "train-props.h"
 
 GST_DEBUG_CATEGORY (gst_dataset_src_debug);
@@ -255,6 +254,27 @@ static GParamSpec *properties[N_PROPERTIES];
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE (
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS ("image/jpeg"));
+
+/* The modes, in the order they are asked whether a location is theirs:
+ * the files mode last, as it takes any. */
+static const GstDatasetSrcModeFuncs *const gst_dataset_src_modes[] = {
+  &gst_dataset_src_shards_mode,
+  &gst_dataset_src_files_mode,
+};
+
+static const GstDatasetSrcModeFuncs *
+gst_dataset_src_find_mode (const gchar *location)
+{
+  const GstDatasetSrcModeFuncs *mode = NULL;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (gst_dataset_src_modes); i++) {
+    mode = gst_dataset_src_modes[i];
+    if (mode->takes == NULL || mode->takes (location))
+      break;
+  }
+  return mode;
+}
 
 #define gst_dataset_src_parent_class parent_class
 G_DEFINE_TYPE (GstDatasetSrc, gst_dataset_src, GST_TYPE_PUSH_SRC);
@@ -433,8 +453,6 @@ gst_dataset_src_init (GstDatasetSrc *src)
   /* No max-errors: every unreadable file is skipped, and counted. */
   src->bad.bounded = FALSE;
   src->bad.max_errors = -1;
-  g_mutex_init (&src->lock);
-  g_cond_init (&src->cond);
   gst_base_src_set_format (GST_BASE_SRC (src), GST_FORMAT_TIME);
 }
 
@@ -461,8 +479,6 @@ gst_dataset_src_finalize (GObject *object)
   gst_dataset_src_settings_clear (&src->props);
   gst_dataset_src_settings_clear (&src->settings);
   gst_train_bad_samples_clear (&src->bad);
-  g_mutex_clear (&src->lock);
-  g_cond_clear (&src->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -518,14 +534,15 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     return FALSE;
   }
 
-  if (gst_train_shard_location_is_shards (s->location))
-    tags = gst_dataset_src_shards_start (src);
-  else
-    tags = gst_dataset_src_files_start (src);
+  src->mode = gst_dataset_src_find_mode (s->location);
+  src->positioned = FALSE;
+  src->emitted = 0;
+  GST_DEBUG_OBJECT (src, "reading in %s mode", src->mode->name);
+  tags = src->mode->start (src);
   if (tags == NULL) {
     /* GstBaseSrc does not call stop() after a failed start() */
-    gst_dataset_src_files_stop (src);
-    gst_dataset_src_shards_stop (src);
+    src->mode->stop (src);
+    src->mode = NULL;
     return FALSE;
   }
   GST_DEBUG_OBJECT (src, "dataset info: %" GST_PTR_FORMAT, tags);
@@ -545,22 +562,21 @@ gst_dataset_src_stop (GstBaseSrc *bsrc)
       "stopping: %" G_GUINT64_FORMAT " samples handed out or skipped, "
       "%" G_GUINT64_FORMAT " skipped",
       src->emitted, src->bad.skipped);
-  gst_dataset_src_files_stop (src);
-  gst_dataset_src_shards_stop (src);
+  if (src->mode != NULL)
+    src->mode->stop (src);
+  src->mode = NULL;
   g_clear_pointer (&src->keep, g_free);
   gst_dataset_src_settings_clear (&src->settings);
   return TRUE;
 }
 
-/* Wakes create() out of its wait for a read (@flushing) or lets it wait
- * again. */
+/* Wakes create() out of its wait for data (@flushing) or lets it wait
+ * again; nothing waits while no mode is started. */
 static void
 gst_dataset_src_set_flushing (GstDatasetSrc *src, gboolean flushing)
 {
-  g_mutex_lock (&src->lock);
-  src->flushing = flushing;
-  g_cond_broadcast (&src->cond);
-  g_mutex_unlock (&src->lock);
+  if (src->mode != NULL)
+    src->mode->set_flushing (src, flushing);
 }
 
 static gboolean
@@ -568,7 +584,6 @@ gst_dataset_src_unlock (GstBaseSrc *bsrc)
 {
   GST_DEBUG_OBJECT (bsrc, "flushing: create() stops waiting for reads");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
-  gst_dataset_src_shards_set_flushing (GST_DATASET_SRC (bsrc), TRUE);
   return TRUE;
 }
 
@@ -577,7 +592,6 @@ gst_dataset_src_unlock_stop (GstBaseSrc *bsrc)
 {
   GST_DEBUG_OBJECT (bsrc, "flush done");
   gst_dataset_src_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
-  gst_dataset_src_shards_set_flushing (GST_DATASET_SRC (bsrc), FALSE);
   return TRUE;
 }
 
@@ -601,7 +615,13 @@ gst_dataset_src_create (GstPushSrc *psrc, GstBuffer **out)
 {
   GstDatasetSrc *src = GST_DATASET_SRC (psrc);
 
-  if (src->shards != NULL)
-    return gst_dataset_src_shards_create (src, out);
-  return gst_dataset_src_files_create (src, out);
+  if (!src->positioned) {
+    GstFlowReturn ret;
+
+    src->positioned = TRUE;
+    ret = src->mode->position (src);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  return src->mode->create (src, out);
 }

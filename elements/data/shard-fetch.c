@@ -4,6 +4,8 @@
 #include "shard-fetch.h"
 #include "shard-pattern.h"
 
+#include <gst/gst.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -14,10 +16,38 @@
 #include <curl/curl.h>
 #endif
 
+/* Every request with its URL and byte range, what it came to, and every
+ * retry with its cause and the pause before it: without them a transfer
+ * that fails and recovers is silent until the error at the end of its
+ * retries. Registered with the first fetcher. */
+GST_DEBUG_CATEGORY_STATIC (shard_fetch_debug);
+#define GST_CAT_DEFAULT shard_fetch_debug
+
 /* What one transfer may hold that its stream has not taken yet: bounded,
  * so that shards fetched ahead cost memory in proportion to their number,
  * not their size (a transfer that waits for room pauses the connection). */
 #define MAX_QUEUED (32 * 1024 * 1024)
+
+/* A local shard's reads: large enough that a disk or a network file system
+ * streams (hundreds of KiB per request), small against MAX_QUEUED so that
+ * the stream gets its first bytes early. */
+#define FILE_CHUNK (512 * 1024)
+
+/* The pause before the n-th retry in a row is the first pause times 2^n,
+ * with n at most this: with a first pause of 0.2 s that is a wait of 3.6
+ * hours, past any use, and the shift cannot overflow however many retries
+ * are asked for. */
+#define MAX_BACKOFF_DOUBLINGS 16
+
+/* A connection that is not up after this long is a failed attempt, retried:
+ * far above a round trip to any real server, short enough that a host that
+ * drops packets costs seconds, not curl's default of five minutes. */
+#define CONNECT_TIMEOUT_S 10L
+
+/* A server that sends nothing for this long is a broken connection. Not
+ * less: while a transfer waits for room in its queue (its reader is slower
+ * than the network) nothing is received either, and that is no stall. */
+#define STALL_TIMEOUT_S 60L
 
 /* One HTTP transfer of a shard, from @offset to @end (exclusive;
  * G_MAXUINT64: the end of the shard), on a thread of its own. Everything
@@ -73,6 +103,7 @@ GstTrainShardFetcher *
 gst_train_shard_fetcher_new (const GstTrainShardFetchOptions *options)
 {
   GstTrainShardFetcher *fetcher = g_new0 (GstTrainShardFetcher, 1);
+  static gsize debug_ready = 0;
 
 #ifdef GST_TRAIN_HAVE_CURL
   static gsize curl_ready = 0;
@@ -81,6 +112,11 @@ gst_train_shard_fetcher_new (const GstTrainShardFetchOptions *options)
   if (g_once_init_enter (&curl_ready))
     g_once_init_leave (&curl_ready, curl_global_init (CURL_GLOBAL_ALL) + 1);
 #endif
+  if (g_once_init_enter (&debug_ready)) {
+    GST_DEBUG_CATEGORY_INIT (shard_fetch_debug, "datasetsrc-fetch", 0,
+        "datasetsrc's shard transfers: requests, retries, back-off");
+    g_once_init_leave (&debug_ready, 1);
+  }
   fetcher->options = *options;
   g_mutex_init (&fetcher->lock);
   g_cond_init (&fetcher->cond);
@@ -199,7 +235,7 @@ transfer_run_file (gpointer data)
 {
   Transfer *t = data;
   GstTrainShardFetcher *f = t->fetcher;
-  gsize chunk = 512 * 1024;
+  gsize chunk = FILE_CHUNK;
   guint8 *buffer = g_malloc (chunk);
   GError *error = NULL;
   int fd = open_local (t->url, &error);
@@ -207,6 +243,7 @@ transfer_run_file (gpointer data)
   if (fd >= 0 && t->offset > 0 && lseek (fd, (off_t)t->offset, SEEK_SET) < 0)
     set_errno_error (&error, t->url);
   if (fd >= 0 && error == NULL) {
+    GST_DEBUG ("read %s from byte %" G_GUINT64_FORMAT, t->url, t->offset);
     posix_fadvise (fd, (off_t)t->offset, 0, POSIX_FADV_SEQUENTIAL);
     for (;;) {
       gssize got = read (fd, buffer, chunk);
@@ -224,6 +261,8 @@ transfer_run_file (gpointer data)
   if (fd >= 0)
     close (fd);
   g_free (buffer);
+  if (error != NULL)
+    GST_DEBUG ("read %s: %s", t->url, error->message);
   g_mutex_lock (&f->lock);
   t->error = error;
   t->finished = TRUE;
@@ -307,6 +346,7 @@ transfer_attempt (Transfer *t, long *http, gchar *why)
   CURL *curl = curl_easy_init ();
   guint64 from = t->offset + t->received;
   gchar range[64];
+  const gchar *outcome;
   CURLcode code;
 
   if (curl == NULL) {
@@ -322,11 +362,10 @@ transfer_attempt (Transfer *t, long *http, gchar *why)
   curl_easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt (curl, CURLOPT_FAILONERROR, 1L);
   curl_easy_setopt (curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  /* a server that sends nothing for a minute is a broken connection (a
-   * stream that waits for room does not send either, so not less) */
+  curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+  /* below one byte a second for STALL_TIMEOUT_S: nothing at all */
   curl_easy_setopt (curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt (curl, CURLOPT_LOW_SPEED_TIME, STALL_TIMEOUT_S);
   curl_easy_setopt (curl, CURLOPT_WRITEFUNCTION, transfer_write);
   curl_easy_setopt (curl, CURLOPT_WRITEDATA, t);
   curl_easy_setopt (curl, CURLOPT_NOPROGRESS, 0L);
@@ -338,13 +377,29 @@ transfer_attempt (Transfer *t, long *http, gchar *why)
         "%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, from, t->end - 1);
   else
     g_snprintf (range, sizeof (range), "%" G_GUINT64_FORMAT "-", from);
-  if (from > 0 || t->end != G_MAXUINT64)
+  if (from > 0 || t->end != G_MAXUINT64) {
     curl_easy_setopt (curl, CURLOPT_RANGE, range);
+    GST_DEBUG ("GET %s, bytes %s", t->url, range);
+  } else {
+    GST_DEBUG ("GET %s, the whole file", t->url);
+  }
   code = curl_easy_perform (curl);
   *http = 0;
   curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, http);
   if (why[0] == '\0')
     g_strlcpy (why, curl_easy_strerror (code), CURL_ERROR_SIZE);
+  /* transfer_write() ends a range that is in, and a transfer dropped, with
+   * a write error: not curl's cause, then */
+  if (code == CURLE_OK
+      || (t->end != G_MAXUINT64 && t->offset + t->received >= t->end))
+    outcome = "done";
+  else if (g_atomic_int_get (&t->dropped))
+    outcome = "dropped";
+  else
+    outcome = why;
+  GST_DEBUG ("GET %s: HTTP %ld, %s, %" G_GUINT64_FORMAT " bytes from byte "
+             "%" G_GUINT64_FORMAT,
+      t->url, *http, outcome, t->offset + t->received - from, from);
   t->curl = NULL;
   curl_easy_cleanup (curl);
   return code;
@@ -384,6 +439,10 @@ transfer_run (gpointer data)
       failures = 0;
     }
     if (!transfer_retryable (code, http) || failures >= o->retries) {
+      GST_DEBUG ("%s: no retry after %u attempt%s in a row (%s): %s", t->url,
+          failures + 1, failures > 0 ? "s" : "",
+          transfer_retryable (code, http) ? "retries spent" : "not retryable",
+          why);
       if (http == 404)
         g_set_error (&t->error, GST_TRAIN_SHARD_ERROR,
             GST_TRAIN_SHARD_ERROR_NOT_FOUND,
@@ -405,10 +464,20 @@ transfer_run (gpointer data)
     }
     {
       /* a pause that doubles with each failure in a row */
-      gint64 until = g_get_monotonic_time ()
-          + (gint64)o->backoff_ms * 1000 * ((gint64)1 << MIN (failures, 16));
+      gint64 pause_us = (gint64)o->backoff_ms * 1000
+          * ((gint64)1 << MIN (failures, MAX_BACKOFF_DOUBLINGS));
+      gint64 until = g_get_monotonic_time () + pause_us;
+      gchar status[32];
 
       failures++;
+      if (http > 0)
+        g_snprintf (status, sizeof (status), " (HTTP %ld)", http);
+      else
+        status[0] = '\0';
+      GST_INFO ("%s: retry %u of %u in %" G_GINT64_FORMAT " ms, from byte "
+                "%" G_GUINT64_FORMAT ": %s%s",
+          t->url, failures, o->retries, pause_us / 1000,
+          t->offset + t->received, why, status);
       while (!t->dropped && g_get_monotonic_time () < until)
         g_cond_wait_until (&f->cond, &f->lock, until);
     }
@@ -462,6 +531,8 @@ transfer_drop (Transfer *t)
 {
   GstTrainShardFetcher *f = t->fetcher;
 
+  GST_LOG ("drop the transfer of %s from byte %" G_GUINT64_FORMAT, t->url,
+      t->offset);
   g_mutex_lock (&f->lock);
   g_atomic_int_set (&t->dropped, TRUE);
   f->transfers = g_list_remove (f->transfers, t);
@@ -521,6 +592,9 @@ gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
   }
   if (found == NULL)
     found = transfer_start (f, shard, offset, G_MAXUINT64, error);
+  else
+    GST_DEBUG ("open %s from byte %" G_GUINT64_FORMAT ": fetched ahead", shard,
+        offset);
   if (found != NULL)
     found->claimed = TRUE;
   for (i = 0; found != NULL && next != NULL && next[i] != NULL
@@ -534,8 +608,10 @@ gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
       under_way |= !t->claimed && t->offset == 0 && t->end == G_MAXUINT64
           && strcmp (t->url, next[i]) == 0;
     }
-    if (!under_way)
+    if (!under_way) {
+      GST_DEBUG ("fetch %s ahead", next[i]);
       transfer_start (f, next[i], 0, G_MAXUINT64, NULL);
+    }
   }
   g_mutex_unlock (&f->lock);
   g_list_free_full (unwanted, (GDestroyNotify)transfer_drop);
@@ -643,6 +719,8 @@ gst_train_shard_fetcher_read_range (GstTrainShardFetcher *f, const gchar *shard,
       g_free (data);
       return NULL;
     }
+    GST_LOG ("read %s, bytes %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT, shard,
+        offset, offset + size - 1);
     while (done < size) {
       gssize got = pread (fd, data + done, size - done, (off_t)(offset + done));
 

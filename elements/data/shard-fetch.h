@@ -13,7 +13,16 @@
  * a pause that doubles each time, from the byte it had reached (a Range
  * request), @retries times in a row before the stream fails with an error
  * that names the URL and the cause. A 4xx answer fails at once (404:
- * GST_TRAIN_SHARD_ERROR_NOT_FOUND). GLib and libcurl only. */
+ * GST_TRAIN_SHARD_ERROR_NOT_FOUND).
+ *
+ * The transfer threads are not the data elements' pool (train-pool.h) and
+ * do not count in its thread budget: they wait on a socket or a disk, not
+ * the CPU, for a whole shard each, which would hold a pool worker idle.
+ *
+ * GLib and libcurl, and of GStreamer only its debug log: the category
+ * datasetsrc-fetch at level 5 (DEBUG; the retries are at INFO) shows every
+ * request (URL, byte range) and what it came to, every retry with its
+ * cause and the pause before it, and the end of the retries. */
 #ifndef __GST_TRAIN_SHARD_FETCH_H__
 #define __GST_TRAIN_SHARD_FETCH_H__
 

@@ -7,7 +7,9 @@
 #   from a start position (the held samples by range requests); a missing
 #   shard is an HTTP 404: an error that names the URL, no retries;
 #   flaky_http.py: a server that closes mid-shard twice per shard (the
-#   transfers start again from the byte reached: the same samples), one
+#   transfers start again from the byte reached: the same samples; with
+#   GST_DEBUG=datasetsrc-fetch:5 the log shows each request with its URL
+#   and byte range, and each retry with its cause and its pause), one
 #   that always closes before sending anything and one that always answers
 #   503 (errors naming the
 #   URL and the attempts, after the retries), nothing listening at all;
@@ -150,9 +152,25 @@ stop_flaky() { kill "$flaky_pid"; wait "$flaky_pid" 2>/dev/null || true; }
 
 samples "$work/local" "$work/sh/$pattern" "$props"
 flaky close 2
-samples "$work/http" "$url/$pattern" "$props retries=3"
+(export GST_DEBUG=datasetsrc-fetch:5 GST_DEBUG_NO_COLOR=1
+  samples "$work/http" "$url/$pattern" "$props retries=3")
 same "$work/local" "$work/http" "a server that closes mid-shard twice per shard"
 stop_flaky
+# log_has LOG PATTERN WHAT: the datasetsrc-fetch lines of LOG match PATTERN
+shard='train-[0-9]+\.tar'
+log_has() {
+  grep 'datasetsrc-fetch' "$1" | grep -qE "$2" || {
+    grep 'datasetsrc-fetch' "$1" | head -20
+    fail "GST_DEBUG=datasetsrc-fetch:5 does not show $3"; }
+}
+# the log of that run: the first request of a shard, whole, then its retry
+# after a cut, 0.2 s later, from the byte reached, with curl's cause
+log_has "$work/http.err" "GET $url/$shard, the whole file" "a request"
+log_has "$work/http.err" \
+  "$url/$shard: retry 1 of 3 in 200 ms, from byte [1-9][0-9]*: .+ \\(HTTP 200\\)" \
+  "a retry, its pause and its cause"
+log_has "$work/http.err" "GET $url/$shard, bytes [1-9][0-9]*-\$" \
+  "a retry's range request"
 flaky cut -1
 fails "a server that always closes at once" "$url/$pattern" "retries=2" \
   "could not fetch \"$url/train-0000" "(3 attempts)"
@@ -162,9 +180,17 @@ samples "$work/http" "$url/$pattern" "$props retries=1"
 same "$work/local" "$work/http" "a server that answers 503 once per shard"
 stop_flaky
 flaky 503 -1
-fails "a server that always answers 503" "$url/$pattern" "retries=2" \
-  "could not fetch \"$url/train-0000" "HTTP 503 (3 attempts)"
+(export GST_DEBUG=datasetsrc-fetch:5 GST_DEBUG_NO_COLOR=1
+  fails "a server that always answers 503" "$url/$pattern" "retries=2" \
+    "could not fetch \"$url/train-0000" "HTTP 503 (3 attempts)")
 stop_flaky
+# failures in a row: the pause doubles, then the retries are spent
+log_has "$work/err" "$url/$shard: retry 1 of 2 in 200 ms, from byte 0: .*\\(HTTP 503\\)" \
+  "the first retry of a 503"
+log_has "$work/err" "$url/$shard: retry 2 of 2 in 400 ms, from byte 0: .*\\(HTTP 503\\)" \
+  "the second retry's doubled pause"
+log_has "$work/err" "$url/$shard: no retry after 3 attempts in a row \\(retries spent\\)" \
+  "the end of the retries"
 port=$(free_port)
 fails "nothing listening" "http://127.0.0.1:$port/$pattern" "retries=1" \
   "could not fetch \"http://127.0.0.1:$port/train-0000" "(2 attempts)"
@@ -197,4 +223,4 @@ for ahead in 2 0; do
   fi
 done
 
-echo "ok: over HTTP (nginx) the samples and their bytes are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; a server that cuts transfers wherever they start: each retry asks for the byte where its transfer was cut, the same bytes come out; fetch-ahead fetches at once"
+echo "ok: over HTTP (nginx) the samples and their bytes are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; GST_DEBUG=datasetsrc-fetch:5 shows requests, ranges, retries, causes and pauses; a server that cuts transfers wherever they start: each retry asks for the byte where its transfer was cut, the same bytes come out; fetch-ahead fetches at once"
