@@ -26,6 +26,9 @@
  * A rank that posts an error and is never stopped (an application that
  * missed the error) would keep its peers waiting in their next collective
  * for ever: the watchdog at the end of this file ends the job then.
+ *
+ * Its state is the sink's @dist (gstcudatrainsink-private.h), which only
+ * this file writes.
  */
 #include "gstcudatrainsink-private.h"
 #include "gt-launcher.h"
@@ -38,12 +41,30 @@
 /* ---- joining and leaving ---- */
 
 void
+gst_cuda_train_sink_dist_init (GstCudaTrainSink *sink)
+{
+  sink->dist.message_rank = -1;
+  sink->dist.world_size_prop = 1;
+  g_mutex_init (&sink->dist.watchdog_lock);
+  g_cond_init (&sink->dist.watchdog_cond);
+}
+
+void
+gst_cuda_train_sink_dist_clear (GstCudaTrainSink *sink)
+{
+  /* an application that drops the element without stopping it */
+  gst_cuda_train_sink_watchdog_disarm (sink);
+  g_mutex_clear (&sink->dist.watchdog_lock);
+  g_cond_clear (&sink->dist.watchdog_cond);
+}
+
+void
 gst_cuda_train_sink_dist_name_rank (GstCudaTrainSink *sink)
 {
   GtLauncherPosition position;
   gboolean launched = gt_launcher_position (&position) && position.size > 1;
 
-  g_atomic_int_set (&sink->message_rank,
+  g_atomic_int_set (&sink->dist.message_rank,
       launched && sink->settings.distributed != GST_TRAIN_DISTRIBUTED_OFF
           ? position.rank
           : -1);
@@ -57,10 +78,10 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
   gboolean launched = gt_launcher_position (&position) && position.size > 1;
   gchar why[512];
 
-  sink->comm = NULL;
-  sink->rank = 0;
-  sink->world_size = 1;
-  sink->agreed = sink->left_job = sink->peer_left = FALSE;
+  sink->dist.comm = NULL;
+  sink->dist.rank = 0;
+  sink->dist.world_size = 1;
+  sink->dist.agreed = sink->dist.left_job = sink->dist.peer_left = FALSE;
   if (s->distributed != GST_TRAIN_DISTRIBUTED_OFF
       && gt_launcher_slurm_without_pmi (&position)) {
     /* MPI would start each task alone: N copies of one job, training the
@@ -78,8 +99,8 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
   }
   if (s->distributed == GST_TRAIN_DISTRIBUTED_MPI
       || (s->distributed == GST_TRAIN_DISTRIBUTED_AUTO && launched)) {
-    sink->comm = gt_comm_new (why, sizeof (why));
-    if (sink->comm == NULL) {
+    sink->dist.comm = gt_comm_new (why, sizeof (why));
+    if (sink->dist.comm == NULL) {
       GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
           ("Cannot join the data-parallel job: %s.", why),
           ("distributed=%s; the launcher's environment (%s) says rank %d of "
@@ -88,33 +109,34 @@ gst_cuda_train_sink_dist_start (GstCudaTrainSink *sink)
               position.source, position.rank, position.size));
       return FALSE;
     }
-    sink->rank = gt_comm_rank (sink->comm);
-    sink->world_size = gt_comm_size (sink->comm);
-    if (launched && sink->world_size != position.size) {
+    sink->dist.rank = gt_comm_rank (sink->dist.comm);
+    sink->dist.world_size = gt_comm_size (sink->dist.comm);
+    if (launched && sink->dist.world_size != position.size) {
       GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
           ("The launcher's environment (%s) says rank %d of %d, but MPI "
            "started this process in a job of %d: the launcher and this "
            "MPI do not agree on the ranks.",
-              position.source, position.rank, position.size, sink->world_size),
+              position.source, position.rank, position.size,
+              sink->dist.world_size),
           ("with srun, pass --mpi=pmix (or pmi2); with mpirun, use the "
            "mpirun of the Open MPI gst-train was built with"));
-      g_clear_pointer (&sink->comm, gt_comm_free);
+      g_clear_pointer (&sink->dist.comm, gt_comm_free);
       return FALSE;
     }
-    gt_comm_set_timeout (sink->comm, s->collective_timeout);
-    GST_INFO_OBJECT (sink, "rank %d of %d (%d on this machine)", sink->rank,
-        sink->world_size, gt_comm_local_rank (sink->comm));
+    gt_comm_set_timeout (sink->dist.comm, s->collective_timeout);
+    GST_INFO_OBJECT (sink, "rank %d of %d (%d on this machine)",
+        sink->dist.rank, sink->dist.world_size,
+        gt_comm_local_rank (sink->dist.comm));
   }
   /* gpu-id -1: one GPU per process of this machine, as torchrun's
    * LOCAL_RANK */
-  sink->gpu_id = s->gpu_id >= 0 ? s->gpu_id
-      : sink->comm              ? gt_comm_local_rank (sink->comm)
-                                : 0;
-  g_atomic_int_set (
-      &sink->message_rank, sink->world_size > 1 ? sink->rank : -1);
-  g_atomic_int_set (&sink->rank_prop, sink->rank);
-  g_atomic_int_set (&sink->world_size_prop, sink->world_size);
-  g_atomic_int_set (&sink->global_batch_prop, 0);
+  sink->dist.gpu_id = s->gpu_id >= 0 ? s->gpu_id
+      : sink->dist.comm              ? gt_comm_local_rank (sink->dist.comm)
+                                     : 0;
+  g_atomic_int_set (&sink->dist.message_rank,
+      sink->dist.world_size > 1 ? sink->dist.rank : -1);
+  g_atomic_int_set (&sink->dist.rank_prop, sink->dist.rank);
+  g_atomic_int_set (&sink->dist.world_size_prop, sink->dist.world_size);
   return TRUE;
 }
 
@@ -122,13 +144,24 @@ void
 gst_cuda_train_sink_dist_stop (GstCudaTrainSink *sink)
 {
   /* after a timeout the job is ending: nobody waits for this rank */
-  if (sink->comm == NULL || gt_comm_timed_out (sink->comm))
+  if (sink->dist.comm == NULL || gt_comm_timed_out (sink->dist.comm))
     return;
-  if (!sink->agreed)
+  if (!sink->dist.agreed)
     gst_cuda_train_sink_dist_agree (
         sink, GST_TRAIN_RANK_FAILED, NULL, NULL, NULL);
-  else if (sink->trainer != NULL)
-    gst_cuda_train_sink_leave_job (sink);
+  else if (sink->trainer.gt != NULL) {
+    /* the run is over and its totals stay as they are: the sum is for the
+     * peers */
+    GtEvalTotals eval = sink->run.eval;
+
+    gst_cuda_train_sink_leave_job (sink, &eval);
+  }
+}
+
+void
+gst_cuda_train_sink_dist_close (GstCudaTrainSink *sink)
+{
+  g_clear_pointer (&sink->dist.comm, gt_comm_free);
 }
 
 /* ---- the agreement to start ---- */
@@ -187,23 +220,23 @@ gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
   AgreedField fields[MAX_AGREED_FIELDS];
   gint64 values[AGREE_CHECKED + 2 * MAX_AGREED_FIELDS];
   guint n_fields, i, n_values;
-  gint size = sink->world_size, lowest;
+  gint size = sink->dist.world_size, lowest;
   gchar why[768];
 
-  if (sink->comm == NULL)
+  if (sink->dist.comm == NULL)
     return status == GST_TRAIN_RANK_READY;
-  g_return_val_if_fail (!sink->agreed, FALSE);
-  sink->agreed = TRUE;
+  g_return_val_if_fail (!sink->dist.agreed, FALSE);
+  sink->dist.agreed = TRUE;
   n_fields = agreed_fields (
       sink, status == GST_TRAIN_RANK_READY ? config : NULL, fields);
   n_values = AGREE_CHECKED + 2 * n_fields;
   memset (values, 0, sizeof (values));
   values[AGREE_STATUS] = -(gint64)status;
   if (status == GST_TRAIN_RANK_FAILED)
-    values[AGREE_FIRST_FAILED] = size - sink->rank;
+    values[AGREE_FIRST_FAILED] = size - sink->dist.rank;
   if (status == GST_TRAIN_RANK_NO_DATA)
-    values[AGREE_FIRST_NO_DATA] = size - sink->rank;
-  if (sink->rank == 0 && resume)
+    values[AGREE_FIRST_NO_DATA] = size - sink->dist.rank;
+  if (sink->dist.rank == 0 && resume)
     values[AGREE_RESUME] = *resume;
   values[AGREE_NO_CUDA] = use_cuda ? !*use_cuda : 1;
   for (i = 0; i < n_fields; i++) {
@@ -214,8 +247,8 @@ gst_cuda_train_sink_dist_agree (GstCudaTrainSink *sink,
       status == GST_TRAIN_RANK_READY         ? "ready"
           : status == GST_TRAIN_RANK_NO_DATA ? "without data"
                                              : "not training");
-  gt_comm_set_activity (sink->comm, "agreement before training", -1);
-  if (gt_comm_allreduce (sink->comm, values, n_values, GT_COMM_INT64,
+  gt_comm_set_activity (sink->dist.comm, "agreement before training", -1);
+  if (gt_comm_allreduce (sink->dist.comm, values, n_values, GT_COMM_INT64,
           GT_COMM_MAX, why, sizeof (why))
       < 0) {
     GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
@@ -289,23 +322,30 @@ own_time (const gdouble *row)
   return row[ROW_STEP] - row[ROW_COMM];
 }
 
+void
+gst_cuda_train_sink_dist_reset_stats (GstCudaTrainSink *sink)
+{
+  sink->dist.global = sink->run.stats;
+  sink->dist.global_epoch_samples = 0;
+}
+
 gboolean
 gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
 {
-  const TrainStats *mine = &sink->stats;
-  TrainStats *global = &sink->global;
-  gint size = sink->world_size, r;
+  const TrainStats *mine = &sink->run.stats;
+  TrainStats *global = &sink->dist.global;
+  gint size = sink->dist.world_size, r;
   gdouble *rows, *row;
   gchar why[768];
 
   *global = *mine;
-  sink->global_epoch_samples = gst_cuda_train_sink_epoch_samples (sink);
-  if (sink->comm == NULL)
+  sink->dist.global_epoch_samples = gst_cuda_train_sink_epoch_samples (sink);
+  if (sink->dist.comm == NULL)
     return TRUE;
   /* every rank fills its own row of a zeroed table and a sum fills in the
    * others' (adding zeros is exact): sums and maxima from one call */
   rows = g_new0 (gdouble, (gsize)size * ROW_FIELDS);
-  row = rows + (gsize)sink->rank * ROW_FIELDS;
+  row = rows + (gsize)sink->dist.rank * ROW_FIELDS;
   row[ROW_IMAGES] = (gdouble)mine->images;
   row[ROW_FRESH] = (gdouble)mine->fresh_images;
   row[ROW_INTERVAL_IMAGES] = (gdouble)mine->interval_images;
@@ -314,10 +354,10 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   row[ROW_COMM] = mine->comm_seconds;
   row[ROW_STEP] = mine->step_seconds;
   row[ROW_BUSY] = mine->busy_seconds;
-  row[ROW_EPOCH_SAMPLES] = (gdouble)sink->global_epoch_samples;
-  gt_comm_set_activity (sink->comm, "statistics gather",
-      sink->trainer ? gt_trainer_global_step (sink->trainer) : -1);
-  if (gt_comm_allreduce (sink->comm, rows, (gsize)size * ROW_FIELDS,
+  row[ROW_EPOCH_SAMPLES] = (gdouble)sink->dist.global_epoch_samples;
+  gt_comm_set_activity (sink->dist.comm, "statistics gather",
+      sink->trainer.gt ? gt_trainer_global_step (sink->trainer.gt) : -1);
+  if (gt_comm_allreduce (sink->dist.comm, rows, (gsize)size * ROW_FIELDS,
           GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
       < 0) {
     g_free (rows);
@@ -329,7 +369,7 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   global->interval_images = global->interval_fresh = 0;
   global->wait_seconds = global->comm_seconds = 0;
   global->step_seconds = global->busy_seconds = 0;
-  sink->global_epoch_samples = 0;
+  sink->dist.global_epoch_samples = 0;
   global->slowest_rank = 0;
   global->straggler_wait_seconds = 0;
   for (r = 0; r < size; r++) {
@@ -344,7 +384,7 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
     global->fresh_images += (guint64)row[ROW_FRESH];
     global->interval_images += (guint64)row[ROW_INTERVAL_IMAGES];
     global->interval_fresh += (guint64)row[ROW_INTERVAL_FRESH];
-    sink->global_epoch_samples += (guint64)row[ROW_EPOCH_SAMPLES];
+    sink->dist.global_epoch_samples += (guint64)row[ROW_EPOCH_SAMPLES];
     /* the job goes at the pace of its slowest rank */
     global->wait_seconds = MAX (global->wait_seconds, row[ROW_WAIT]);
     global->comm_seconds = MAX (global->comm_seconds, row[ROW_COMM]);
@@ -364,6 +404,14 @@ gst_cuda_train_sink_gather_stats (GstCudaTrainSink *sink)
   return TRUE;
 }
 
+void
+gst_cuda_train_sink_take_report (
+    GstCudaTrainSink *sink, gint64 now, TrainStatsReport *report)
+{
+  train_stats_take_report (
+      &sink->dist.global, sink->dist.global_epoch_samples, now, report);
+}
+
 /* Adds up @totals over the ranks (collective); FALSE with an error
  * posted. */
 static gboolean
@@ -372,15 +420,15 @@ gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
   gdouble sums[4];
   gchar why[768];
 
-  if (sink->comm == NULL)
+  if (sink->dist.comm == NULL)
     return TRUE;
   sums[0] = totals->loss_sum;
   sums[1] = (gdouble)totals->num_samples;
   sums[2] = (gdouble)totals->correct_top1;
   sums[3] = (gdouble)totals->correct_top5;
-  gt_comm_set_activity (sink->comm, "evaluation sum", -1);
-  if (gt_comm_allreduce (
-          sink->comm, sums, 4, GT_COMM_DOUBLE, GT_COMM_SUM, why, sizeof (why))
+  gt_comm_set_activity (sink->dist.comm, "evaluation sum", -1);
+  if (gt_comm_allreduce (sink->dist.comm, sums, 4, GT_COMM_DOUBLE, GT_COMM_SUM,
+          why, sizeof (why))
       < 0) {
     GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
         ("Could not add up the evaluation of the ranks: %s.", why), (NULL));
@@ -394,33 +442,33 @@ gst_cuda_train_sink_gather_eval (GstCudaTrainSink *sink, GtEvalTotals *totals)
 }
 
 gboolean
-gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink)
+gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink, GtEvalTotals *eval)
 {
   gboolean ok = TRUE;
 
-  if (sink->comm == NULL)
+  if (sink->dist.comm == NULL)
     return sink->settings.mode == GST_TRAIN_MODE_EVAL
         || gst_cuda_train_sink_gather_stats (sink);
-  if (sink->left_job)
+  if (sink->dist.left_job)
     return TRUE;
-  sink->left_job = TRUE;
+  sink->dist.left_job = TRUE;
   /* peers still in a step stop at it; a rank whose step stopped has left
    * already, and this does nothing */
-  if (gt_trainer_leave (sink->trainer) != GT_OK) {
+  if (gt_trainer_leave (sink->trainer.gt) != GT_OK) {
     GST_ELEMENT_ERROR (sink, LIBRARY, FAILED,
         ("Could not leave the data-parallel job: %s.",
-            gt_trainer_error (sink->trainer)),
+            gt_trainer_error (sink->trainer.gt)),
         (NULL));
     ok = FALSE;
   }
   /* after a timeout nobody gathers any more */
-  if (gt_comm_timed_out (sink->comm))
+  if (gt_comm_timed_out (sink->dist.comm))
     return FALSE;
   GST_DEBUG_OBJECT (sink, "left the job at step %" G_GINT64_FORMAT,
-      gt_trainer_global_step (sink->trainer));
+      gt_trainer_global_step (sink->trainer.gt));
   /* the peers gather once more whatever happened here */
   if (sink->settings.mode == GST_TRAIN_MODE_EVAL)
-    ok &= gst_cuda_train_sink_gather_eval (sink, &sink->eval);
+    ok &= gst_cuda_train_sink_gather_eval (sink, eval);
   else
     ok &= gst_cuda_train_sink_gather_stats (sink);
   return ok;
@@ -431,7 +479,7 @@ gst_cuda_train_sink_leave_job (GstCudaTrainSink *sink)
 static gint
 gst_cuda_train_sink_rank_that_left (GstCudaTrainSink *sink)
 {
-  const gchar *text = strstr (gt_trainer_error (sink->trainer), "rank ");
+  const gchar *text = strstr (gt_trainer_error (sink->trainer.gt), "rank ");
   gint rank;
 
   if (text == NULL || sscanf (text, "rank %d left", &rank) != 1)
@@ -443,17 +491,17 @@ gst_cuda_train_sink_rank_that_left (GstCudaTrainSink *sink)
 void
 gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink)
 {
-  guint64 step = (guint64)gt_trainer_global_step (sink->trainer);
+  guint64 step = (guint64)gt_trainer_global_step (sink->trainer.gt);
   gint rank = gst_cuda_train_sink_rank_that_left (sink);
   gchar *who =
       rank >= 0 ? g_strdup_printf ("rank %d", rank) : g_strdup ("a rank");
 
-  sink->peer_left = TRUE;
+  sink->dist.peer_left = TRUE;
   /* a warning: the batches this rank still had are not trained on */
   GST_ELEMENT_WARNING (sink, RESOURCE, FAILED,
       ("%s left at step %" G_GUINT64_FORMAT ": stopping with it.", who, step),
       ("%s left at step %" G_GUINT64_FORMAT ": stopping with it (%s)", who,
-          step, gt_trainer_error (sink->trainer)));
+          step, gt_trainer_error (sink->trainer.gt)));
   g_free (who);
 }
 
@@ -463,15 +511,16 @@ gboolean
 gst_cuda_train_sink_check_shard (
     GstCudaTrainSink *sink, const GstTrainDatasetInfo *info)
 {
-  if (sink->comm == NULL || info->num_shards == 0)
+  if (sink->dist.comm == NULL || info->num_shards == 0)
     return TRUE;
-  if (info->num_shards == (guint)sink->world_size
-      && info->shard_index == (guint)sink->rank)
+  if (info->num_shards == (guint)sink->dist.world_size
+      && info->shard_index == (guint)sink->dist.rank)
     return TRUE;
   GST_ELEMENT_ERROR (sink, STREAM, FAILED,
       ("The source reads shard %u of %u, but this sink is rank %d of a job "
        "of %d: each rank must read its own shard of the data.",
-          info->shard_index, info->num_shards, sink->rank, sink->world_size),
+          info->shard_index, info->num_shards, sink->dist.rank,
+          sink->dist.world_size),
       ("leave datasetsrc's shard-index and num-shards unset in a "
        "data-parallel job: it then reads the shard of its rank"));
   return FALSE;
@@ -480,27 +529,11 @@ gst_cuda_train_sink_check_shard (
 /* ---- the error watchdog ---- */
 
 void
-gst_cuda_train_sink_watchdog_init (GstCudaTrainSink *sink)
-{
-  g_mutex_init (&sink->watchdog_lock);
-  g_cond_init (&sink->watchdog_cond);
-}
-
-void
-gst_cuda_train_sink_watchdog_clear (GstCudaTrainSink *sink)
-{
-  /* an application that drops the element without stopping it */
-  gst_cuda_train_sink_watchdog_disarm (sink);
-  g_mutex_clear (&sink->watchdog_lock);
-  g_cond_clear (&sink->watchdog_cond);
-}
-
-void
 gst_cuda_train_sink_watchdog_allow (GstCudaTrainSink *sink)
 {
-  g_mutex_lock (&sink->watchdog_lock);
-  sink->watchdog_cancel = FALSE;
-  g_mutex_unlock (&sink->watchdog_lock);
+  g_mutex_lock (&sink->dist.watchdog_lock);
+  sink->dist.watchdog_cancel = FALSE;
+  g_mutex_unlock (&sink->dist.watchdog_lock);
 }
 
 /* The watchdog thread: ends the job unless the sink stops before the
@@ -517,13 +550,13 @@ gst_cuda_train_sink_watchdog (gpointer data)
   gint64 deadline = g_get_monotonic_time () + timeout * G_TIME_SPAN_SECOND;
   gboolean fire;
 
-  g_mutex_lock (&sink->watchdog_lock);
-  while (!sink->watchdog_cancel
+  g_mutex_lock (&sink->dist.watchdog_lock);
+  while (!sink->dist.watchdog_cancel
       && g_cond_wait_until (
-          &sink->watchdog_cond, &sink->watchdog_lock, deadline))
+          &sink->dist.watchdog_cond, &sink->dist.watchdog_lock, deadline))
     ;
-  fire = !sink->watchdog_cancel;
-  g_mutex_unlock (&sink->watchdog_lock);
+  fire = !sink->dist.watchdog_cancel;
+  g_mutex_unlock (&sink->dist.watchdog_lock);
   if (fire) {
     gchar *message = g_strdup_printf (
         "the pipeline was not stopped within error-timeout=%u s of the "
@@ -531,7 +564,7 @@ gst_cuda_train_sink_watchdog (gpointer data)
         "that the other ranks do not wait for ever",
         timeout);
 
-    gt_comm_abort (sink->comm, 1, message);
+    gt_comm_abort (sink->dist.comm, 1, message);
     g_free (message);
   }
   return NULL;
@@ -544,16 +577,16 @@ gst_cuda_train_sink_watchdog (gpointer data)
 void
 gst_cuda_train_sink_watchdog_arm (GstCudaTrainSink *sink)
 {
-  g_mutex_lock (&sink->watchdog_lock);
-  if (sink->comm != NULL && sink->watchdog == NULL && !sink->watchdog_cancel
-      && sink->settings.error_timeout > 0) {
+  g_mutex_lock (&sink->dist.watchdog_lock);
+  if (sink->dist.comm != NULL && sink->dist.watchdog == NULL
+      && !sink->dist.watchdog_cancel && sink->settings.error_timeout > 0) {
     GST_INFO_OBJECT (sink,
         "error: the job ends in %u s unless the pipeline stops (error-timeout)",
         sink->settings.error_timeout);
-    sink->watchdog =
+    sink->dist.watchdog =
         g_thread_new ("train-watchdog", gst_cuda_train_sink_watchdog, sink);
   }
-  g_mutex_unlock (&sink->watchdog_lock);
+  g_mutex_unlock (&sink->dist.watchdog_lock);
 }
 
 void
@@ -561,12 +594,12 @@ gst_cuda_train_sink_watchdog_disarm (GstCudaTrainSink *sink)
 {
   GThread *watchdog;
 
-  g_mutex_lock (&sink->watchdog_lock);
-  sink->watchdog_cancel = TRUE;
-  watchdog = sink->watchdog;
-  sink->watchdog = NULL;
-  g_cond_signal (&sink->watchdog_cond);
-  g_mutex_unlock (&sink->watchdog_lock);
+  g_mutex_lock (&sink->dist.watchdog_lock);
+  sink->dist.watchdog_cancel = TRUE;
+  watchdog = sink->dist.watchdog;
+  sink->dist.watchdog = NULL;
+  g_cond_signal (&sink->dist.watchdog_cond);
+  g_mutex_unlock (&sink->dist.watchdog_lock);
   if (watchdog != NULL)
     g_thread_join (watchdog);
 }

@@ -6,7 +6,10 @@
  * event file in tensorboard-logdir, which gets their numbers as scalars
  * (the tags below), written at every report. The statistics and the JSON
  * are train-report.c's, the event file's format tb-writer.c's; both files
- * are this writer's alone, from open to close. */
+ * are this writer's alone, from open to close.
+ *
+ * Its state is the sink's @report (gstcudatrainsink-private.h), which only
+ * this file writes. */
 #include "gstcudatrainsink-private.h"
 #include "tb-writer.h"
 
@@ -39,7 +42,10 @@ gst_train_metrics_open (const gchar *path, GError **error)
   return metrics;
 }
 
-void
+/* Appends @s as a JSON line, {"type": NAME, fields}, and flushes it, so
+ * that a reader sees whole lines while the run goes on; nothing when
+ * @metrics is NULL (no metrics-location, or not rank 0). */
+static void
 gst_train_metrics_write (GstTrainMetrics *metrics, const GstStructure *s)
 {
   GString *line;
@@ -115,16 +121,16 @@ gst_cuda_train_sink_flush_tensorboard (GstCudaTrainSink *sink)
 {
   GError *error = NULL;
 
-  if (tb_writer_flush (sink->tensorboard, &error))
+  if (tb_writer_flush (sink->report.tensorboard, &error))
     return;
   GST_DEBUG_OBJECT (sink, "TensorBoard events not written: %s", error->message);
-  if (!sink->tensorboard_warned)
+  if (!sink->report.tensorboard_warned)
     GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
         ("%s (tensorboard-logdir). Training goes on; TensorBoard misses the "
          "statistics until the disk takes them again.",
             error->message),
         (NULL));
-  sink->tensorboard_warned = TRUE;
+  sink->report.tensorboard_warned = TRUE;
   g_error_free (error);
 }
 
@@ -139,7 +145,7 @@ gst_cuda_train_sink_write_scalars (GstCudaTrainSink *sink,
   gboolean echo;
   gsize i;
 
-  if (sink->tensorboard == NULL)
+  if (sink->report.tensorboard == NULL)
     return;
   echo = gst_structure_get_uint64 (s, "images", &images)
       && gst_structure_get_uint64 (s, "fresh-images", &fresh) && images > fresh;
@@ -147,10 +153,10 @@ gst_cuda_train_sink_write_scalars (GstCudaTrainSink *sink,
     const GValue *value = gst_structure_get_value (s, scalars[i].field);
 
     if ((scalars[i].when == SCALAR_WITH_ECHO && !echo)
-        || (scalars[i].when == SCALAR_IN_JOB && sink->world_size < 2)
+        || (scalars[i].when == SCALAR_IN_JOB && sink->dist.world_size < 2)
         || value == NULL)
       continue;
-    tb_writer_add_scalar (sink->tensorboard, scalars[i].tag, step,
+    tb_writer_add_scalar (sink->report.tensorboard, scalars[i].tag, step,
         G_VALUE_HOLDS_INT (value) ? g_value_get_int (value)
                                   : g_value_get_double (value));
   }
@@ -165,20 +171,20 @@ gst_cuda_train_sink_report_start (GstCudaTrainSink *sink)
   const GstCudaTrainSinkSettings *s = &sink->settings;
   GError *error = NULL;
 
-  sink->tensorboard_warned = FALSE;
+  sink->report.tensorboard_warned = FALSE;
   /* data-parallel: rank 0 writes the job's metrics */
-  if (sink->rank != 0)
+  if (sink->dist.rank != 0)
     return TRUE;
   if (s->tensorboard_logdir) {
-    sink->tensorboard = tb_writer_new (s->tensorboard_logdir, &error);
-    if (sink->tensorboard == NULL) {
+    sink->report.tensorboard = tb_writer_new (s->tensorboard_logdir, &error);
+    if (sink->report.tensorboard == NULL) {
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
           ("%s (tensorboard-logdir).", error->message), (NULL));
       g_error_free (error);
       return FALSE;
     }
     GST_INFO_OBJECT (sink, "TensorBoard events go to %s",
-        tb_writer_get_path (sink->tensorboard));
+        tb_writer_get_path (sink->report.tensorboard));
   }
   if (s->metrics_location) {
     gchar *folder = g_path_get_dirname (s->metrics_location);
@@ -187,14 +193,14 @@ gst_cuda_train_sink_report_start (GstCudaTrainSink *sink)
     if (!g_file_test (folder, G_FILE_TEST_EXISTS))
       g_mkdir_with_parents (folder, 0755);
     g_free (folder);
-    sink->metrics = gst_train_metrics_open (s->metrics_location, &error);
-    if (sink->metrics == NULL) {
+    sink->report.metrics = gst_train_metrics_open (s->metrics_location, &error);
+    if (sink->report.metrics == NULL) {
       GST_ELEMENT_ERROR (sink, RESOURCE, OPEN_WRITE,
           ("Could not open metrics file \"%s\": %s.", s->metrics_location,
               error->message),
           (NULL));
       g_error_free (error);
-      g_clear_pointer (&sink->tensorboard, tb_writer_free);
+      g_clear_pointer (&sink->report.tensorboard, tb_writer_free);
       return FALSE;
     }
   }
@@ -206,24 +212,31 @@ gst_cuda_train_sink_report_run_begins (GstCudaTrainSink *sink)
 {
   gint64 step;
 
-  if (sink->tensorboard == NULL || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
+  if (sink->report.tensorboard == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN)
     return;
   /* the steps after the one this run starts from are its own: what an
    * earlier run of this folder wrote from there on (steps trained again
    * after a resume from an older checkpoint) is dropped by TensorBoard */
-  step = gt_trainer_global_step (sink->trainer) + 1;
+  step = gt_trainer_global_step (sink->trainer.gt) + 1;
   GST_DEBUG_OBJECT (
       sink, "TensorBoard run (re)starts at step %" G_GINT64_FORMAT, step);
-  tb_writer_add_restart (sink->tensorboard, step);
+  tb_writer_add_restart (sink->report.tensorboard, step);
   gst_cuda_train_sink_flush_tensorboard (sink);
 }
 
 void
 gst_cuda_train_sink_report_stop (GstCudaTrainSink *sink)
 {
-  g_clear_pointer (&sink->metrics, gst_train_metrics_close);
+  g_clear_pointer (&sink->report.metrics, gst_train_metrics_close);
   /* every report was flushed as it was written */
-  g_clear_pointer (&sink->tensorboard, tb_writer_free);
+  g_clear_pointer (&sink->report.tensorboard, tb_writer_free);
+}
+
+void
+gst_cuda_train_sink_report_note (GstCudaTrainSink *sink, const GstStructure *s)
+{
+  gst_train_metrics_write (sink->report.metrics, s);
 }
 
 /* ---- the messages ---- */
@@ -232,48 +245,45 @@ gst_cuda_train_sink_report_stop (GstCudaTrainSink *sink)
 static void
 gst_cuda_train_sink_report (GstCudaTrainSink *sink, GstStructure *s)
 {
-  gst_train_metrics_write (sink->metrics, s);
+  gst_train_metrics_write (sink->report.metrics, s);
   gst_element_post_message (
       GST_ELEMENT (sink), gst_message_new_element (GST_OBJECT (sink), s));
 }
 
 void
-gst_cuda_train_sink_post_stats (GstCudaTrainSink *sink)
+gst_cuda_train_sink_post_stats (
+    GstCudaTrainSink *sink, const TrainStatsReport *r)
 {
-  gint64 now = g_get_monotonic_time ();
-  TrainStatsReport r;
-
-  gint64 step = gt_trainer_global_step (sink->trainer);
+  gint64 step = gt_trainer_global_step (sink->trainer.gt);
   GstStructure *s;
 
   GST_DEBUG_OBJECT (sink, "train-stats at step %" G_GINT64_FORMAT, step);
-  train_stats_take_report (&sink->global, sink->global_epoch_samples, now, &r);
-  train_stats_begin_interval (&sink->stats, now);
   s = gst_structure_new ("train-stats", "step", G_TYPE_UINT64, (guint64)step,
-      "epoch", G_TYPE_DOUBLE, r.epoch, "loss", G_TYPE_DOUBLE, r.loss, "lr",
-      G_TYPE_DOUBLE, r.lr, "top1", G_TYPE_DOUBLE, r.top1, "top5", G_TYPE_DOUBLE,
-      r.top5, "images", G_TYPE_UINT64, r.images, "fresh-images", G_TYPE_UINT64,
-      r.fresh_images, "images-per-second", G_TYPE_DOUBLE, r.images_per_second,
-      "fresh-images-per-second", G_TYPE_DOUBLE, r.fresh_images_per_second,
-      "echo-factor", G_TYPE_DOUBLE, r.echo_factor, "step-time", G_TYPE_DOUBLE,
-      r.step_time, "busy-time", G_TYPE_DOUBLE, r.busy_time,
-      "data-wait-fraction", G_TYPE_DOUBLE, r.data_wait_fraction,
-      "sink-memory-fraction", G_TYPE_DOUBLE, r.sink_memory_fraction,
-      "pinned-fraction", G_TYPE_DOUBLE, r.pinned_fraction, "comm-time",
-      G_TYPE_DOUBLE, r.comm_time, "slowest-rank", G_TYPE_INT, r.slowest_rank,
-      "straggler-wait", G_TYPE_DOUBLE, r.straggler_wait, "rank", G_TYPE_INT,
-      sink->rank, "world-size", G_TYPE_INT, sink->world_size, "compute",
-      G_TYPE_STRING, sink->compute ? sink->compute : "", "time", G_TYPE_DOUBLE,
-      r.time, NULL);
+      "epoch", G_TYPE_DOUBLE, r->epoch, "loss", G_TYPE_DOUBLE, r->loss, "lr",
+      G_TYPE_DOUBLE, r->lr, "top1", G_TYPE_DOUBLE, r->top1, "top5",
+      G_TYPE_DOUBLE, r->top5, "images", G_TYPE_UINT64, r->images,
+      "fresh-images", G_TYPE_UINT64, r->fresh_images, "images-per-second",
+      G_TYPE_DOUBLE, r->images_per_second, "fresh-images-per-second",
+      G_TYPE_DOUBLE, r->fresh_images_per_second, "echo-factor", G_TYPE_DOUBLE,
+      r->echo_factor, "step-time", G_TYPE_DOUBLE, r->step_time, "busy-time",
+      G_TYPE_DOUBLE, r->busy_time, "data-wait-fraction", G_TYPE_DOUBLE,
+      r->data_wait_fraction, "sink-memory-fraction", G_TYPE_DOUBLE,
+      r->sink_memory_fraction, "pinned-fraction", G_TYPE_DOUBLE,
+      r->pinned_fraction, "comm-time", G_TYPE_DOUBLE, r->comm_time,
+      "slowest-rank", G_TYPE_INT, r->slowest_rank, "straggler-wait",
+      G_TYPE_DOUBLE, r->straggler_wait, "rank", G_TYPE_INT, sink->dist.rank,
+      "world-size", G_TYPE_INT, sink->dist.world_size, "compute", G_TYPE_STRING,
+      sink->trainer.compute ? sink->trainer.compute : "", "time", G_TYPE_DOUBLE,
+      r->time, NULL);
   gst_cuda_train_sink_write_scalars (
       sink, s, train_stats_scalars, G_N_ELEMENTS (train_stats_scalars), step);
   gst_cuda_train_sink_report (sink, s);
 }
 
 void
-gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
+gst_cuda_train_sink_post_eval_result (
+    GstCudaTrainSink *sink, const GtEvalTotals *eval)
 {
-  const GtEvalTotals *eval = &sink->eval;
   gdouble n = MAX (1, eval->num_samples);
   GstStructure *s;
 
@@ -287,6 +297,6 @@ gst_cuda_train_sink_post_eval_result (GstCudaTrainSink *sink)
   /* at the step of the checkpoint evaluated */
   gst_cuda_train_sink_write_scalars (sink, s, eval_result_scalars,
       G_N_ELEMENTS (eval_result_scalars),
-      sink->trainer ? gt_trainer_global_step (sink->trainer) : 0);
+      sink->trainer.gt ? gt_trainer_global_step (sink->trainer.gt) : 0);
   gst_cuda_train_sink_report (sink, s);
 }

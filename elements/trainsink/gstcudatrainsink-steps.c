@@ -8,7 +8,10 @@
  * (statistics, checkpoints, snapshots), and decides where the run ends:
  * max-steps, the "stop" action signal, a peer that left the data-parallel
  * job (gstcudatrainsink-dist.c), EOS, or the pipeline stopping without
- * EOS. The helpers above it each do one part and call nothing back. */
+ * EOS. The helpers above it each do one part and call nothing back.
+ *
+ * Its state is the sink's @run (gstcudatrainsink-private.h), which only
+ * this file writes. */
 #include "gstcudatrainsink-private.h"
 #include "gsttrainhostallocator.h"
 
@@ -19,21 +22,18 @@
 void
 gst_cuda_train_sink_steps_reset (GstCudaTrainSink *sink)
 {
-  sink->failed = sink->ended = FALSE;
-  sink->skip_batches = 0;
-  sink->batches_skipped = 0;
-  sink->resume_samples = 0;
-  g_atomic_int_set (&sink->upstream_resumes, FALSE);
-  GST_OBJECT_LOCK (sink);
-  sink->checkpoint_step_prop = -1;
-  GST_OBJECT_UNLOCK (sink);
-  sink->last_saved_step = 0;
-  sink->next_snapshot = sink->settings.snapshot_interval;
-  sink->reached_max = FALSE;
-  train_stats_init (&sink->stats, g_get_monotonic_time ());
-  sink->global = sink->stats;
-  sink->global_epoch_samples = 0;
-  memset (&sink->eval, 0, sizeof (sink->eval));
+  sink->run.failed = sink->run.ended = FALSE;
+  sink->run.reached_max = FALSE;
+  train_stats_init (&sink->run.stats, g_get_monotonic_time ());
+  memset (&sink->run.eval, 0, sizeof (sink->run.eval));
+  gst_cuda_train_sink_trainer_reset (sink);
+  gst_cuda_train_sink_dist_reset_stats (sink);
+}
+
+void
+gst_cuda_train_sink_fail_run (GstCudaTrainSink *sink)
+{
+  sink->run.failed = TRUE;
 }
 
 /* ---- batches ---- */
@@ -105,9 +105,9 @@ gst_cuda_train_sink_map_batch (
 static GstFlowReturn
 gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
 {
-  sink->failed = TRUE;
-  GST_ELEMENT_ERROR (
-      sink, STREAM, FAILED, ("%s.", gt_trainer_error (sink->trainer)), (NULL));
+  sink->run.failed = TRUE;
+  GST_ELEMENT_ERROR (sink, STREAM, FAILED,
+      ("%s.", gt_trainer_error (sink->trainer.gt)), (NULL));
   return GST_FLOW_ERROR;
 }
 
@@ -115,9 +115,34 @@ gst_cuda_train_sink_trainer_failed (GstCudaTrainSink *sink)
 static void
 gst_cuda_train_sink_drop_pending (GstCudaTrainSink *sink)
 {
-  if (sink->pending.buffer && sink->trainer)
-    gt_trainer_step_end (sink->trainer, NULL);
-  gst_train_mapped_batch_unmap (&sink->pending);
+  if (sink->run.pending.buffer && sink->trainer.gt)
+    gt_trainer_step_end (sink->trainer.gt, NULL);
+  gst_train_mapped_batch_unmap (&sink->run.pending);
+}
+
+/* Writes a checkpoint (gst_cuda_train_sink_save); one that fails is an
+ * error posted, after which the last checkpoint stays. */
+static gboolean
+gst_cuda_train_sink_checkpoint (GstCudaTrainSink *sink)
+{
+  if (gst_cuda_train_sink_save (sink))
+    return TRUE;
+  sink->run.failed = TRUE;
+  return FALSE;
+}
+
+/* Posts the train-stats of the interval that ends now, from the counts of
+ * every rank as the caller just gathered them, and starts the next
+ * interval, of those counts and of this rank's. */
+static void
+gst_cuda_train_sink_end_interval (GstCudaTrainSink *sink)
+{
+  gint64 now = g_get_monotonic_time ();
+  TrainStatsReport r;
+
+  gst_cuda_train_sink_take_report (sink, now, &r);
+  train_stats_begin_interval (&sink->run.stats, now);
+  gst_cuda_train_sink_post_stats (sink, &r);
 }
 
 /* Ends the step in flight, when there is one: its statistics, checkpoint
@@ -131,30 +156,30 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   GtStepResult result;
   TrainStepStats step;
   GstMemory *images;
-  gint status, fresh, samples = sink->pending.batch.num_samples;
+  gint status, fresh, samples = sink->run.pending.batch.num_samples;
   gboolean stats_due, checkpoint_due;
 
-  if (sink->pending.buffer == NULL)
+  if (sink->run.pending.buffer == NULL)
     return GST_FLOW_OK;
-  status = gt_trainer_step_end (sink->trainer, &result);
-  fresh = gst_train_buffer_count_fresh (sink->pending.buffer);
+  status = gt_trainer_step_end (sink->trainer.gt, &result);
+  fresh = gst_train_buffer_count_fresh (sink->run.pending.buffer);
   if (fresh < 0)
     fresh = samples; /* no metadata: nothing says it repeats */
-  images = gst_buffer_peek_memory (sink->pending.buffer, 0);
+  images = gst_buffer_peek_memory (sink->run.pending.buffer, 0);
   step.in_sink_memory = gst_train_host_memory_is_ours (images);
   step.pinned = gst_train_host_memory_is_pinned (images);
-  gst_train_mapped_batch_unmap (&sink->pending);
+  gst_train_mapped_batch_unmap (&sink->run.pending);
   if (status == GT_ERROR_STOPPED) {
     gst_cuda_train_sink_dist_peer_left (sink);
     return GST_FLOW_OK;
   }
   if (status == GT_ERROR_NONFINITE) {
-    sink->failed = TRUE;
+    sink->run.failed = TRUE;
     GST_ELEMENT_ERROR (sink, STREAM, FAILED,
-        ("Training diverged: %s.", gt_trainer_error (sink->trainer)),
+        ("Training diverged: %s.", gt_trainer_error (sink->trainer.gt)),
         ("the last checkpoint written (step %" G_GUINT64_FORMAT
          ") is kept; lower lr or check the data",
-            sink->last_saved_step));
+            sink->trainer.last_saved_step));
     return GST_FLOW_ERROR;
   }
   if (status != GT_OK)
@@ -167,13 +192,13 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
   step.correct_top1 = (guint)MAX (0, result.correct_top1);
   step.correct_top5 = (guint)MAX (0, result.correct_top5);
   step.scored = (guint64)MAX (0, result.global_samples);
-  step.seconds = (g_get_monotonic_time () - sink->pending_start) / 1e6;
+  step.seconds = (g_get_monotonic_time () - sink->run.pending_start) / 1e6;
   step.busy = result.busy_seconds;
   step.comm = result.comm_seconds;
   GST_LOG_OBJECT (sink,
       "step %" G_GINT64_FORMAT " done: loss %g, %d images (%d fresh)",
       result.step, result.loss, samples, fresh);
-  train_stats_add_step (&sink->stats, &step);
+  train_stats_add_step (&sink->run.stats, &step);
   /* at the multiples of stats-interval, as checkpoint-interval: a run
    * resumed at step 109 reports at 125, 150, ... (its first interval is
    * shorter) */
@@ -186,8 +211,8 @@ gst_cuda_train_sink_finish_step (GstCudaTrainSink *sink)
       && !gst_cuda_train_sink_gather_stats (sink))
     return GST_FLOW_ERROR;
   if (stats_due)
-    gst_cuda_train_sink_post_stats (sink);
-  if (checkpoint_due && !gst_cuda_train_sink_save (sink))
+    gst_cuda_train_sink_end_interval (sink);
+  if (checkpoint_due && !gst_cuda_train_sink_checkpoint (sink))
     return GST_FLOW_ERROR;
   if (!gst_cuda_train_sink_snapshot (sink))
     return GST_FLOW_ERROR;
@@ -209,7 +234,7 @@ gst_cuda_train_sink_nothing_trained (GstCudaTrainSink *sink)
   guint64 epoch = gst_cuda_train_sink_epoch_samples (sink);
   GString *text = g_string_new (NULL);
 
-  if (sink->trainer == NULL)
+  if (sink->trainer.gt == NULL)
     g_string_append (
         text, "End of stream before the first batch: nothing was ");
   else
@@ -219,19 +244,20 @@ gst_cuda_train_sink_nothing_trained (GstCudaTrainSink *sink)
   if (!eval && sink->settings.checkpoint_location != NULL)
     g_string_append (text, ", and no checkpoint was written");
   g_string_append_c (text, '.');
-  if (sink->batches_skipped)
+  if (sink->trainer.batches_skipped)
     g_string_append_printf (text,
         " The %" G_GUINT64_FORMAT " batch(es) that arrived were skipped as "
         "trained on before the resume (no source asked where to start): "
         "raise the source's num-epochs to train on.",
-        sink->batches_skipped);
-  if (sink->trainer == NULL && g_atomic_int_get (&sink->upstream_resumes))
+        sink->trainer.batches_skipped);
+  if (sink->trainer.gt == NULL
+      && g_atomic_int_get (&sink->trainer.upstream_resumes))
     g_string_append_printf (text,
         " The source resumed after the %" G_GUINT64_FORMAT " samples that "
         "resume-from's checkpoint trained on, and what was left of its "
         "epochs made no batch: raise its num-epochs to train on.",
-        sink->resume_samples);
-  else if (sink->trainer == NULL && epoch && sink->batch_size
+        sink->trainer.resume_samples);
+  else if (sink->trainer.gt == NULL && epoch && sink->batch_size
       && epoch < (guint64)sink->batch_size)
     g_string_append_printf (text,
         " The source's epoch holds %" G_GUINT64_FORMAT " images, fewer than "
@@ -239,11 +265,11 @@ gst_cuda_train_sink_nothing_trained (GstCudaTrainSink *sink)
         "drop-remainder=false: set that, or batch-size=%" G_GUINT64_FORMAT
         " or less.",
         epoch, sink->batch_size, epoch);
-  else if (sink->trainer == NULL)
+  else if (sink->trainer.gt == NULL)
     g_string_append (text,
         " No batch arrived: the source sent no sample (num-epochs=0, every "
         "sample skipped, or an error upstream), or fewer than one batch.");
-  sink->failed = TRUE;
+  sink->run.failed = TRUE;
   GST_ELEMENT_ERROR (sink, STREAM, FAILED, ("%s", text->str), (NULL));
   g_string_free (text, TRUE);
   return GST_FLOW_ERROR;
@@ -271,54 +297,54 @@ gst_cuda_train_sink_end_if_due (GstCudaTrainSink *sink, gboolean eos)
   if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
     /* an evaluation ends with its result, at EOS or cut short by stop; in
      * a data-parallel job that of every rank */
-    if ((eos || stop) && !gst_cuda_train_sink_leave_job (sink))
+    if ((eos || stop) && !gst_cuda_train_sink_leave_job (sink, &sink->run.eval))
       return GST_FLOW_ERROR;
     if (eos || stop)
-      gst_cuda_train_sink_post_eval_result (sink);
+      gst_cuda_train_sink_post_eval_result (sink, &sink->run.eval);
     if (!stop)
       return GST_FLOW_OK;
-    sink->reached_max = TRUE;
+    sink->run.reached_max = TRUE;
     gst_element_post_message (
         GST_ELEMENT_CAST (sink), gst_message_new_eos (GST_OBJECT_CAST (sink)));
     return GST_FLOW_EOS;
   }
-  step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (sink->pending.buffer
+  step = (guint64)gt_trainer_global_step (sink->trainer.gt);
+  if (sink->run.pending.buffer
       && (eos || stop || (max_steps && step + 1 >= max_steps))) {
     ret = gst_cuda_train_sink_finish_step (sink);
     if (ret != GST_FLOW_OK)
       return ret;
-    step = (guint64)gt_trainer_global_step (sink->trainer);
+    step = (guint64)gt_trainer_global_step (sink->trainer.gt);
   }
   /* the "stop" signal, and a peer that left the job, end the run as
    * max-steps does */
-  at_max = stop || sink->peer_left || (max_steps && step >= max_steps);
+  at_max = stop || sink->dist.peer_left || (max_steps && step >= max_steps);
   if (!at_max && !eos)
     return GST_FLOW_OK;
   if (!at_max)
     GST_INFO_OBJECT (sink, "end of stream at step %" G_GUINT64_FORMAT, step);
   /* alone, a run that ends with its data before a step trained nothing */
-  if (!at_max && sink->comm == NULL && sink->stats.images == 0)
+  if (!at_max && sink->dist.comm == NULL && sink->run.stats.images == 0)
     return gst_cuda_train_sink_nothing_trained (sink);
-  sink->ended = TRUE;
+  sink->run.ended = TRUE;
   if (at_max) {
     GST_INFO_OBJECT (sink, "%s at step %" G_GUINT64_FORMAT,
-        stop                  ? "stopped"
-            : sink->peer_left ? "a peer left"
-                              : "reached max-steps",
+        stop                       ? "stopped"
+            : sink->dist.peer_left ? "a peer left"
+                                   : "reached max-steps",
         step);
-    sink->reached_max = TRUE;
+    sink->run.reached_max = TRUE;
   }
   /* data-parallel: peers still training stop at this step; then the last
    * gather */
-  if (!gst_cuda_train_sink_leave_job (sink))
+  if (!gst_cuda_train_sink_leave_job (sink, NULL))
     return GST_FLOW_ERROR;
-  if (sink->global.steps)
-    gst_cuda_train_sink_post_stats (sink);
+  if (sink->dist.global.steps)
+    gst_cuda_train_sink_end_interval (sink);
   /* a run stopped (or ended by a peer) before its first step leaves a
    * checkpoint all the same, of the untrained model */
-  if (step != sink->last_saved_step || step == 0)
-    saved = gst_cuda_train_sink_save (sink);
+  if (step != sink->trainer.last_saved_step || step == 0)
+    saved = gst_cuda_train_sink_checkpoint (sink);
   /* at an EOS event a failed checkpoint is an error message, and EOS goes
    * on downstream */
   if (!at_max)
@@ -340,24 +366,24 @@ gst_cuda_train_sink_save_on_halt (GstCudaTrainSink *sink)
   const gchar *path = sink->settings.checkpoint_location;
   guint64 step;
 
-  if (path == NULL || sink->trainer == NULL
-      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->failed
-      || sink->ended)
+  if (path == NULL || sink->trainer.gt == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->run.failed
+      || sink->run.ended)
     return;
   GST_DEBUG_OBJECT (sink, "stopped in the middle of the run: finishing it");
   if (gst_cuda_train_sink_finish_step (sink) != GST_FLOW_OK)
     return; /* the error is posted */
   /* data-parallel: the peers stop at this step too; the counts of every
    * rank go into rank 0's checkpoint */
-  if (!gst_cuda_train_sink_leave_job (sink))
+  if (!gst_cuda_train_sink_leave_job (sink, NULL))
     return;
-  step = (guint64)gt_trainer_global_step (sink->trainer);
-  if (step == sink->last_saved_step || sink->rank != 0)
+  step = (guint64)gt_trainer_global_step (sink->trainer.gt);
+  if (step == sink->trainer.last_saved_step || sink->dist.rank != 0)
     return;
   GST_WARNING_OBJECT (sink,
       "stopped without EOS at step %" G_GUINT64_FORMAT ": writing %s", step,
       path);
-  if (gst_cuda_train_sink_save (sink))
+  if (gst_cuda_train_sink_checkpoint (sink))
     GST_ELEMENT_WARNING (sink, RESOURCE, WRITE,
         ("Stopped without end-of-stream at step %" G_GUINT64_FORMAT
          ": checkpoint written to %s (use gst-launch-1.0 -e to stop at a "
@@ -377,18 +403,20 @@ gst_cuda_train_sink_start_run (GstCudaTrainSink *sink)
     case GST_TRAIN_SETUP_OK:
       break;
     case GST_TRAIN_SETUP_FAILED:
-      sink->failed = TRUE;
+      sink->run.failed = TRUE;
       return GST_FLOW_ERROR;
     case GST_TRAIN_SETUP_NO_JOB:
       /* another rank cannot train: this one ends as at max-steps */
       GST_INFO_OBJECT (sink, "another rank cannot train: ending untrained");
-      sink->reached_max = sink->ended = TRUE;
+      sink->run.reached_max = sink->run.ended = TRUE;
       gst_element_post_message (GST_ELEMENT_CAST (sink),
           gst_message_new_eos (GST_OBJECT_CAST (sink)));
       return GST_FLOW_EOS;
   }
+  /* the epoch counts on from the checkpoint's fresh images */
+  sink->run.stats.fresh_before = sink->trainer.fresh_before;
   gst_cuda_train_sink_report_run_begins (sink);
-  train_stats_begin_interval (&sink->stats, g_get_monotonic_time ());
+  train_stats_begin_interval (&sink->run.stats, g_get_monotonic_time ());
   return GST_FLOW_OK;
 }
 
@@ -409,10 +437,10 @@ gst_cuda_train_sink_advance (
       /* a flushing seek restarts the stream: drop the step in flight, and
        * let max-steps be checked anew */
       GST_DEBUG_OBJECT (sink, "flushed: %s",
-          sink->pending.buffer ? "the step in flight is dropped"
-                               : "no step in flight");
+          sink->run.pending.buffer ? "the step in flight is dropped"
+                                   : "no step in flight");
       gst_cuda_train_sink_drop_pending (sink);
-      sink->reached_max = sink->ended = FALSE;
+      sink->run.reached_max = sink->run.ended = FALSE;
       return GST_FLOW_OK;
     case GST_TRAIN_INPUT_HALT:
       /* the step in flight is finished and checkpointed, or abandoned */
@@ -421,45 +449,46 @@ gst_cuda_train_sink_advance (
       return GST_FLOW_OK;
     case GST_TRAIN_INPUT_EOS:
       /* data-parallel: no batch at all; peers waiting to start stop too */
-      if (sink->trainer == NULL && sink->comm != NULL && !sink->agreed)
+      if (sink->trainer.gt == NULL && sink->dist.comm != NULL
+          && !sink->dist.agreed)
         gst_cuda_train_sink_dist_agree (sink,
-            sink->failed ? GST_TRAIN_RANK_FAILED : GST_TRAIN_RANK_NO_DATA, NULL,
-            NULL, NULL);
+            sink->run.failed ? GST_TRAIN_RANK_FAILED : GST_TRAIN_RANK_NO_DATA,
+            NULL, NULL, NULL);
       break;
     case GST_TRAIN_INPUT_BATCH:
       /* an error posted at an event (a shard that is not this rank's) */
-      if (sink->failed) {
+      if (sink->run.failed) {
         GST_DEBUG_OBJECT (sink, "refused a batch: an error was posted");
         return GST_FLOW_ERROR;
       }
-      if (sink->trainer == NULL && !sink->reached_max) {
+      if (sink->trainer.gt == NULL && !sink->run.reached_max) {
         ret = gst_cuda_train_sink_start_run (sink);
         if (ret != GST_FLOW_OK)
           return ret;
         /* the first step is timed from when the trainer is ready */
-        arrival = sink->stats.interval_start;
+        arrival = sink->run.stats.interval_start;
       }
       break;
   }
 
-  if (sink->reached_max) {
+  if (sink->run.reached_max) {
     GST_DEBUG_OBJECT (sink, "%s after the end of the run",
         input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_EOS;
   }
   /* after an error the last checkpoint stays as it is, whatever comes
    * next (a source sends EOS after its error) */
-  if (sink->failed) {
+  if (sink->run.failed) {
     GST_DEBUG_OBJECT (sink, "%s after an error",
         input == GST_TRAIN_INPUT_EOS ? "EOS" : "refused a batch");
     return GST_FLOW_ERROR;
   }
   /* alone, EOS before a batch (and before a stop) trains nothing; in a
    * job the ranks agreed on that above */
-  if (sink->trainer == NULL && input == GST_TRAIN_INPUT_EOS
-      && sink->comm == NULL && !g_atomic_int_get (&sink->stop_requested))
+  if (sink->trainer.gt == NULL && input == GST_TRAIN_INPUT_EOS
+      && sink->dist.comm == NULL && !g_atomic_int_get (&sink->stop_requested))
     return gst_cuda_train_sink_nothing_trained (sink);
-  if (sink->trainer == NULL)
+  if (sink->trainer.gt == NULL)
     return GST_FLOW_OK;
   /* the run ends at EOS, or before this batch: stopped, past max-steps, or
    * resumed from a checkpoint at or past it */
@@ -468,37 +497,31 @@ gst_cuda_train_sink_advance (
     return ret;
 
   /* the batch */
-  if (sink->skip_batches > 0) {
-    sink->skip_batches--;
-    sink->batches_skipped++;
-    GST_DEBUG_OBJECT (sink,
-        "skipped a batch trained on before the resume (%" G_GUINT64_FORMAT
-        " more)",
-        sink->skip_batches);
+  if (gst_cuda_train_sink_skip_batch (sink))
     return GST_FLOW_OK;
-  }
   if (!gst_cuda_train_sink_map_batch (sink, buffer, &batch))
     return GST_FLOW_ERROR;
   if (sink->settings.mode == GST_TRAIN_MODE_EVAL) {
     GST_LOG_OBJECT (sink, "evaluating %d images", batch.batch.num_samples);
-    ret = gt_trainer_eval (sink->trainer, &batch.batch, &sink->eval) == GT_OK
+    ret = gt_trainer_eval (sink->trainer.gt, &batch.batch, &sink->run.eval)
+            == GT_OK
         ? GST_FLOW_OK
         : gst_cuda_train_sink_trainer_failed (sink);
-  } else if (batch.batch.num_samples < sink->min_train_batch) {
+  } else if (batch.batch.num_samples < sink->trainer.min_train_batch) {
     /* a last, partial batch too small for batch-norm in training (one
      * value per channel) is dropped, as DataLoader(drop_last=True) would */
     GST_ELEMENT_WARNING (sink, STREAM, FAILED,
         ("Dropped a batch of %d images: batch-norm needs at least %d to "
          "train at this image size.",
-            batch.batch.num_samples, sink->min_train_batch),
+            batch.batch.num_samples, sink->trainer.min_train_batch),
         (NULL));
   } else {
     /* the step in flight ends, and one begins on this batch; it runs while
      * upstream prepares the next one */
-    train_stats_add_wait (&sink->stats, arrival);
+    train_stats_add_wait (&sink->run.stats, arrival);
     ret = gst_cuda_train_sink_finish_step (sink);
-    if (ret == GST_FLOW_OK && !sink->peer_left) {
-      status = gt_trainer_step_begin (sink->trainer, &batch.batch);
+    if (ret == GST_FLOW_OK && !sink->dist.peer_left) {
+      status = gt_trainer_step_begin (sink->trainer.gt, &batch.batch);
       if (status == GT_ERROR_STOPPED)
         gst_cuda_train_sink_dist_peer_left (sink);
       else if (status != GT_OK)
@@ -508,21 +531,22 @@ gst_cuda_train_sink_advance (
     }
     if (began) {
       GST_LOG_OBJECT (sink, "step %" G_GINT64_FORMAT " begun on %d images",
-          gt_trainer_global_step (sink->trainer) + 1, batch.batch.num_samples);
-      sink->pending = batch;
+          gt_trainer_global_step (sink->trainer.gt) + 1,
+          batch.batch.num_samples);
+      sink->run.pending = batch;
       memset (&batch, 0, sizeof (batch));
-      sink->pending_start = arrival;
+      sink->run.pending_start = arrival;
     }
     /* the run ends with a peer that left, or with this step when it is the
      * last one allowed or stop is requested */
     if (ret == GST_FLOW_OK)
       ret = gst_cuda_train_sink_end_if_due (sink, FALSE);
     if (began)
-      train_stats_batch_done (&sink->stats, g_get_monotonic_time ());
+      train_stats_batch_done (&sink->run.stats, g_get_monotonic_time ());
   }
   /* nothing left to unmap when the batch became the step in flight */
   gst_train_mapped_batch_unmap (&batch);
   if (ret == GST_FLOW_ERROR)
-    sink->failed = TRUE;
+    sink->run.failed = TRUE;
   return ret;
 }

@@ -7,7 +7,10 @@
  * to the bus too (gst_cuda_train_sink_trainer_log). In a data-parallel job
  * the trainer is made after the ranks agreed to start
  * (gstcudatrainsink-dist.c), resumed from rank 0's checkpoint on every
- * rank, and only rank 0 writes checkpoints and snapshots. */
+ * rank, and only rank 0 writes checkpoints and snapshots.
+ *
+ * Its state is the sink's @trainer (gstcudatrainsink-private.h), which only
+ * this file writes. */
 #include "gstcudatrainsink-private.h"
 
 #include <string.h>
@@ -17,6 +20,34 @@
 /* Checkpoint metadata: the fresh images trained on up to it, resumes
  * included. */
 #define FRESH_IMAGES_KEY "fresh-images"
+
+void
+gst_cuda_train_sink_trainer_init (GstCudaTrainSink *sink)
+{
+  sink->trainer.checkpoint_step_prop = -1;
+}
+
+void
+gst_cuda_train_sink_trainer_reset (GstCudaTrainSink *sink)
+{
+  sink->trainer.skip_batches = 0;
+  sink->trainer.batches_skipped = 0;
+  sink->trainer.resume_samples = 0;
+  sink->trainer.fresh_before = 0;
+  g_atomic_int_set (&sink->trainer.upstream_resumes, FALSE);
+  GST_OBJECT_LOCK (sink);
+  sink->trainer.checkpoint_step_prop = -1;
+  GST_OBJECT_UNLOCK (sink);
+  sink->trainer.last_saved_step = 0;
+  sink->trainer.next_snapshot = sink->settings.snapshot_interval;
+}
+
+void
+gst_cuda_train_sink_trainer_stop (GstCudaTrainSink *sink)
+{
+  g_clear_pointer (&sink->trainer.gt, gt_trainer_free);
+  g_clear_pointer (&sink->trainer.compute, g_free);
+}
 
 /* TRUE when this machine has the NVIDIA kernel driver: its user has reason
  * to expect training on the GPU, whatever keeps CUDA from being used. */
@@ -40,9 +71,9 @@ gst_cuda_train_sink_can_use_cuda (
     return FALSE;
   }
   count = gt_cuda_device_count (why, why_size);
-  if (count > 0 && sink->gpu_id >= count) {
+  if (count > 0 && sink->dist.gpu_id >= count) {
     g_snprintf (why, why_size, "GPU %d asked for, and this machine has %d",
-        sink->gpu_id, count);
+        sink->dist.gpu_id, count);
     return FALSE;
   }
   return count > 0;
@@ -76,77 +107,77 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
   if (device != GST_TRAIN_DEVICE_CPU) {
     if (use_cuda) {
       config->backend = GT_BACKEND_CUDA;
-      sink->trainer = gt_trainer_new (config, why, sizeof (why));
-      on_cpu = sink->trainer == NULL;
+      sink->trainer.gt = gt_trainer_new (config, why, sizeof (why));
+      on_cpu = sink->trainer.gt == NULL;
     } else {
       expect_gpu = gst_cuda_train_sink_have_nvidia_driver ();
     }
-    if (sink->trainer == NULL && use_cuda && sink->comm != NULL) {
+    if (sink->trainer.gt == NULL && use_cuda && sink->dist.comm != NULL) {
       gchar *message = g_strdup_printf (
           "could not set up %s on GPU %d: %s; its peers cannot go on "
           "without it: ending the job",
-          gt_model_name (config->model), sink->gpu_id, why);
+          gt_model_name (config->model), sink->dist.gpu_id, why);
 
-      gt_comm_abort (sink->comm, 1, message);
+      gt_comm_abort (sink->dist.comm, 1, message);
       g_free (message);
     }
-    if (sink->trainer == NULL && device == GST_TRAIN_DEVICE_CUDA) {
+    if (sink->trainer.gt == NULL && device == GST_TRAIN_DEVICE_CUDA) {
       GST_ELEMENT_ERROR (sink, RESOURCE, NOT_FOUND,
           ("device=cuda, but CUDA cannot train here: %s.", why), (NULL));
       return FALSE;
     }
-    if (sink->trainer == NULL && expect_gpu)
+    if (sink->trainer.gt == NULL && expect_gpu)
       GST_ELEMENT_WARNING (sink, RESOURCE, NOT_FOUND,
           ("%s on the CPU: %s.", doing, why), (NULL));
-    else if (sink->trainer == NULL && sink->rank == 0)
+    else if (sink->trainer.gt == NULL && sink->dist.rank == 0)
       GST_ELEMENT_INFO (sink, RESOURCE, NOT_FOUND,
           ("%s on the CPU: %s.", doing, why),
           ("%s on the CPU: %s.", doing, why));
   }
-  if (sink->trainer == NULL) {
+  if (sink->trainer.gt == NULL) {
     config->backend = GT_BACKEND_CPU;
     config->precision = GT_PRECISION_FP32;
-    sink->trainer = gt_trainer_new (config, why, sizeof (why));
+    sink->trainer.gt = gt_trainer_new (config, why, sizeof (why));
   }
   /* a collective that timed out ends the job already, once this error is
    * posted */
-  if (sink->trainer == NULL && gt_comm_timed_out (sink->comm)) {
+  if (sink->trainer.gt == NULL && gt_comm_timed_out (sink->dist.comm)) {
     GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
         ("Could not set up %s: %s.", gt_model_name (config->model), why),
         (NULL));
     return FALSE;
   }
-  if (sink->trainer == NULL && sink->comm != NULL) {
+  if (sink->trainer.gt == NULL && sink->dist.comm != NULL) {
     gchar *message = g_strdup_printf ("could not set up %s: %s; its peers "
                                       "cannot go on without it: ending the job",
         gt_model_name (config->model), why);
 
-    gt_comm_abort (sink->comm, 1, message);
+    gt_comm_abort (sink->dist.comm, 1, message);
     g_free (message);
   }
-  if (sink->trainer == NULL) {
+  if (sink->trainer.gt == NULL) {
     GST_ELEMENT_ERROR (sink, LIBRARY, INIT,
         ("Could not set up %s: %s.", gt_model_name (config->model), why),
         (NULL));
     return FALSE;
   }
-  g_free (sink->compute);
+  g_free (sink->trainer.compute);
   if (on_cpu) {
     gt_cpu_describe (config->cpu_kernels, config->cpu_isa, why, sizeof (why));
-    sink->compute = g_strdup_printf ("CPU: %s", why);
+    sink->trainer.compute = g_strdup_printf ("CPU: %s", why);
   } else {
     GtCudaDeviceInfo info;
 
-    if (gt_cuda_device_info (sink->gpu_id, &info, why, sizeof (why)) == 0)
-      sink->compute = g_strdup_printf ("GPU %d: %s, cuDNN %d, %s", sink->gpu_id,
-          info.name, info.cudnn_version,
+    if (gt_cuda_device_info (sink->dist.gpu_id, &info, why, sizeof (why)) == 0)
+      sink->trainer.compute = g_strdup_printf ("GPU %d: %s, cuDNN %d, %s",
+          sink->dist.gpu_id, info.name, info.cudnn_version,
           config->precision == GT_PRECISION_BF16 ? "bf16" : "fp32");
     else
-      sink->compute = g_strdup_printf ("GPU %d", sink->gpu_id);
+      sink->trainer.compute = g_strdup_printf ("GPU %d", sink->dist.gpu_id);
   }
   GST_INFO_OBJECT (sink, "%s, %d classes, %zu parameters, on %s",
       gt_model_name (config->model), config->num_classes,
-      gt_trainer_num_parameters (sink->trainer), sink->compute);
+      gt_trainer_num_parameters (sink->trainer.gt), sink->trainer.compute);
   return TRUE;
 }
 
@@ -157,12 +188,13 @@ gst_cuda_train_sink_create_trainer (GstCudaTrainSink *sink,
 static guint64
 gst_cuda_train_sink_resumed_fresh (GstCudaTrainSink *sink)
 {
-  const gchar *text = gt_trainer_get_metadata (sink->trainer, FRESH_IMAGES_KEY);
+  const gchar *text =
+      gt_trainer_get_metadata (sink->trainer.gt, FRESH_IMAGES_KEY);
   guint64 epoch_samples = gst_cuda_train_sink_epoch_samples (sink);
 
   if (text != NULL)
     return g_ascii_strtoull (text, NULL, 10);
-  text = gt_trainer_get_metadata (sink->trainer, "epoch");
+  text = gt_trainer_get_metadata (sink->trainer.gt, "epoch");
   if (text != NULL && epoch_samples)
     return (guint64)(g_ascii_strtod (text, NULL) * epoch_samples + 0.5);
   return 0;
@@ -175,11 +207,12 @@ gst_cuda_train_sink_resumed_fresh (GstCudaTrainSink *sink)
 static void
 gst_cuda_train_sink_check_global_batch (GstCudaTrainSink *sink)
 {
-  const gchar *text = gt_trainer_get_metadata (sink->trainer, "global_batch");
-  const gchar *ranks = gt_trainer_get_metadata (sink->trainer, "world_size");
-  guint64 theirs, ours = (guint64)sink->batch_size * sink->world_size;
+  const gchar *text =
+      gt_trainer_get_metadata (sink->trainer.gt, "global_batch");
+  const gchar *ranks = gt_trainer_get_metadata (sink->trainer.gt, "world_size");
+  guint64 theirs, ours = (guint64)sink->batch_size * sink->dist.world_size;
 
-  if (text == NULL || sink->rank != 0)
+  if (text == NULL || sink->dist.rank != 0)
     return;
   theirs = g_ascii_strtoull (text, NULL, 10);
   if (theirs == 0 || theirs == ours)
@@ -190,8 +223,8 @@ gst_cuda_train_sink_check_global_batch (GstCudaTrainSink *sink)
        " (%d per rank, %d rank(s)). By the linear scaling rule lr goes with "
        "the global batch, times %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
        ": if lr=%g suited the checkpoint's run, lr=%g suits this one.",
-          theirs, ranks ? ranks : "?", ours, sink->batch_size, sink->world_size,
-          ours, theirs, sink->settings.lr,
+          theirs, ranks ? ranks : "?", ours, sink->batch_size,
+          sink->dist.world_size, ours, theirs, sink->settings.lr,
           sink->settings.lr * (gdouble)ours / (gdouble)theirs),
       ("the weights, momentum and step are restored; where each rank is in "
        "the data is not, when the shards changed"));
@@ -235,11 +268,11 @@ gst_cuda_train_sink_answer_resume (GstCudaTrainSink *sink, GstQuery *query)
   }
   gst_cuda_train_sink_peek_number (sink, "world_size", &ranks);
   gst_cuda_train_sink_peek_number (sink, "global_batch", &global_batch);
-  if (ranks != (guint64)sink->world_size) {
+  if (ranks != (guint64)sink->dist.world_size) {
     GST_INFO_OBJECT (sink,
         "checkpoint of %" G_GUINT64_FORMAT " rank(s), this job has %d: the "
         "data position is not restored",
-        ranks, sink->world_size);
+        ranks, sink->dist.world_size);
     return FALSE;
   }
   batch = global_batch / ranks;
@@ -254,8 +287,8 @@ gst_cuda_train_sink_answer_resume (GstCudaTrainSink *sink, GstQuery *query)
     fresh = samples;
   gst_train_resume_query_set (query, samples, fresh, (guint)batch);
   /* before the flag: the streaming thread reads it after the flag */
-  sink->resume_samples = samples;
-  g_atomic_int_set (&sink->upstream_resumes, TRUE);
+  sink->trainer.resume_samples = samples;
+  g_atomic_int_set (&sink->trainer.upstream_resumes, TRUE);
   GST_INFO_OBJECT (sink,
       "the source resumes after %" G_GUINT64_FORMAT
       " samples (%" G_GUINT64_FORMAT " fresh, %" G_GUINT64_FORMAT
@@ -283,14 +316,14 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load,
   /* only rank 0 reads the file; the others name it in messages */
   if (path == NULL)
     path = "(rank 0's resume-from)";
-  status = gt_trainer_load (sink->trainer, path, &resumed);
+  status = gt_trainer_load (sink->trainer.gt, path, &resumed);
   if (status != GT_OK) {
     GtModel held;
     gint held_classes;
     gchar why[512];
 
     text = g_strdup_printf ("Cannot resume from \"%s\": %s.", path,
-        gt_trainer_error (sink->trainer));
+        gt_trainer_error (sink->trainer.gt));
     /* another model or class count: that alone, and what to set, rather
      * than the tensors that differ */
     if (status == GT_ERROR_MISMATCH && sink->settings.resume_from != NULL
@@ -324,29 +357,32 @@ gst_cuda_train_sink_resume (GstCudaTrainSink *sink, gboolean load,
     return FALSE;
   }
   if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN
-      && !g_atomic_int_get (&sink->upstream_resumes)) {
-    sink->skip_batches = (guint64)gt_trainer_global_step (sink->trainer);
+      && !g_atomic_int_get (&sink->trainer.upstream_resumes)) {
+    sink->trainer.skip_batches =
+        (guint64)gt_trainer_global_step (sink->trainer.gt);
     GST_INFO_OBJECT (sink,
         "no source asked where to start: skipping the %" G_GUINT64_FORMAT
         " batches trained on before",
-        sink->skip_batches);
+        sink->trainer.skip_batches);
   }
-  sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
+  sink->trainer.last_saved_step =
+      (guint64)gt_trainer_global_step (sink->trainer.gt);
   if (resumed)
-    sink->stats.fresh_before = gst_cuda_train_sink_resumed_fresh (sink);
+    sink->trainer.fresh_before = gst_cuda_train_sink_resumed_fresh (sink);
   if (resumed && sink->settings.mode == GST_TRAIN_MODE_TRAIN)
     gst_cuda_train_sink_check_global_batch (sink);
   if (sink->settings.mode == GST_TRAIN_MODE_TRAIN && sink->settings.max_steps
-      && sink->last_saved_step >= sink->settings.max_steps && sink->rank == 0)
+      && sink->trainer.last_saved_step >= sink->settings.max_steps
+      && sink->dist.rank == 0)
     GST_ELEMENT_WARNING (sink, RESOURCE, SETTINGS,
         ("Resumed at step %" G_GUINT64_FORMAT
          ", which is already max-steps %" G_GUINT64_FORMAT
          ": nothing to train; raise max-steps to train on.",
-            sink->last_saved_step, sink->settings.max_steps),
+            sink->trainer.last_saved_step, sink->settings.max_steps),
         ("\"%s\" is left as it is", path));
   GST_INFO_OBJECT (sink, "%s %s at step %" G_GUINT64_FORMAT,
       resumed ? "resumed from" : "started from weights of", path,
-      sink->last_saved_step);
+      sink->trainer.last_saved_step);
   *resumed_out = resumed;
   return TRUE;
 }
@@ -359,28 +395,28 @@ static void
 gst_cuda_train_sink_say_resumed (GstCudaTrainSink *sink, gboolean resumed)
 {
   const gchar *path = sink->settings.resume_from;
-  guint64 step = sink->last_saved_step, max = sink->settings.max_steps;
+  guint64 step = sink->trainer.last_saved_step, max = sink->settings.max_steps;
   gchar *text;
 
-  if (path == NULL || sink->rank != 0
+  if (path == NULL || sink->dist.rank != 0
       || sink->settings.mode != GST_TRAIN_MODE_TRAIN || (max && step >= max))
     return;
   if (!resumed)
     text = g_strdup_printf ("Started from the weights of %s (weights only: "
                             "step 0, momentum zero).",
         path);
-  else if (g_atomic_int_get (&sink->upstream_resumes))
+  else if (g_atomic_int_get (&sink->trainer.upstream_resumes))
     text = g_strdup_printf ("Resumed from step %" G_GUINT64_FORMAT " of %s: "
                             "the source goes on after the %" G_GUINT64_FORMAT
                             " samples it trained on%s.",
-        step, path, sink->resume_samples,
-        sink->world_size > 1 ? " (each rank's)" : "");
+        step, path, sink->trainer.resume_samples,
+        sink->dist.world_size > 1 ? " (each rank's)" : "");
   else
     text = g_strdup_printf ("Resumed from step %" G_GUINT64_FORMAT " of %s: "
                             "no source asked where to start, so the first "
                             "%" G_GUINT64_FORMAT " batches, trained on "
                             "before, are skipped.",
-        step, path, sink->skip_batches);
+        step, path, sink->trainer.skip_batches);
   GST_ELEMENT_INFO (sink, RESOURCE, SETTINGS, ("%s", text), ("%s", text));
   g_free (text);
 }
@@ -430,8 +466,8 @@ gst_cuda_train_sink_make_config (
   config->height = sink->height;
   config->width = sink->width;
   config->batch_size = sink->batch_size;
-  config->gpu_id = sink->gpu_id;
-  config->comm = sink->comm;
+  config->gpu_id = sink->dist.gpu_id;
+  config->comm = sink->dist.comm;
   config->log_func = gst_cuda_train_sink_trainer_log;
   config->log_data = sink;
   if (config->num_classes == 0) {
@@ -501,29 +537,30 @@ gst_cuda_train_sink_announce (
   GString *what;
   guint i, splits = 0;
 
-  if (sink->world_size > 1) {
+  if (sink->dist.world_size > 1) {
     text = g_strdup_printf ("Joined a data-parallel job as rank %d of %d: "
                             "global batch %d (%d per rank); this rank's shard "
                             "holds %" G_GUINT64_FORMAT " of the "
                             "%" G_GUINT64_FORMAT " images of an epoch.",
-        sink->rank, sink->world_size, sink->batch_size * sink->world_size,
-        sink->batch_size, sink->have_dataset ? info->epoch_samples : 0,
+        sink->dist.rank, sink->dist.world_size,
+        sink->batch_size * sink->dist.world_size, sink->batch_size,
+        sink->have_dataset ? info->epoch_samples : 0,
         sink->have_dataset ? info->num_samples : 0);
     GST_ELEMENT_INFO (sink, RESOURCE, SETTINGS, ("%s", text), ("%s", text));
     g_free (text);
   }
-  if (sink->rank != 0)
+  if (sink->dist.rank != 0)
     return;
   classes = gst_cuda_train_sink_describe_classes (sink, config->num_classes);
   what = g_string_new (NULL);
   g_string_append_printf (what, "%s %s on %s",
       train ? "Training" : "Evaluating", gt_model_name (config->model),
       classes);
-  if (sink->have_dataset && info->epoch_samples && sink->world_size == 1)
+  if (sink->have_dataset && info->epoch_samples && sink->dist.world_size == 1)
     g_string_append_printf (
         what, ", %" G_GUINT64_FORMAT " images an epoch", info->epoch_samples);
   g_string_append_printf (what, ", batches of %d images of %dx%d",
-      sink->batch_size * sink->world_size, sink->width, sink->height);
+      sink->batch_size * sink->dist.world_size, sink->width, sink->height);
   if (config->backend == GT_BACKEND_CPU
       && s->precision != GST_TRAIN_PRECISION_FP32)
     g_string_append_printf (what,
@@ -577,11 +614,11 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
           ok ? GST_TRAIN_RANK_READY : GST_TRAIN_RANK_FAILED, &config, &use_cuda,
           &resume))
     return ok ? GST_TRAIN_SETUP_NO_JOB : GST_TRAIN_SETUP_FAILED;
-  if (!use_cuda && sink->comm != NULL && cuda_why[0] == '\0')
+  if (!use_cuda && sink->dist.comm != NULL && cuda_why[0] == '\0')
     g_snprintf (
         cuda_why, sizeof (cuda_why), "not every rank of the job can use a GPU");
   if (config.num_classes == 1 && sink->settings.mode == GST_TRAIN_MODE_TRAIN
-      && sink->rank == 0)
+      && sink->dist.rank == 0)
     GST_ELEMENT_WARNING (sink, STREAM, FAILED,
         ("The dataset has one class: there is nothing to learn (the loss is "
          "0 from the first step). Point datasetsrc at the folder that holds "
@@ -589,7 +626,7 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
         (NULL));
   if (!gst_cuda_train_sink_create_trainer (sink, &config, use_cuda, cuda_why))
     return GST_TRAIN_SETUP_FAILED;
-  sink->min_train_batch = gt_trainer_min_train_batch (sink->trainer);
+  sink->trainer.min_train_batch = gt_trainer_min_train_batch (sink->trainer.gt);
   if (!gst_cuda_train_sink_resume (
           sink, resume, config.model, config.num_classes, &resumed))
     return GST_TRAIN_SETUP_FAILED;
@@ -599,38 +636,53 @@ gst_cuda_train_sink_setup (GstCudaTrainSink *sink)
 }
 
 gboolean
+gst_cuda_train_sink_skip_batch (GstCudaTrainSink *sink)
+{
+  if (sink->trainer.skip_batches == 0)
+    return FALSE;
+  sink->trainer.skip_batches--;
+  sink->trainer.batches_skipped++;
+  GST_DEBUG_OBJECT (sink,
+      "skipped a batch trained on before the resume (%" G_GUINT64_FORMAT
+      " more)",
+      sink->trainer.skip_batches);
+  return TRUE;
+}
+
+gboolean
 gst_cuda_train_sink_save (GstCudaTrainSink *sink)
 {
   const gchar *path = sink->settings.checkpoint_location;
   gchar epoch[32], fresh[32];
 
   /* data-parallel: rank 0's checkpoint is the job's */
-  if (path == NULL || sink->trainer == NULL
-      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->rank != 0)
+  if (path == NULL || sink->trainer.gt == NULL
+      || sink->settings.mode != GST_TRAIN_MODE_TRAIN || sink->dist.rank != 0)
     return TRUE;
   /* the counts of every rank, as the caller just gathered them */
   g_snprintf (epoch, sizeof (epoch), "%.6f",
-      train_stats_epoch (&sink->global, sink->global_epoch_samples));
-  gt_trainer_set_metadata (sink->trainer, "epoch", epoch);
+      train_stats_epoch (&sink->dist.global, sink->dist.global_epoch_samples));
+  gt_trainer_set_metadata (sink->trainer.gt, "epoch", epoch);
   g_snprintf (fresh, sizeof (fresh), "%" G_GUINT64_FORMAT,
-      sink->global.fresh_before + sink->global.fresh_images);
-  gt_trainer_set_metadata (sink->trainer, FRESH_IMAGES_KEY, fresh);
-  if (gt_trainer_save (sink->trainer, path, 0) != GT_OK) {
+      sink->dist.global.fresh_before + sink->dist.global.fresh_images);
+  gt_trainer_set_metadata (sink->trainer.gt, FRESH_IMAGES_KEY, fresh);
+  if (gt_trainer_save (sink->trainer.gt, path, 0) != GT_OK) {
     /* the trainer's message names the file, what failed and the OS
      * reason */
     GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
-        ("Could not write checkpoint: %s.", gt_trainer_error (sink->trainer)),
+        ("Could not write checkpoint: %s.",
+            gt_trainer_error (sink->trainer.gt)),
         (NULL));
-    sink->failed = TRUE;
     return FALSE;
   }
-  sink->last_saved_step = (guint64)gt_trainer_global_step (sink->trainer);
+  sink->trainer.last_saved_step =
+      (guint64)gt_trainer_global_step (sink->trainer.gt);
   GST_OBJECT_LOCK (sink);
-  sink->checkpoint_step_prop = (gint64)sink->last_saved_step;
+  sink->trainer.checkpoint_step_prop = (gint64)sink->trainer.last_saved_step;
   GST_OBJECT_UNLOCK (sink);
   GST_INFO_OBJECT (sink,
       "checkpoint at step %" G_GUINT64_FORMAT " written to %s",
-      sink->last_saved_step, path);
+      sink->trainer.last_saved_step, path);
   return TRUE;
 }
 
@@ -641,39 +693,41 @@ gboolean
 gst_cuda_train_sink_snapshot (GstCudaTrainSink *sink)
 {
   const GstCudaTrainSinkSettings *s = &sink->settings;
-  const TrainStats *stats = &sink->global;
+  const TrainStats *stats = &sink->dist.global;
 
-  if (sink->rank != 0)
+  if (sink->dist.rank != 0)
     return TRUE;
-  while (s->snapshot_interval && stats->fresh_images >= sink->next_snapshot) {
-    gchar *name = g_strdup_printf (
-        "fresh-%012" G_GUINT64_FORMAT ".safetensors", sink->next_snapshot);
+  while (s->snapshot_interval
+      && stats->fresh_images >= sink->trainer.next_snapshot) {
+    gchar *name = g_strdup_printf ("fresh-%012" G_GUINT64_FORMAT ".safetensors",
+        sink->trainer.next_snapshot);
     gchar *path = g_build_filename (s->snapshot_location, name, NULL);
-    gboolean ok = gt_trainer_save (sink->trainer, path, 1) == GT_OK;
+    gboolean ok = gt_trainer_save (sink->trainer.gt, path, 1) == GT_OK;
 
     if (ok) {
       GstStructure *note = gst_structure_new ("snapshot", "mark", G_TYPE_UINT64,
-          sink->next_snapshot, "fresh-images", G_TYPE_UINT64,
+          sink->trainer.next_snapshot, "fresh-images", G_TYPE_UINT64,
           stats->fresh_images, "images", G_TYPE_UINT64, stats->images, "step",
-          G_TYPE_UINT64, (guint64)gt_trainer_global_step (sink->trainer),
+          G_TYPE_UINT64, (guint64)gt_trainer_global_step (sink->trainer.gt),
           "time", G_TYPE_DOUBLE,
           train_stats_elapsed (stats, g_get_monotonic_time ()), NULL);
 
       GST_INFO_OBJECT (sink,
           "snapshot at %" G_GUINT64_FORMAT " fresh images written to %s",
-          sink->next_snapshot, path);
-      gst_train_metrics_write (sink->metrics, note);
+          sink->trainer.next_snapshot, path);
+      gst_cuda_train_sink_report_note (sink, note);
       gst_structure_free (note);
     } else {
       GST_ELEMENT_ERROR (sink, RESOURCE, WRITE,
-          ("Could not write snapshot: %s.", gt_trainer_error (sink->trainer)),
+          ("Could not write snapshot: %s.",
+              gt_trainer_error (sink->trainer.gt)),
           (NULL));
     }
     g_free (path);
     g_free (name);
     if (!ok)
       return FALSE;
-    sink->next_snapshot += s->snapshot_interval;
+    sink->trainer.next_snapshot += s->snapshot_interval;
   }
   return TRUE;
 }

@@ -418,10 +418,8 @@ static void
 gst_cuda_train_sink_init (GstCudaTrainSink *sink)
 {
   gst_cuda_train_sink_settings_init (&sink->props);
-  sink->message_rank = -1;
-  sink->world_size_prop = 1;
-  sink->checkpoint_step_prop = -1;
-  gst_cuda_train_sink_watchdog_init (sink);
+  gst_cuda_train_sink_trainer_init (sink);
+  gst_cuda_train_sink_dist_init (sink);
   /* Training is as fast as it goes: no clock to wait for. */
   gst_base_sink_set_sync (GST_BASE_SINK (sink), FALSE);
 }
@@ -439,7 +437,7 @@ gst_cuda_train_sink_finalize (GObject *object)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
 
-  gst_cuda_train_sink_watchdog_clear (sink);
+  gst_cuda_train_sink_dist_clear (sink);
   gst_cuda_train_sink_settings_clear (&sink->props);
   gst_cuda_train_sink_settings_clear (&sink->settings);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -462,10 +460,10 @@ gst_cuda_train_sink_get_property (
     GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (object);
-  gint world_size = g_atomic_int_get (&sink->world_size_prop);
+  gint world_size = g_atomic_int_get (&sink->dist.world_size_prop);
 
   if (prop_id == first_status_prop + PROP_RANK) {
-    g_value_set_int (value, g_atomic_int_get (&sink->rank_prop));
+    g_value_set_int (value, g_atomic_int_get (&sink->dist.rank_prop));
     return;
   }
   if (prop_id == first_status_prop + PROP_WORLD_SIZE) {
@@ -478,7 +476,7 @@ gst_cuda_train_sink_get_property (
   }
   if (prop_id == first_status_prop + PROP_CHECKPOINT_STEP) {
     GST_OBJECT_LOCK (sink);
-    g_value_set_int64 (value, sink->checkpoint_step_prop);
+    g_value_set_int64 (value, sink->trainer.checkpoint_step_prop);
     GST_OBJECT_UNLOCK (sink);
     return;
   }
@@ -548,7 +546,7 @@ static gboolean
 gst_cuda_train_sink_post_message (GstElement *element, GstMessage *message)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (element);
-  gint rank = g_atomic_int_get (&sink->message_rank);
+  gint rank = g_atomic_int_get (&sink->dist.message_rank);
 
   /* a start that failed posted its reason: GstBaseSink's own error after
    * it ("failed to post a proper error message") would contradict it */
@@ -638,20 +636,21 @@ gst_cuda_train_sink_start (GstBaseSink *base)
    * (gst_cuda_train_sink_dist_stop) */
   if (!gst_cuda_train_sink_dist_start (sink))
     return FALSE;
+  g_atomic_int_set (&sink->global_batch_prop, 0);
   sink->width = sink->height = sink->channels = sink->batch_size = 0;
   gst_cuda_train_sink_steps_reset (sink);
   /* the metrics and TensorBoard files (rank 0's) */
   if (!gst_cuda_train_sink_report_start (sink)) {
     gst_cuda_train_sink_dist_stop (sink);
     gst_cuda_train_sink_watchdog_disarm (sink);
-    g_clear_pointer (&sink->comm, gt_comm_free);
+    gst_cuda_train_sink_dist_close (sink);
     return FALSE;
   }
   if (gst_debug_category_get_threshold (GST_CAT_DEFAULT) >= GST_LEVEL_INFO) {
     gchar *text = gst_cuda_train_sink_settings_describe (s);
 
-    GST_INFO_OBJECT (
-        sink, "started, rank %d of %d: %s", sink->rank, sink->world_size, text);
+    GST_INFO_OBJECT (sink, "started, rank %d of %d: %s", sink->dist.rank,
+        sink->dist.world_size, text);
     g_free (text);
   }
   return TRUE;
@@ -662,9 +661,9 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
 {
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
 
-  if (sink->trainer != NULL)
+  if (sink->trainer.gt != NULL)
     GST_INFO_OBJECT (sink, "stopping at step %" G_GINT64_FORMAT,
-        gt_trainer_global_step (sink->trainer));
+        gt_trainer_global_step (sink->trainer.gt));
   else
     GST_INFO_OBJECT (sink, "stopping before a step");
   /* the step in flight, and the steps not yet checkpointed when the
@@ -675,9 +674,8 @@ gst_cuda_train_sink_stop (GstBaseSink *base)
   gst_cuda_train_sink_dist_stop (sink);
   /* after the last collective: a peer that never comes still ends it */
   gst_cuda_train_sink_watchdog_disarm (sink);
-  g_clear_pointer (&sink->trainer, gt_trainer_free);
-  g_clear_pointer (&sink->comm, gt_comm_free);
-  g_clear_pointer (&sink->compute, g_free);
+  gst_cuda_train_sink_trainer_stop (sink);
+  gst_cuda_train_sink_dist_close (sink);
   gst_cuda_train_sink_report_stop (sink);
   gst_cuda_train_sink_settings_clear (&sink->settings);
   if (sink->have_dataset)
@@ -703,10 +701,10 @@ gst_cuda_train_sink_change_state (
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
     gst_base_sink_set_async_enabled (GST_BASE_SINK (sink), TRUE);
   else if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED
-      && sink->reached_max)
+      && sink->run.reached_max)
     gst_base_sink_set_async_enabled (GST_BASE_SINK (sink), FALSE);
   ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && sink->reached_max
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && sink->run.reached_max
       && ret != GST_STATE_CHANGE_FAILURE)
     gst_element_post_message (element, gst_message_new_eos (GST_OBJECT (sink)));
   return ret;
@@ -743,7 +741,7 @@ gst_cuda_train_sink_propose_allocation (GstBaseSink *base, GstQuery *query)
   GstCudaTrainSink *sink = GST_CUDA_TRAIN_SINK (base);
   /* page-locked only where the batches go to a GPU */
   gint gpu_id =
-      sink->settings.device == GST_TRAIN_DEVICE_CPU ? -1 : sink->gpu_id;
+      sink->settings.device == GST_TRAIN_DEVICE_CPU ? -1 : sink->dist.gpu_id;
   GstCaps *caps = NULL;
   gint c, w, h, n;
 
@@ -803,7 +801,7 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
           ("got %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
-  if (sink->trainer != NULL
+  if (sink->trainer.gt != NULL
       && (w != sink->width || h != sink->height || n > sink->batch_size)) {
     GST_ELEMENT_ERROR (sink, CORE, NEGOTIATION,
         ("Batches changed from %d images of %dx%d to %d of %dx%d during "
@@ -817,9 +815,9 @@ gst_cuda_train_sink_set_caps (GstBaseSink *base, GstCaps *caps)
   sink->channels = c;
   sink->width = w;
   sink->height = h;
-  if (sink->trainer == NULL) {
+  if (sink->trainer.gt == NULL) {
     sink->batch_size = n;
-    g_atomic_int_set (&sink->global_batch_prop, n * sink->world_size);
+    g_atomic_int_set (&sink->global_batch_prop, n * sink->dist.world_size);
   }
   return TRUE;
 }
@@ -860,7 +858,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
         break;
       if (!gst_cuda_train_sink_check_shard (sink, &info)) {
         gst_train_dataset_info_clear (&info);
-        sink->failed = TRUE;
+        gst_cuda_train_sink_fail_run (sink);
         gst_event_unref (event);
         return FALSE;
       }
