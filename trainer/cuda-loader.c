@@ -28,7 +28,7 @@ module_fits (const void *table)
 }
 
 /* GT_CUDA_MODULE_FILE is NULL in a build without the module (meson.build) */
-static GtModule backend_module = GT_MODULE_INIT ("GT_CUDA_MODULE",
+static GtModule backend_module = GT_MODULE_INIT (GT_ENV_CUDA_MODULE,
     GT_CUDA_MODULE_FILE, "the CUDA backend", "the CUDA backend module",
     GT_CUDA_MODULE_SYMBOL, GT_CUDA_MODULE_ABI, module_fits,
     "gst-train was built without the CUDA backend (no CUDA toolkit, cuDNN "

@@ -12,8 +12,10 @@
 
 #include "backend.h"
 
-/* Raise when GtCudaModule or what it points to changes meaning. */
-#define GT_CUDA_MODULE_ABI 7
+/* Raise when GtCudaModule or what it points to changes meaning, or a
+ * function of the library the module calls does (8: module-loader.h's
+ * take a GtEnvVar). */
+#define GT_CUDA_MODULE_ABI 8
 #define GT_CUDA_MODULE_SYMBOL "gt_cuda_module"
 
 typedef struct

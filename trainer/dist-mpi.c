@@ -25,10 +25,13 @@
  * missing rank, so the job ends: MPI_Abort at exit, or END_SECONDS after
  * the timeout from a thread of its own when the application never exits.
  *
- * GT_TEST_DIST_STOP="RANK,N,before|during,WHAT" (tests only) stops rank
- * RANK with SIGSTOP at its N-th collective for WHAT (gt_comm_set_activity),
- * before it enters it or right after: a rank that stops answering, at a
- * point a test can name. */
+ * In the test build of the module only (GT_TEST_HOOKS, built as
+ * libgsttrain-mpi-test.so and never installed; dist-timeout.sh opens it
+ * through GT_MPI_MODULE), GT_TEST_DIST_STOP="RANK,N,before|during,WHAT"
+ * stops rank RANK with SIGSTOP at its N-th collective for WHAT
+ * (gt_comm_set_activity), before it enters it or right after: a rank that
+ * stops answering, at a point a test can name. The installed module has
+ * no such code. */
 #include "gt-clock.h"
 #include "gt-log.h"
 #include "mpi-module.h"
@@ -90,11 +93,13 @@ struct GtComm
   /* after a timeout: the reason later collectives fail with */
   int broken;
   char broken_why[768];
+#ifdef GT_TEST_HOOKS
   /* GT_TEST_DIST_STOP on this rank: collectives for @stop_what to go */
   int stop_left;
   int stop_here;
   int stop_before;
   char stop_what[64];
+#endif
 };
 
 /* Trainers of this process in a job they have not left. */
@@ -151,6 +156,7 @@ pause_seconds (double seconds)
 
 /* ---- the test's stop (GT_TEST_DIST_STOP) ---- */
 
+#ifdef GT_TEST_HOOKS
 static void
 read_stop (GtComm *comm)
 {
@@ -184,6 +190,20 @@ maybe_stop (GtComm *comm, int before)
       before ? "before" : "in", comm->what);
   raise (SIGSTOP);
 }
+#else /* the installed module: no stop, and not the variable's name */
+static void
+read_stop (GtComm *comm)
+{
+  (void)comm;
+}
+
+static void
+maybe_stop (GtComm *comm, int before)
+{
+  (void)comm;
+  (void)before;
+}
+#endif
 
 /* ---- joining ---- */
 
@@ -210,10 +230,9 @@ mpi_new (char *why, size_t why_size)
      * silently. The daemon inherits this environment. Ranks of mpirun or
      * srun --mpi=pmix take the topology from their launcher, which probed
      * before this code ran: the launch lines set it for that. A choice of
-     * the user's stands; MPI_Init calls setenv itself, so this adds no new
-     * race with other threads' getenv. */
-    if (getenv ("HWLOC_COMPONENTS") == NULL)
-      setenv ("HWLOC_COMPONENTS", "-gl", 0);
+     * the user's stands (no overwrite); MPI_Init calls setenv itself, so
+     * this adds no new race with other threads' getenv. */
+    setenv ("HWLOC_COMPONENTS", "-gl", 0);
     code = MPI_Init_thread (NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (code != MPI_SUCCESS) {
       mpi_message (code, "MPI_Init_thread", why, why_size);

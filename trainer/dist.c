@@ -15,7 +15,7 @@
 
 /* The MPI module (mpi-module.h), opened by the first gt_comm_new. */
 static GtModule mpi_module =
-    GT_MODULE_INIT ("GT_MPI_MODULE", GT_MPI_MODULE_FILE, "the MPI module",
+    GT_MODULE_INIT (GT_ENV_MPI_MODULE, GT_MPI_MODULE_FILE, "the MPI module",
         "the MPI module", GT_MPI_MODULE_SYMBOL, GT_MPI_MODULE_ABI, NULL,
         "this build has no MPI (rebuild with libopenmpi-dev installed, meson "
         "-Dmpi=enabled)");

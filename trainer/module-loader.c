@@ -28,15 +28,15 @@ try_open (
 }
 
 void *
-gt_module_open_file (const char *env_var, const char *path, const char *what,
+gt_module_open_file (GtEnvVar env_var, const char *path, const char *what,
     char *why, size_t why_size)
 {
   int tried;
   void *handle = try_open (path, what, &tried, why, why_size);
 
   if (handle == NULL && !tried)
-    snprintf (
-        why, why_size, "%s is missing (no %s, from %s)", what, path, env_var);
+    snprintf (why, why_size, "%s is missing (no %s, from %s)", what, path,
+        gt_env_name (env_var));
   return handle;
 }
 
@@ -85,10 +85,10 @@ gt_module_get (GtModule *module, char *why, size_t why_size)
 }
 
 void *
-gt_module_open (const char *env_var, const char *file_name, const char *what,
+gt_module_open (GtEnvVar env_var, const char *file_name, const char *what,
     char *why, size_t why_size)
 {
-  const char *path = getenv (env_var);
+  const char *path = gt_env_get (env_var);
   char here[1024], candidate[1024 + 128];
   const char *slash;
   Dl_info info;
@@ -100,7 +100,7 @@ gt_module_open (const char *env_var, const char *file_name, const char *what,
   if (dladdr ((void *)&gt_module_open, &info) == 0 || info.dli_fname == NULL) {
     snprintf (why, why_size,
         "cannot tell where the training library is, to find %s: set %s", what,
-        env_var);
+        gt_env_name (env_var));
     return NULL;
   }
   snprintf (here, sizeof (here), "%s", info.dli_fname);

@@ -11,6 +11,8 @@
 #ifndef GT_MODULE_LOADER_H
 #define GT_MODULE_LOADER_H
 
+#include "trainer-env.h"
+
 #include <pthread.h>
 #include <stddef.h>
 
@@ -18,13 +20,13 @@
  * the handle, or NULL with the reason in @why: @what (e.g. "the CUDA
  * backend") cannot be loaded, naming the missing library the dynamic
  * linker named, or is neither here nor there. */
-void *gt_module_open (const char *env_var, const char *file_name,
-    const char *what, char *why, size_t why_size);
+void *gt_module_open (GtEnvVar env_var, const char *file_name, const char *what,
+    char *why, size_t why_size);
 
 /* A module's table of functions, as gt_module_load finds it. */
 typedef struct
 {
-  const char *env_var;   /* names the file to open instead of looking */
+  GtEnvVar env_var;      /* names the file to open instead of looking */
   const char *file_name; /* looked for beside the library */
   const char *what;      /* in messages: what cannot be loaded */
   const char *module;    /* in the message of a module from another build */
@@ -68,7 +70,7 @@ const void *gt_module_get (GtModule *module, char *why, size_t why_size);
 /* dlopen()s @path, which @env_var named (for a library opened by file, as
  * the CUDA module opens NCCL): the handle, or NULL with the reason in @why,
  * that @what is missing or cannot be loaded (the linker's message). */
-void *gt_module_open_file (const char *env_var, const char *path,
-    const char *what, char *why, size_t why_size);
+void *gt_module_open_file (GtEnvVar env_var, const char *path, const char *what,
+    char *why, size_t why_size);
 
 #endif /* GT_MODULE_LOADER_H */

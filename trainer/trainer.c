@@ -5,6 +5,7 @@
  * files). */
 #include "trainer-private.h"
 #include "cuda-module.h"
+#include "trainer-env.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -76,22 +77,13 @@ gt_trainer_config_init (GtTrainerConfig *config)
   *config = defaults;
 }
 
-/* 1 when the variable @name is set to anything but "0". */
-static int
-env_on (const char *name)
-{
-  const char *value = getenv (name);
-
-  return value != NULL && strcmp (value, "0") != 0;
-}
-
 void
 gt_trainer_config_apply_env (GtTrainerConfig *config)
 {
-  const char *isa = getenv ("GT_CPU_ISA");
+  const char *isa = gt_env_get (GT_ENV_CPU_ISA);
 
   /* set at all, as the direct kernels have always read it */
-  if (getenv ("GT_CPU_NO_DIRECT_CONV") != NULL)
+  if (gt_env_get (GT_ENV_CPU_NO_DIRECT_CONV) != NULL)
     config->cpu_kernels = GT_CPU_KERNELS_REFERENCE;
   if (isa != NULL && strcmp (isa, "avx512") == 0)
     config->cpu_isa = GT_CPU_ISA_AVX512;
@@ -99,11 +91,11 @@ gt_trainer_config_apply_env (GtTrainerConfig *config)
     config->cpu_isa = GT_CPU_ISA_AVX2;
   else if (isa != NULL && strcmp (isa, "sse") == 0)
     config->cpu_isa = GT_CPU_ISA_SSE;
-  if (env_on ("GT_CUDA_NO_GRAPH"))
+  if (gt_env_on (GT_ENV_CUDA_NO_GRAPH))
     config->cuda_graphs = 0;
-  if (env_on ("GT_CUDA_REQUIRE_GRAPH"))
+  if (gt_env_on (GT_ENV_CUDA_REQUIRE_GRAPH))
     config->cuda_require_graph = 1;
-  if (env_on ("GT_CUDA_PROFILE"))
+  if (gt_env_on (GT_ENV_CUDA_PROFILE))
     config->cuda_profile = 1;
 }
 

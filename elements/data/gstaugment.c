@@ -88,6 +88,7 @@
 #endif
 
 #include "augment-private.h"
+#include "element-util.h"
 #include "train-common.h"
 #include "train-meta.h"
 #include "train-props.h"

@@ -72,6 +72,7 @@
 #include "config.h"
 #endif
 
+#include "element-util.h"
 #include "gstbatcher.h"
 #include "memory-recycler.h"
 #include "train-common.h"

@@ -156,6 +156,7 @@
 #endif
 
 #include "datasetsrc-private.h"
+#include "element-util.h"
 #include "gt-launcher.h"
 #include "train-props.h"
 

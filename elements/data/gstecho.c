@@ -178,6 +178,7 @@
 #endif
 
 #include "echo-private.h"
+#include "element-util.h"
 #include "train-common.h"
 #include "train-meta.h"
 #include "train-props.h"

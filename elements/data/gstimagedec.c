@@ -66,6 +66,7 @@
 #include "config.h"
 #endif
 
+#include "element-util.h"
 #include "gstimagedec.h"
 #include "jpeg-decode.h"
 #include "memory-recycler.h"

@@ -243,6 +243,7 @@
 #include "config.h"
 #endif
 
+#include "element-util.h"
 #include "gstcudatrainsink-enumtypes.h"
 #include "gstcudatrainsink-private.h"
 #include "gsttrainhostallocator.h"

@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # collective-timeout: a rank that stops answering ends the job, one that
 # comes back in time loses nothing.
-#   A rank stopped (SIGSTOP, by GT_TEST_DIST_STOP: dist-mpi.c) at three
-#   points, in a job of 2 ranks and of 3, with collective-timeout=3: before
-#   the first step (before it enters the agreement to start), in the
-#   gradient all-reduce of step 3, and in the checkpoint broadcast of a
-#   resume. mpirun exits non-zero within the timeout + 10 s, an error
+#   The MPI module that is installed has no test hook: GT_TEST_DIST_STOP
+#   is not in it, and a job with the variable set trains through.
+#   A rank stopped (SIGSTOP, by GT_TEST_DIST_STOP: dist-mpi.c, compiled
+#   into the test build of the module only, which GT_MPI_MODULE names for
+#   these jobs) at three points, in a job of 2 ranks and of 3, with
+#   collective-timeout=3: before the first step (before it enters the
+#   agreement to start), in the gradient all-reduce of step 3, and in the
+#   checkpoint broadcast of a resume. mpirun exits non-zero within the timeout + 10 s, an error
 #   names the collective and rank 1 as the one that did not arrive, and
 #   the checkpoint left behind is whole: the step-2 checkpoint of the run
 #   stopped at step 3 is bitwise the uninterrupted run's, and the others
@@ -50,10 +53,27 @@ job() {
 }
 logs() { cat "$work/mpirun.log" "$work"/rank-*.log; }
 
-# the uninterrupted runs: to step 2 (2 and 3 ranks), to step 6 (2 ranks)
+# The hook is compiled into a module of its own (trainer/meson.build); the
+# one installed beside it must not know the variable (the test's
+# environment names the hooked one: tests/integration/meson.build).
+hooks_module=${GST_TRAIN_TEST_MPI_MODULE:?the test build of the MPI module}
+plain_module=$(dirname "$hooks_module")/libgsttrain-mpi.so
+grep -qaF GT_TEST_DIST_STOP "$hooks_module" \
+  || fail "$hooks_module has no GT_TEST_DIST_STOP: is it the test build?"
+if grep -qaF GT_TEST_DIST_STOP "$plain_module"; then
+  fail "$plain_module (the installed module) holds the test hook GT_TEST_DIST_STOP"
+fi
+
+# the uninterrupted runs: to step 2 (2 and 3 ranks), to step 6 (2 ranks);
+# those to step 2 with GT_TEST_DIST_STOP set, which the plain module ignores
 for n in 2 3; do
+  export GT_TEST_DIST_STOP="1,1,before,agreement before training"
   job "$n" max-steps=2 checkpoint-location="$work/ref$n-2.safetensors"
+  unset GT_TEST_DIST_STOP
   wait "$job" || { logs; fail "$n ranks to step 2"; }
+  if grep -q "GT_TEST_DIST_STOP" "$work"/rank-*.log; then
+    logs; fail "the plain MPI module read GT_TEST_DIST_STOP"
+  fi
 done
 job 2 max-steps=6 checkpoint-location="$work/ref2-6.safetensors"
 wait "$job" || { logs; fail "2 ranks to step 6"; }
@@ -64,9 +84,9 @@ ckpt strict resnet20 10 "$work/ref2-6.safetensors"
 stalled() {
   n=$1 name=$2 what=$3
   shift 3
-  export GT_TEST_DIST_STOP="1,$what"
+  export GT_TEST_DIST_STOP="1,$what" GT_MPI_MODULE="$hooks_module"
   job "$n" "$@"
-  unset GT_TEST_DIST_STOP
+  unset GT_TEST_DIST_STOP GT_MPI_MODULE
   status=0
   wait "$job" || status=$?
   took=$(elapsed "$started" "$(now)")
@@ -127,8 +147,9 @@ done
 
 # stopped in the all-reduce of step 3 and continued within the timeout
 export GT_TEST_DIST_STOP="1,3,during,gradient all-reduce"
+export GT_MPI_MODULE="$hooks_module"
 job 2 max-steps=6 checkpoint-location="$work/cont.safetensors"
-unset GT_TEST_DIST_STOP
+unset GT_TEST_DIST_STOP GT_MPI_MODULE
 deadline=$(($(date +%s) + 30))
 until grep -q "GT_TEST_DIST_STOP: stopping" "$work/rank-1.log" 2>/dev/null; do
   [ "$(date +%s)" -lt "$deadline" ] || { logs; fail "rank 1 never stopped"; }
@@ -184,4 +205,4 @@ PYEOF
 grep -qE "^step [36] .* \| slowest rank 1: the others wait [0-9]+ ms a step$" \
   "$work/rank-0.log" || { logs; fail "the progress line does not name the straggler"; }
 
-echo "ok: a rank stopped before the first step, in the all-reduce and in the resume broadcast ends the job of 2 and of 3 ranks within collective-timeout + 10 s, naming it; one continued in time loses nothing; a straggler is named"
+echo "ok: the installed MPI module has no test hook; a rank stopped before the first step, in the all-reduce and in the resume broadcast ends the job of 2 and of 3 ranks within collective-timeout + 10 s, naming it; one continued in time loses nothing; a straggler is named"

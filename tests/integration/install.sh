@@ -28,6 +28,20 @@ fi
 if [ "${4:-false}" = true ]; then
   [ -e "$libdir/gst-train/libgsttrain-mpi.so" ] || fail "no MPI module in $libdir/gst-train"
 fi
+# what is installed is for users: no test hook (the MPI module's test
+# build, GT_TEST_DIST_STOP) and no helper of the elements in the public
+# metadata library's header
+if find "$work/root" -name 'libgsttrain-mpi-test*' | grep .; then
+  fail "the test build of the MPI module is installed (above)"
+fi
+if grep -rlaF GT_TEST_DIST_STOP "$work/root"; then
+  fail "the installation holds the test hook GT_TEST_DIST_STOP (above)"
+fi
+header=$(find "$work/root" -name train-meta.h | head -n 1)
+[ -n "$header" ] || fail "no train-meta.h installed"
+if grep -n "gst_train_element_" "$header"; then
+  fail "$header declares the elements' own helpers (above)"
+fi
 # neither CUDA nor MPI is needed to load the library
 if readelf -d "$libdir/libgsttrain-trainer.so" | grep -E "NEEDED.*(libmpi|libcud|libopenblas)"; then
   fail "libgsttrain-trainer.so links MPI, CUDA or OpenBLAS (above): they are opened at run time"

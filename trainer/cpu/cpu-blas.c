@@ -2,6 +2,7 @@
 /* cpu-blas.c: opens OpenBLAS with kernels that match the CPU's features
  * (cpu-blas.h says why). */
 #include "cpu-blas.h"
+#include "trainer-env.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -118,14 +119,13 @@ describe (const char *note)
 static void
 init_once (void)
 {
-  const char *wanted = gt_cpu_blas_wanted_core ();
-  const char *keep = getenv ("GT_BLAS_KEEP_CORETYPE");
+  const char *wanted = gt_cpu_blas_wanted_core (), *user;
+  int keep = gt_env_on (GT_ENV_BLAS_KEEP_CORETYPE);
   char first[64], note[160], *previous;
 
   if (open_library () < 0)
     return;
-  if (gt_cpu_blas_core_is_enough (blas.core, wanted)
-      || (keep != NULL && strcmp (keep, "0") != 0)) {
+  if (gt_cpu_blas_core_is_enough (blas.core, wanted) || keep) {
     describe ("");
     return;
   }
@@ -134,8 +134,8 @@ init_once (void)
    * holds this copy (RTLD_LOCAL, and the trainer does not link it), so
    * closing it unloads it. */
   snprintf (first, sizeof (first), "%s", blas.core);
-  previous = getenv ("OPENBLAS_CORETYPE");
-  previous = previous ? strdup (previous) : NULL;
+  user = gt_env_get (GT_ENV_OPENBLAS_CORETYPE);
+  previous = user ? strdup (user) : NULL;
   dlclose (blas.handle);
   blas.handle = NULL;
   setenv ("OPENBLAS_CORETYPE", wanted, 1);

@@ -8,6 +8,7 @@
 
 #ifdef GT_HAVE_NCCL
 #include "module-loader.h"
+#include "trainer-env.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -40,13 +41,13 @@ split_version (int code, int *major, int *minor, int *patch)
 static void *
 open_library (void)
 {
-  const char *path = getenv (NCCL_ENV_VAR);
+  const char *path = gt_env_get (GT_ENV_NCCL_LIBRARY);
   void *handle;
 
   if (path != NULL && *path != '\0') {
     snprintf (nccl.path, sizeof (nccl.path), "%s", path);
     return gt_module_open_file (
-        NCCL_ENV_VAR, path, "NCCL", open_error, sizeof (open_error));
+        GT_ENV_NCCL_LIBRARY, path, "NCCL", open_error, sizeof (open_error));
   }
   snprintf (nccl.path, sizeof (nccl.path), NCCL_SONAME);
   handle = dlopen (NCCL_SONAME, RTLD_NOW | RTLD_LOCAL);

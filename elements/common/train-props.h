@@ -9,9 +9,8 @@
  * effects needs code: a hook run after a set, or one that computes what a
  * get returns.
  *
- * Both plugins' elements use it, which is why it lives here, beside the
- * metadata library they both see, as a static library of its own: not
- * part of the public API. */
+ * Both plugins' elements use it, which is why it lives in common/, the
+ * static library both link: not part of the public API. */
 #ifndef __GST_TRAIN_PROPS_H__
 #define __GST_TRAIN_PROPS_H__
 
