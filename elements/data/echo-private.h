@@ -159,6 +159,20 @@ struct _GstEcho
   guint gap;        /* other emissions between two of one item, at least */
   guint spread;     /* ... and preferably (half the kept items) */
 
+  /* Adaptive mode's rates, under @lock (echo-adaptive.c, "the rates"):
+   * what came in over the time upstream was not held back, what went out
+   * over the time the task had something to send, as exponentially
+   * weighted sums of one-second windows; the factor they give; the repeats
+   * owed to the fresh items sent. */
+  gboolean by_rates;     /* the policy: rates, or back-pressure alone */
+  gint64 window_start;   /* monotonic µs; 0: not started */
+  gint64 window_blocked; /* µs the chain function waited for room */
+  gint64 window_idle;    /* µs the task waited for something to send */
+  guint64 window_in, window_out;
+  gdouble in_sum, free_sum, out_sum, busy_sum;
+  gdouble target; /* emissions per fresh item sought */
+  gdouble owed;   /* repeats owed, sent before the next fresh */
+
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */
   GstCaps *src_caps; /* the caps last sent downstream */
