@@ -209,18 +209,24 @@ gst_echo_adaptive_pick (GstEcho *echo, gboolean repeat)
  * on without repeats and repeated the trickle after it up to max-factor
  * times each (docs/echo.md, "Input over a network"). Under the rates
  * policy the factor comes from two rates instead, each smoothed over about
- * ECHO_RATES_HORIZON seconds: the fresh items upstream delivers while it is
- * not held back (items in over the time the chain function did not wait
- * for room), and the emissions downstream takes while echo has something
- * to send (items out over the time the task did not wait). Their ratio,
- * within [1, max-factor], is the emissions each fresh item should have; it
- * moves only when the ratio leaves a band of ECHO_RATES_BAND around it.
- * Each fresh item sent owes target - 1 repeats, which go out before the
- * next fresh item whenever a kept item is due: a burst waits upstream
- * rather than go through unrepeated. */
+ * ECHO_RATES_HORIZON seconds (a plain mean until that many have passed):
+ * the fresh items that came in per second, and the emissions downstream
+ * took per second while echo had something to send (the time the task
+ * waited does not count). Their ratio, within [1, max-factor], is the
+ * emissions each fresh item should have; it moves only when the ratio
+ * leaves a band of ECHO_RATES_BAND around it. Each fresh item sent owes
+ * target - 1 repeats, which go out before the next fresh item whenever a
+ * kept item is due: a burst waits upstream rather than go through
+ * unrepeated. Held back that way, upstream delivers less, which would
+ * confirm any target: while the chain function spent over
+ * ECHO_RATES_BLOCKED of the horizon waiting for room, upstream has more
+ * than echo takes, and the target comes down by ECHO_RATES_EASE a
+ * second instead. */
 #define ECHO_RATES_WINDOW_US G_USEC_PER_SEC
 #define ECHO_RATES_HORIZON 20.0
 #define ECHO_RATES_BAND 0.1
+#define ECHO_RATES_BLOCKED 0.8
+#define ECHO_RATES_EASE 0.9
 /* Repeats owed at most, in fresh items' worth: what could not be repeated
  * (no kept item was due) is forgiven beyond it, so that a backlog does not
  * hold fresh items back for long. */
@@ -232,19 +238,20 @@ gst_echo_rates_reset (GstEcho *echo)
   echo->window_start = 0;
   echo->window_blocked = echo->window_idle = 0;
   echo->window_in = echo->window_out = 0;
-  echo->in_sum = echo->free_sum = echo->out_sum = echo->busy_sum = 0;
+  echo->windows = 0;
+  echo->in_sum = echo->time_sum = echo->blocked_sum = 0;
+  echo->out_sum = echo->busy_sum = 0;
   echo->target = 1;
   echo->owed = 0;
 }
 
 /* Closes the window once it is a window long: adds it to the sums and
- * moves the target when the rates' ratio left the band. Called with the
- * lock. */
+ * moves the target. Called with the lock. */
 static void
 gst_echo_rates_tick (GstEcho *echo, gdouble max_factor)
 {
   gint64 now = g_get_monotonic_time (), length;
-  gdouble keep = 1.0 - 1.0 / ECHO_RATES_HORIZON, ratio;
+  gdouble keep, ratio, seconds;
 
   if (echo->window_start == 0) {
     echo->window_start = now;
@@ -253,9 +260,13 @@ gst_echo_rates_tick (GstEcho *echo, gdouble max_factor)
   length = now - echo->window_start;
   if (length < ECHO_RATES_WINDOW_US)
     return;
+  seconds = length / 1e6;
+  echo->windows++;
+  keep = 1.0 - 1.0 / MIN (echo->windows, ECHO_RATES_HORIZON);
   echo->in_sum = keep * echo->in_sum + echo->window_in;
-  echo->free_sum = keep * echo->free_sum
-      + MAX (length - echo->window_blocked, length / 10) / 1e6;
+  echo->time_sum = keep * echo->time_sum + seconds;
+  echo->blocked_sum =
+      keep * echo->blocked_sum + MIN (echo->window_blocked, length) / 1e6;
   echo->out_sum = keep * echo->out_sum + echo->window_out;
   echo->busy_sum = keep * echo->busy_sum
       + MAX (length - echo->window_idle, length / 10) / 1e6;
@@ -264,15 +275,20 @@ gst_echo_rates_tick (GstEcho *echo, gdouble max_factor)
   echo->window_in = echo->window_out = 0;
   if (echo->in_sum <= 0 || echo->busy_sum <= 0)
     return;
-  ratio = (echo->out_sum / echo->busy_sum) / (echo->in_sum / echo->free_sum);
-  ratio = CLAMP (ratio, 1.0, max_factor);
-  if (fabs (ratio - echo->target) > ECHO_RATES_BAND * echo->target) {
-    GST_DEBUG_OBJECT (echo,
-        "factor %.2f -> %.2f: %.1f fresh items/s in, %.1f emissions/s out",
-        echo->target, ratio, echo->in_sum / echo->free_sum,
-        echo->out_sum / echo->busy_sum);
-    echo->target = ratio;
+  if (echo->blocked_sum > ECHO_RATES_BLOCKED * echo->time_sum) {
+    ratio = MAX (echo->target * ECHO_RATES_EASE, 1.0);
+  } else {
+    ratio = (echo->out_sum / echo->busy_sum) / (echo->in_sum / echo->time_sum);
+    ratio = CLAMP (ratio, 1.0, max_factor);
+    if (fabs (ratio - echo->target) <= ECHO_RATES_BAND * echo->target)
+      return;
   }
+  GST_DEBUG_OBJECT (echo,
+      "factor %.2f -> %.2f: %.1f fresh items/s in, %.1f emissions/s out, "
+      "%.0f%% of the time held back",
+      echo->target, ratio, echo->in_sum / echo->time_sum,
+      echo->out_sum / echo->busy_sum, 100 * echo->blocked_sum / echo->time_sum);
+  echo->target = ratio;
 }
 
 static GstFlowReturn
@@ -658,7 +674,7 @@ gst_echo_adaptive_start (GstEcho *echo)
   echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
   echo->line_items = 0;
   echo->line_bytes = 0;
-  echo->by_rates = g_strcmp0 (g_getenv ("GT_ECHO_POLICY"), "rates") == 0;
+  echo->by_rates = echo->settings.policy == GST_ECHO_POLICY_RATES;
   gst_echo_rates_reset (echo);
 }
 
