@@ -12,6 +12,8 @@
 
 #include "echo-private.h"
 
+#include <math.h>
+
 static void gst_echo_loop (GstPad *pad);
 
 /* Frees every held item and event. Called with the lock. */
@@ -96,10 +98,18 @@ gst_echo_adaptive_clear (GstEcho *echo)
   }                                                                            \
   G_STMT_END
 
+/* Fresh items that may wait in line under the rates policy: a burst that
+ * finds the line this long waits upstream, so that the repeats owed to the
+ * items sent keep their room among the kept items. */
+#define ECHO_RATES_LINE_SHARE 8
+
 static gboolean
 gst_echo_line_is_full (GstEcho *echo, gsize size)
 {
-  return echo->line_items >= echo->capacity
+  guint limit = echo->by_rates ? MAX (echo->capacity / ECHO_RATES_LINE_SHARE, 1)
+                               : echo->capacity;
+
+  return echo->line_items >= limit
       || (echo->settings.max_size_bytes > 0 && echo->line_items > 0
           && echo->line_bytes + size > echo->settings.max_size_bytes);
 }
@@ -192,6 +202,95 @@ gst_echo_adaptive_pick (GstEcho *echo, gboolean repeat)
   return pick[0] >= 0 ? pick[0] : pick[1];
 }
 
+/* ---- the rates ----
+ *
+ * Back-pressure alone says only whether downstream would wait at this
+ * instant: fed by a burst (a shard that arrived whole), it sent the burst
+ * on without repeats and repeated the trickle after it up to max-factor
+ * times each (docs/echo.md, "Input over a network"). Under the rates
+ * policy the factor comes from two rates instead, each smoothed over about
+ * ECHO_RATES_HORIZON seconds (a plain mean until that many have passed):
+ * the fresh items that came in per second, and the emissions downstream
+ * took per second while echo had something to send (the time the task
+ * waited does not count). Their ratio, within [1, max-factor], is the
+ * emissions each fresh item should have; it moves only when the ratio
+ * leaves a band of ECHO_RATES_BAND around it. Each fresh item sent owes
+ * target - 1 repeats, which go out before the next fresh item whenever a
+ * kept item is due: a burst waits upstream rather than go through
+ * unrepeated. Held back that way, upstream delivers less, which would
+ * confirm any target: while the chain function spent over
+ * ECHO_RATES_BLOCKED of the horizon waiting for room, upstream has more
+ * than echo takes, and the target comes down by ECHO_RATES_EASE a
+ * second instead. */
+#define ECHO_RATES_WINDOW_US G_USEC_PER_SEC
+#define ECHO_RATES_HORIZON 20.0
+#define ECHO_RATES_BAND 0.1
+#define ECHO_RATES_BLOCKED 0.8
+#define ECHO_RATES_EASE 0.9
+/* Repeats owed at most, in fresh items' worth: what could not be repeated
+ * (no kept item was due) is forgiven beyond it, so that a backlog does not
+ * hold fresh items back for long. */
+#define ECHO_RATES_OWED_ITEMS 2.0
+
+static void
+gst_echo_rates_reset (GstEcho *echo)
+{
+  echo->window_start = 0;
+  echo->window_blocked = echo->window_idle = 0;
+  echo->window_in = echo->window_out = 0;
+  echo->windows = 0;
+  echo->in_sum = echo->time_sum = echo->blocked_sum = 0;
+  echo->out_sum = echo->busy_sum = 0;
+  echo->target = 1;
+  echo->owed = 0;
+}
+
+/* Closes the window once it is a window long: adds it to the sums and
+ * moves the target. Called with the lock. */
+static void
+gst_echo_rates_tick (GstEcho *echo, gdouble max_factor)
+{
+  gint64 now = g_get_monotonic_time (), length;
+  gdouble keep, ratio, seconds;
+
+  if (echo->window_start == 0) {
+    echo->window_start = now;
+    return;
+  }
+  length = now - echo->window_start;
+  if (length < ECHO_RATES_WINDOW_US)
+    return;
+  seconds = length / 1e6;
+  echo->windows++;
+  keep = 1.0 - 1.0 / MIN (echo->windows, ECHO_RATES_HORIZON);
+  echo->in_sum = keep * echo->in_sum + echo->window_in;
+  echo->time_sum = keep * echo->time_sum + seconds;
+  echo->blocked_sum =
+      keep * echo->blocked_sum + MIN (echo->window_blocked, length) / 1e6;
+  echo->out_sum = keep * echo->out_sum + echo->window_out;
+  echo->busy_sum = keep * echo->busy_sum
+      + MAX (length - echo->window_idle, length / 10) / 1e6;
+  echo->window_start = now;
+  echo->window_blocked = echo->window_idle = 0;
+  echo->window_in = echo->window_out = 0;
+  if (echo->in_sum <= 0 || echo->busy_sum <= 0)
+    return;
+  if (echo->blocked_sum > ECHO_RATES_BLOCKED * echo->time_sum) {
+    ratio = MAX (echo->target * ECHO_RATES_EASE, 1.0);
+  } else {
+    ratio = (echo->out_sum / echo->busy_sum) / (echo->in_sum / echo->time_sum);
+    ratio = CLAMP (ratio, 1.0, max_factor);
+    if (fabs (ratio - echo->target) <= ECHO_RATES_BAND * echo->target)
+      return;
+  }
+  GST_DEBUG_OBJECT (echo,
+      "factor %.2f -> %.2f: %.1f fresh items/s in, %.1f emissions/s out, "
+      "%.0f%% of the time held back",
+      echo->target, ratio, echo->in_sum / echo->time_sum,
+      echo->out_sum / echo->busy_sum, 100 * echo->blocked_sum / echo->time_sum);
+  echo->target = ratio;
+}
+
 static GstFlowReturn
 gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
 {
@@ -209,8 +308,14 @@ gst_echo_adaptive_chain (GstEcho *echo, GstBuffer *buffer)
   g_mutex_lock (&echo->lock);
   if (echo->srcresult != GST_FLOW_OK)
     goto out_flushing;
-  while (!echo->downstream_eos && gst_echo_line_is_full (echo, size))
-    ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
+  if (!echo->downstream_eos && gst_echo_line_is_full (echo, size)) {
+    gint64 waited = g_get_monotonic_time ();
+
+    while (!echo->downstream_eos && gst_echo_line_is_full (echo, size))
+      ECHO_WAIT_ITEM_DELETED (echo, out_flushing);
+    echo->window_blocked += g_get_monotonic_time () - waited;
+  }
+  echo->window_in++;
   if (echo->downstream_eos)
     goto out_eos;
 
@@ -303,27 +408,59 @@ gst_echo_adaptive_event (GstEcho *echo, GstEvent *event)
   return TRUE;
 }
 
+/* Sends a repeat of a kept item (gst_echo_adaptive_pick): FALSE when none
+ * may go out yet. Called with the lock. */
+static gboolean
+gst_echo_adaptive_repeat (
+    GstEcho *echo, GstBuffer **out, GstCaps **caps, gboolean *fresh)
+{
+  gint slot;
+  guint index;
+
+  if (echo->n_slots == 0 || (slot = gst_echo_adaptive_pick (echo, TRUE)) < 0)
+    return FALSE;
+  index = echo->slots[slot];
+  if (echo->items[index].left == 1)
+    echo->slots[slot] = echo->slots[--echo->n_slots];
+  gst_echo_adaptive_set_due (echo, &echo->items[index]);
+  *out = gst_echo_item_emit (echo, index, caps, fresh);
+  return TRUE;
+}
+
 /* Takes what to push next: the head of the line (an event, or a fresh item
  * that then stays for repeats while it has emissions left), else a repeat of
- * a kept item (gst_echo_adaptive_pick). FALSE when there is nothing, or
- * nothing that may go out yet. With an event, @caps may say which caps to
- * send first. Called with the lock. */
+ * a kept item (gst_echo_adaptive_pick); under the rates policy, the repeats
+ * owed to the fresh items sent come before the next fresh item. FALSE when
+ * there is nothing, or nothing that may go out yet. With an event, @caps
+ * may say which caps to send first. Called with the lock. */
 static gboolean
 gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
     GstEvent **event, gboolean *fresh)
 {
+  if (echo->by_rates) {
+    gdouble max_factor;
+
+    GST_OBJECT_LOCK (echo);
+    max_factor = echo->props.max_factor;
+    GST_OBJECT_UNLOCK (echo);
+    gst_echo_rates_tick (echo, max_factor);
+  }
+
   while (!gst_queue_array_is_empty (echo->line)) {
-    GstEchoEntry *entry = gst_queue_array_pop_head_struct (echo->line);
+    GstEchoEntry *entry = gst_queue_array_peek_head_struct (echo->line);
     GstEchoItem *item;
     guint index;
 
     if (entry->event != NULL) {
-      switch (GST_EVENT_TYPE (entry->event)) {
+      GstEvent *head = entry->event;
+
+      gst_queue_array_pop_head_struct (echo->line);
+      switch (GST_EVENT_TYPE (head)) {
         case GST_EVENT_CAPS:
           if (echo->n_slots > 0 && echo->src_caps != NULL) {
             /* Kept items still have the old caps: the new ones travel with
              * the items that have them. */
-            gst_event_unref (entry->event);
+            gst_event_unref (head);
             continue;
           }
           break;
@@ -338,11 +475,18 @@ gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
         default:
           break;
       }
-      *event = entry->event;
+      *event = head;
       return TRUE;
     }
 
+    if (echo->by_rates && echo->owed >= 1
+        && gst_echo_adaptive_repeat (echo, out, caps, fresh)) {
+      echo->owed -= 1;
+      echo->window_out++;
+      return TRUE;
+    }
     index = entry->item;
+    gst_queue_array_pop_head_struct (echo->line);
     item = &echo->items[index];
     echo->line_items--;
     echo->line_bytes -= item->size;
@@ -350,21 +494,18 @@ gst_echo_adaptive_next (GstEcho *echo, GstBuffer **out, GstCaps **caps,
       echo->slots[echo->n_slots++] = index;
     gst_echo_adaptive_set_due (echo, item);
     *out = gst_echo_item_emit (echo, index, caps, fresh);
+    if (echo->by_rates)
+      echo->owed = MIN (
+          echo->owed + echo->target - 1, ECHO_RATES_OWED_ITEMS * echo->target);
+    echo->window_out++;
     ECHO_SIGNAL_ITEM_DELETED (echo);
     return TRUE;
   }
 
-  if (echo->n_slots > 0) {
-    gint slot = gst_echo_adaptive_pick (echo, TRUE);
-    guint index;
-
-    if (slot < 0)
-      return FALSE;
-    index = echo->slots[slot];
-    if (echo->items[index].left == 1)
-      echo->slots[slot] = echo->slots[--echo->n_slots];
-    gst_echo_adaptive_set_due (echo, &echo->items[index]);
-    *out = gst_echo_item_emit (echo, index, caps, fresh);
+  /* Nothing fresh waits: a repeat rather than a consumer that waits. */
+  if (gst_echo_adaptive_repeat (echo, out, caps, fresh)) {
+    echo->owed = MAX (echo->owed - 1, 0);
+    echo->window_out++;
     return TRUE;
   }
   return FALSE;
@@ -442,8 +583,14 @@ gst_echo_loop (GstPad *pad)
   g_mutex_lock (&echo->lock);
   if (echo->srcresult != GST_FLOW_OK)
     goto out_flushing;
-  while (!gst_echo_adaptive_next (echo, &out, &caps, &event, &fresh))
-    ECHO_WAIT_ITEM_ADDED (echo, out_flushing);
+  if (!gst_echo_adaptive_next (echo, &out, &caps, &event, &fresh)) {
+    gint64 waited = g_get_monotonic_time ();
+
+    do
+      ECHO_WAIT_ITEM_ADDED (echo, out_flushing);
+    while (!gst_echo_adaptive_next (echo, &out, &caps, &event, &fresh));
+    echo->window_idle += g_get_monotonic_time () - waited;
+  }
   g_mutex_unlock (&echo->lock);
 
   if (event != NULL)
@@ -527,6 +674,8 @@ gst_echo_adaptive_start (GstEcho *echo)
   echo->line = gst_queue_array_new_for_struct (sizeof (GstEchoEntry), 16);
   echo->line_items = 0;
   echo->line_bytes = 0;
+  echo->by_rates = echo->settings.policy == GST_ECHO_POLICY_RATES;
+  gst_echo_rates_reset (echo);
 }
 
 static void

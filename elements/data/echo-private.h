@@ -31,6 +31,13 @@ typedef enum
   GST_ECHO_MODE_ADAPTIVE,
 } GstEchoMode;
 
+/* mode=adaptive: how many repeats (echo-adaptive.c, "the rates"). */
+typedef enum
+{
+  GST_ECHO_POLICY_BACK_PRESSURE,
+  GST_ECHO_POLICY_RATES,
+} GstEchoPolicy;
+
 /* The properties as they were when the element started. factor and
  * max-factor may change while it plays: the streaming thread reads them
  * from the properties, per item. */
@@ -42,6 +49,7 @@ typedef struct
   guint shuffle_buffer_size;
   guint64 max_size_bytes;
   guint64 seed;
+  GstEchoPolicy policy;
 } GstEchoSettings;
 
 /* One fresh buffer and what its emissions need. */
@@ -158,6 +166,21 @@ struct _GstEcho
   guint64 sequence; /* emissions so far (fresh and repeats) */
   guint gap;        /* other emissions between two of one item, at least */
   guint spread;     /* ... and preferably (half the kept items) */
+
+  /* Adaptive mode's rates, under @lock (echo-adaptive.c, "the rates"):
+   * what came in per second (and how long upstream was held back), what
+   * went out over the time the task had something to send, as exponentially
+   * weighted sums of one-second windows; the factor they give; the repeats
+   * owed to the fresh items sent. */
+  gboolean by_rates;     /* the policy: rates, or back-pressure alone */
+  gint64 window_start;   /* monotonic µs; 0: not started */
+  gint64 window_blocked; /* µs the chain function waited for room */
+  gint64 window_idle;    /* µs the task waited for something to send */
+  guint64 window_in, window_out;
+  guint windows;
+  gdouble in_sum, time_sum, blocked_sum, out_sum, busy_sum;
+  gdouble target; /* emissions per fresh item sought */
+  gdouble owed;   /* repeats owed, sent before the next fresh */
 
   /* The pushing thread's own (upstream's thread in fixed mode, the source
    * pad's task in adaptive mode). */

@@ -63,6 +63,20 @@
  * buffer full displaces the most emitted kept item. Choosing scans the kept
  * items, so a repeat costs time in proportion to their number.
  *
+ * How many repeats is the @policy. With back-pressure (the default), the
+ * above: a repeat whenever no fresh item waits. Input that comes in bursts
+ * (WebDataset shards over a network: a shard fetched ahead arrives whole)
+ * then goes through unrepeated while the trickle between bursts is
+ * repeated up to @max-factor times (docs/echo.md measures it). With
+ * policy=rates (experimental) each fresh item sent owes as many repeats as
+ * the ratio of the emissions downstream takes per second to the fresh
+ * items that come per second, both smoothed over about 20 s, within [1,
+ * @max-factor]; the owed repeats go out before the next fresh item, and at
+ * most @shuffle-buffer-size / 8 fresh items wait in line, so that a burst
+ * waits upstream instead of pushing the kept items out. A repeat still goes
+ * out whenever nothing else can. The debug category `echo` logs each change
+ * of the factor at level 5 (GST_DEBUG=echo:5).
+ *
  * @factor is not used; the output order depends on timing. As with queue's
  * `queue_dataflow`, the `echo_dataflow` debug category logs every wait and
  * wake-up of the two threads (GST_DEBUG=echo_dataflow:6).
@@ -192,6 +206,7 @@ GST_DEBUG_CATEGORY (gst_echo_dataflow_debug);
 #define DEFAULT_SHUFFLE_BUFFER_SIZE 1024
 #define DEFAULT_MAX_SIZE_BYTES (G_GUINT64_CONSTANT (1) << 30)
 #define DEFAULT_SEED 0
+#define DEFAULT_POLICY GST_ECHO_POLICY_BACK_PRESSURE
 
 /* The random stream of echo's draws ("echo"): a pipeline that gives every
  * element the same seed must not have echo replay datasetsrc's shuffle
@@ -215,6 +230,7 @@ enum
   PROP_ITEMS_OUT,
   PROP_FRESH_OUT,
   PROP_EFFECTIVE_FACTOR,
+  PROP_POLICY,
   N_PROPERTIES
 };
 
@@ -241,12 +257,37 @@ static const GstTrainProp property_table[N_PROPERTIES] = {
   [PROP_ITEMS_OUT] = { FIELD (items_out) },
   [PROP_FRESH_OUT] = { FIELD (fresh_out) },
   [PROP_EFFECTIVE_FACTOR] = { .compute = gst_echo_compute_effective_factor },
+  [PROP_POLICY] = { FIELD (props.policy) },
 };
 #undef FIELD
 
 G_STATIC_ASSERT (sizeof (GstEchoMode) == sizeof (gint));
 
 static GParamSpec *properties[N_PROPERTIES];
+
+G_STATIC_ASSERT (sizeof (GstEchoPolicy) == sizeof (gint));
+
+static GType
+gst_echo_policy_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { GST_ECHO_POLICY_BACK_PRESSURE,
+        "Repeat whenever no fresh item waits and downstream takes more",
+        "back-pressure" },
+    { GST_ECHO_POLICY_RATES,
+        "Repeat each fresh item as often as the smoothed rates in and out "
+        "say, a burst as much as a trickle (experimental)",
+        "rates" },
+    { 0, NULL, NULL },
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstEchoPolicy", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 static GType
 gst_echo_mode_get_type (void)
@@ -364,6 +405,17 @@ gst_echo_class_init (GstEchoClass *klass)
           "anything went out); meaningful at any time, also while the "
           "shuffle buffer fills",
           1.0, G_MAXDOUBLE, 1.0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_POLICY] = g_param_spec_enum ("policy", "Adaptive policy",
+      "mode=adaptive: how many repeats. back-pressure: a repeat whenever no "
+      "fresh item waits (input that comes in bursts, as shards over a "
+      "network do, goes through unrepeated and its trickle is repeated "
+      "max-factor times); rates: each fresh item owes as many repeats as "
+      "the ratio of the rate downstream takes to the rate upstream "
+      "delivers, smoothed over 20 s, and they go out before the next fresh "
+      "item (experimental: measured on echo's trace, not yet in training "
+      "runs; docs/echo.md)",
+      gst_echo_policy_get_type (), DEFAULT_POLICY,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   gst_train_props_install (
       gobject_class, property_table, properties, N_PROPERTIES);
 
@@ -381,6 +433,7 @@ gst_echo_class_init (GstEchoClass *klass)
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_echo_change_state);
 
   gst_type_mark_as_plugin_api (gst_echo_mode_get_type (), 0);
+  gst_type_mark_as_plugin_api (gst_echo_policy_get_type (), 0);
   GST_DEBUG_CATEGORY_INIT (gst_echo_debug, "echo", 0, "data echoing");
   GST_DEBUG_CATEGORY_INIT (gst_echo_dataflow_debug, "echo_dataflow", 0,
       "dataflow inside the echo element");
