@@ -457,10 +457,10 @@ gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink)
   g_free (who);
 }
 
-/* ---- the shard ---- */
+/* ---- the rank split ---- */
 
 gboolean
-gst_cuda_train_sink_check_shard (
+gst_cuda_train_sink_check_rank_split (
     GstCudaTrainSink *sink, const GstTrainDatasetInfo *info)
 {
   if (sink->comm == NULL || info->num_shards == 0)
@@ -472,8 +472,8 @@ gst_cuda_train_sink_check_shard (
       ("The source reads shard %u of %u, but this sink is rank %d of a job "
        "of %d: each rank must read its own shard of the data.",
           info->shard_index, info->num_shards, sink->rank, sink->world_size),
-      ("leave datasetsrc's shard-index and num-shards unset in a "
-       "data-parallel job: it then reads the shard of its rank"));
+      ("leave datasetsrc's rank and num-ranks unset in a data-parallel "
+       "job: it then reads the shard of its rank"));
   return FALSE;
 }
 

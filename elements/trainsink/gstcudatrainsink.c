@@ -858,7 +858,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       gst_event_parse_tag (event, &tags);
       if (!gst_train_dataset_info_from_tag_list (tags, &info))
         break;
-      if (!gst_cuda_train_sink_check_shard (sink, &info)) {
+      if (!gst_cuda_train_sink_check_rank_split (sink, &info)) {
         gst_train_dataset_info_clear (&info);
         sink->failed = TRUE;
         gst_event_unref (event);
