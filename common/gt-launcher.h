@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* gt-launcher.h: where a launcher (mpirun, srun, a PMI launcher) placed
  * this process, read from the environment alone, with no MPI call. The
- * data elements use it to pick their shard without linking MPI; the
+ * data elements use it to pick their rank's part without linking MPI; the
  * trainer uses it to decide whether to join a job (distributed=auto), after
  * which MPI's own answer is the one that counts.
  *

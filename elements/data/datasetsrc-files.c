@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* datasetsrc-files.c: datasetsrc's mode for an ImageFolder or a list file
  * (see gstdatasetsrc.c's SECTION): the dataset listed once, each epoch's
- * order drawn from the seed, this shard's part of it, a start position
+ * order drawn from the seed, this rank's part of it, a start position
  * (exact resume), and the files read ahead on the data elements' shared
  * pool, handed out in order. */
 #ifdef HAVE_CONFIG_H
@@ -49,7 +49,7 @@ typedef struct
 struct _GstDatasetSrcFiles
 {
   GstTrainDatasetIndex *index;
-  guint64 epoch_samples; /* of this shard */
+  guint64 epoch_samples; /* of this rank */
 
   /* Which sample the next submitted read is for (streaming thread only). */
   gint cursor_epoch;
@@ -138,21 +138,21 @@ gst_dataset_src_count_read (
   return TRUE;
 }
 
-/* Samples that one epoch of this shard emits. */
+/* Samples that one epoch of this rank emits. */
 static guint64
-gst_dataset_src_count_epoch_samples (guint64 dataset_size, guint shard_index,
-    guint num_shards, guint64 num_samples)
+gst_dataset_src_count_epoch_samples (
+    guint64 dataset_size, guint rank, guint num_ranks, guint64 num_samples)
 {
   guint64 count = 0;
 
-  if (shard_index < dataset_size)
-    count = (dataset_size - shard_index + num_shards - 1) / num_shards;
+  if (rank < dataset_size)
+    count = (dataset_size - rank + num_ranks - 1) / num_ranks;
   if (num_samples > 0 && num_samples < count)
     count = num_samples;
   return count;
 }
 
-/* The dataset tags: classes, sizes, the shard read. */
+/* The dataset tags: classes, sizes, the rank's part read. */
 static GstTagList *
 gst_dataset_src_files_tags (GstDatasetSrc *src)
 {
@@ -166,8 +166,8 @@ gst_dataset_src_files_tags (GstDatasetSrc *src)
   info.class_names = (gchar **)index->class_names->pdata;
   info.num_samples = index->entries->len;
   info.epoch_samples = files->epoch_samples;
-  info.shard_index = src->settings.shard_index;
-  info.num_shards = src->settings.num_shards;
+  info.shard_index = src->settings.rank;
+  info.num_shards = src->settings.num_ranks;
   tags = gst_train_dataset_info_to_tag_list (&info);
   g_ptr_array_remove_index (index->class_names, index->class_names->len - 1);
   return tags;
@@ -189,7 +189,7 @@ gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
   GString *names;
 
   whole = gst_dataset_src_count_epoch_samples (
-      index->entries->len, s->shard_index, s->num_shards, 0);
+      index->entries->len, s->rank, s->num_ranks, 0);
   if (s->shuffle || s->num_samples == 0 || files->epoch_samples >= whole)
     return;
   in_dataset = g_new0 (guint8, num_classes);
@@ -197,8 +197,7 @@ gst_dataset_src_warn_class_subset (GstDatasetSrc *src)
   for (n = 0; n < index->entries->len; n++)
     in_dataset[g_array_index (index->entries, GstTrainDatasetEntry, n).label] =
         1;
-  for (n = 0, pos = s->shard_index; n < files->epoch_samples;
-       n++, pos += s->num_shards)
+  for (n = 0, pos = s->rank; n < files->epoch_samples; n++, pos += s->num_ranks)
     in_subset[g_array_index (index->entries, GstTrainDatasetEntry, pos).label] =
         1;
   names = g_string_new (NULL);
@@ -276,12 +275,12 @@ gst_dataset_src_files_start (GstDatasetSrc *src)
     return NULL;
   }
   epoch_samples = gst_dataset_src_count_epoch_samples (
-      index->entries->len, s->shard_index, s->num_shards, s->num_samples);
+      index->entries->len, s->rank, s->num_ranks, s->num_samples);
   if (epoch_samples == 0) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("Shard %u of %u (shard-index, num-shards) gets no sample of the %u "
+        ("Rank %u of %u (rank, num-ranks) gets no sample of the %u "
          "in \"%s\".",
-            s->shard_index, s->num_shards, index->entries->len, s->location),
+            s->rank, s->num_ranks, index->entries->len, s->location),
         (NULL));
     gst_train_dataset_index_free (index);
     return NULL;
@@ -367,7 +366,7 @@ gst_dataset_src_files_set_flushing (GstDatasetSrc *src, gboolean flushing)
 }
 
 /* Moves the cursor into epoch @epoch: draws that epoch's order and keeps
- * this shard's part of it. */
+ * this rank's part of it. */
 static void
 gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
 {
@@ -384,9 +383,8 @@ gst_dataset_src_enter_epoch (GstDatasetSrc *src, gint epoch)
     gt_random_init (&rng, s->seed, (guint64)epoch);
     gt_random_shuffle (&rng, order, n);
   }
-  /* Every shard draws the same order; shard k keeps positions k, k + S, ... */
-  for (i = 0, pos = s->shard_index; i < files->epoch_samples;
-       i++, pos += s->num_shards)
+  /* Every rank draws the same order; rank k keeps positions k, k + N, ... */
+  for (i = 0, pos = s->rank; i < files->epoch_samples; i++, pos += s->num_ranks)
     order[i] = order[pos];
 
   g_free (files->cursor_order);

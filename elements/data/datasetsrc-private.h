@@ -33,15 +33,16 @@ typedef struct
   gboolean shuffle;
   guint64 seed;
   gint num_epochs;
-  guint shard_index;
-  guint num_shards;
+  guint rank;
+  guint num_ranks;
   guint64 num_samples;
   guint n_threads;
   guint read_ahead;
   gchar *extensions;
   guint64 start_position;
-  /* shard-index or num-shards was set: the launcher's rank is not used */
-  gboolean shard_set;
+  /* rank or num-ranks (or an alias) was set: the launcher's rank is not
+   * used */
+  gboolean rank_set;
   /* shards only */
   guint num_classes;
   guint shuffle_buffer_size;

@@ -86,17 +86,17 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
         ("location %s", s->location));
     return NULL;
   }
-  if (sh->n_shards < s->num_shards) {
+  if (sh->n_shards < s->num_ranks) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("\"%s\" names %u shard%s for %u ranks (num-shards): each rank reads "
+        ("\"%s\" names %u shard%s for %u ranks (num-ranks): each rank reads "
          "shards of its own, so there must be %u shards at least.",
             s->location, sh->n_shards, sh->n_shards == 1 ? "" : "s",
-            s->num_shards, s->num_shards),
+            s->num_ranks, s->num_ranks),
         (NULL));
     return NULL;
   }
-  sh->mine = gst_train_shard_split (
-      sh->n_shards, s->shard_index, s->num_shards, &sh->n_mine);
+  sh->mine =
+      gst_train_rank_split (sh->n_shards, s->rank, s->num_ranks, &sh->n_mine);
   sh->order = g_new (guint, sh->n_mine);
   sh->fetcher = gst_train_shard_fetcher_new (&options);
   for (i = 0; i < sh->n_mine; i++) {
@@ -113,14 +113,14 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
   GST_INFO_OBJECT (src,
-      "%u shards from %s, %u of them for shard %u of %u, %u classes",
-      sh->n_shards, s->location, sh->n_mine, s->shard_index, s->num_shards,
+      "%u shards from %s, %u of them for rank %u of %u, %u classes",
+      sh->n_shards, s->location, sh->n_mine, s->rank, s->num_ranks,
       s->num_classes);
 
   /* the sample counts are not known before the shards are read */
   info.num_classes = s->num_classes;
-  info.shard_index = s->shard_index;
-  info.num_shards = s->num_shards;
+  info.shard_index = s->rank;
+  info.num_shards = s->num_ranks;
   return gst_train_dataset_info_to_tag_list (&info);
 }
 
@@ -376,8 +376,8 @@ gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
 
   info.num_classes = s->num_classes;
   info.epoch_samples = sh->epoch_size;
-  info.shard_index = s->shard_index;
-  info.num_shards = s->num_shards;
+  info.shard_index = s->rank;
+  info.num_shards = s->num_ranks;
   sh->epoch_size_sent = TRUE;
   GST_INFO_OBJECT (
       src, "%" G_GUINT64_FORMAT " samples per epoch", sh->epoch_size);
@@ -666,10 +666,10 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
       if (sh->epoch >= 0 && sh->epoch_emitted == 0) {
         /* another epoch would find nothing either */
         GST_ELEMENT_ERROR (src, RESOURCE, READ,
-            ("The %u shard%s of \"%s\" read by shard %u of %u hold no good "
+            ("The %u shard%s of \"%s\" read by rank %u of %u hold no good "
              "sample.",
-                sh->n_mine, sh->n_mine == 1 ? "" : "s", s->location,
-                s->shard_index, s->num_shards),
+                sh->n_mine, sh->n_mine == 1 ? "" : "s", s->location, s->rank,
+                s->num_ranks),
             (NULL));
         return GST_FLOW_ERROR;
       }

@@ -22,23 +22,24 @@
  *
  * Each epoch visits the dataset in a fresh random order drawn from @seed and
  * the epoch number (or in dataset order with shuffle=false). With
- * @num-shards > 1 every shard takes every num-shards-th sample of the same
- * epoch order (shard k takes positions k, k + num-shards, ...), so shards
- * are disjoint and together complete, as PyTorch's DistributedSampler does
- * with drop_last=False, except that no shard is padded with repeats: shards
- * differ by at most one sample. Files are read ahead of the stream on the
- * threads the data elements of a process share (unless @n-threads is 0), at
- * most @read-ahead samples in flight. @num-samples cuts each epoch's shard
- * to the first N of that epoch's order, so with shuffle=true each epoch
- * uses a different subset.
+ * @num-ranks > 1 every rank takes every num-ranks-th sample of the same
+ * epoch order (rank k takes positions k, k + num-ranks, ...), so the ranks'
+ * parts are disjoint and together complete, as PyTorch's DistributedSampler
+ * does with drop_last=False, except that no part is padded with repeats:
+ * parts differ by at most one sample. Files are read ahead of the stream on
+ * the threads the data elements of a process share (unless @n-threads is
+ * 0), at most @read-ahead samples in flight. @num-samples cuts each epoch's
+ * part to the first N of that epoch's order, so with shuffle=true each
+ * epoch uses a different subset.
  *
  * In a data-parallel job (mpirun, srun: the launcher's environment says
- * more than one rank; see docs/distributed.md), when neither @shard-index
- * nor @num-shards is set, the source reads shard R of N, R being its rank
- * and N the number of ranks: one launch line for every rank. Setting either
+ * more than one rank; see docs/distributed.md), when neither @rank nor
+ * @num-ranks is set, the source reads part R of N, R being its rank and N
+ * the number of ranks: one launch line for every rank. Setting either
  * property turns that off, for processes that each train alone
  * (cudatrainsink distributed=off): a sink in the job checks that its
- * source reads its rank's shard.
+ * source reads its rank's part. @shard-index and @num-shards are the
+ * deprecated names of @rank and @num-ranks, and still work.
  *
  * ## WebDataset shards
  *
@@ -67,7 +68,7 @@
  * smaller) and fills up reading two samples per sample out. Each shard is
  * read on a thread of its own in large sequential reads, and the next
  * @fetch-ahead shards are read (or fetched) while the current one is.
- * In a data-parallel job (or with @num-shards) rank R of N reads shards
+ * In a data-parallel job (or with @num-ranks) rank R of N reads shards
  * R, R + N, ... of the list: each
  * rank its own shards, every shard read once per epoch across the job;
  * fewer shards than ranks is an error. Ranks whose shards hold fewer
@@ -89,7 +90,7 @@
  * ## Starting half-way: exact resume
  *
  * @start-position passes over that many samples of the source's sequence
- * (this shard's samples of epoch 0 in order, then of epoch 1, ...) before
+ * (this rank's samples of epoch 0 in order, then of epoch 1, ...) before
  * the first it reads, as a sampler's start index does: the epoch and the
  * place in it follow from the position, and the samples before it are
  * neither read nor pushed. Before its first buffer the source also asks
@@ -116,7 +117,7 @@
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
  * (see train-meta.h): number of classes, class names in label order, the
- * dataset's size, the samples per epoch, and the shard it reads
+ * dataset's size, the samples per epoch, and the rank's part it reads
  * (`train-shard-index`, `train-num-shards`), which cudatrainsink checks
  * against its rank and world size.
  *
@@ -134,8 +135,8 @@
  * * Errors at start: no location, a dataset that is missing, unreadable or
  *   holds no image, a folder with no class sub-folders, a list-file line
  *   that is not `path<TAB>label` or whose label is not an integer in range
- *   (the message gives `FILE:LINE`), shard-index not below num-shards, a
- *   shard that gets no sample.
+ *   (the message gives `FILE:LINE`), rank not below num-ranks, a rank
+ *   that gets no sample.
  * * A warning (GST_RESOURCE_ERROR_SETTINGS) at start when num-samples with
  *   shuffle=false takes a subset that misses classes the dataset holds (an
  *   ImageFolder's order is class by class).
@@ -166,8 +167,8 @@ GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 #define DEFAULT_SHUFFLE TRUE
 #define DEFAULT_SEED 0
 #define DEFAULT_NUM_EPOCHS 1
-#define DEFAULT_SHARD_INDEX 0
-#define DEFAULT_NUM_SHARDS 1
+#define DEFAULT_RANK 0
+#define DEFAULT_NUM_RANKS 1
 #define DEFAULT_NUM_SAMPLES 0
 #define DEFAULT_N_THREADS 2
 #define DEFAULT_READ_AHEAD 32
@@ -186,8 +187,8 @@ enum
   PROP_SHUFFLE,
   PROP_SEED,
   PROP_NUM_EPOCHS,
-  PROP_SHARD_INDEX,
-  PROP_NUM_SHARDS,
+  PROP_RANK,
+  PROP_NUM_RANKS,
   PROP_NUM_SAMPLES,
   PROP_N_THREADS,
   PROP_READ_AHEAD,
@@ -200,16 +201,18 @@ enum
   PROP_SHUFFLE_BUFFER_SIZE,
   PROP_FETCH_AHEAD,
   PROP_RETRIES,
+  PROP_SHARD_INDEX,
+  PROP_NUM_SHARDS,
   N_PROPERTIES
 };
 
-/* Either one turns off the shard the launcher's rank would give. */
+/* Any of them turns off the part the launcher's rank would give. */
 static void
-gst_dataset_src_shard_changed (gpointer base)
+gst_dataset_src_rank_changed (gpointer base)
 {
   GstDatasetSrc *src = base;
 
-  src->props.shard_set = TRUE;
+  src->props.rank_set = TRUE;
 }
 
 /* num-classes is the dataset's once start() found it. */
@@ -229,10 +232,9 @@ static const GstTrainProp property_table[N_PROPERTIES] = {
   [PROP_SHUFFLE] = { FIELD (props.shuffle) },
   [PROP_SEED] = { FIELD (props.seed) },
   [PROP_NUM_EPOCHS] = { FIELD (props.num_epochs) },
-  [PROP_SHARD_INDEX] = { FIELD (props.shard_index),
-      .changed = gst_dataset_src_shard_changed },
-  [PROP_NUM_SHARDS] = { FIELD (props.num_shards),
-      .changed = gst_dataset_src_shard_changed },
+  [PROP_RANK] = { FIELD (props.rank), .changed = gst_dataset_src_rank_changed },
+  [PROP_NUM_RANKS] = { FIELD (props.num_ranks),
+      .changed = gst_dataset_src_rank_changed },
   [PROP_NUM_SAMPLES] = { FIELD (props.num_samples) },
   [PROP_N_THREADS] = { FIELD (props.n_threads) },
   [PROP_READ_AHEAD] = { FIELD (props.read_ahead) },
@@ -246,6 +248,11 @@ static const GstTrainProp property_table[N_PROPERTIES] = {
   [PROP_SHUFFLE_BUFFER_SIZE] = { FIELD (props.shuffle_buffer_size) },
   [PROP_FETCH_AHEAD] = { FIELD (props.fetch_ahead) },
   [PROP_RETRIES] = { FIELD (props.retries) },
+  /* the deprecated names: the same fields, set the same way */
+  [PROP_SHARD_INDEX] = { FIELD (props.rank),
+      .changed = gst_dataset_src_rank_changed },
+  [PROP_NUM_SHARDS] = { FIELD (props.num_ranks),
+      .changed = gst_dataset_src_rank_changed },
 };
 #undef FIELD
 
@@ -328,19 +335,18 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
           "at once)",
           -1, G_MAXINT, DEFAULT_NUM_EPOCHS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
-  properties[PROP_SHARD_INDEX] =
-      g_param_spec_uint ("shard-index", "Shard index",
-          "Which shard this source reads, from 0 to num-shards - 1 (unset, "
-          "with num-shards unset too: the rank of a data-parallel job, from "
-          "the launcher's environment)",
-          0, G_MAXUINT - 1, DEFAULT_SHARD_INDEX,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
-  properties[PROP_NUM_SHARDS] =
-      g_param_spec_uint ("num-shards", "Number of shards",
-          "Split every epoch into this many disjoint shards (one per "
-          "training process; unset, with shard-index unset too: the number of "
-          "ranks of a data-parallel job, from the launcher's environment)",
-          1, G_MAXUINT, DEFAULT_NUM_SHARDS,
+  properties[PROP_RANK] = g_param_spec_uint ("rank", "Rank",
+      "Which part this source reads, from 0 to num-ranks - 1 (unset, with "
+      "num-ranks unset too: the rank of a data-parallel job, from the "
+      "launcher's environment)",
+      0, G_MAXUINT - 1, DEFAULT_RANK,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_NUM_RANKS] =
+      g_param_spec_uint ("num-ranks", "Number of ranks",
+          "Split every epoch into this many disjoint parts, one per training "
+          "process; unset, with rank unset too: the number of ranks of a "
+          "data-parallel job, from the launcher's environment",
+          1, G_MAXUINT, DEFAULT_NUM_RANKS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_NUM_SAMPLES] =
       g_param_spec_uint64 ("num-samples", "Number of samples",
@@ -416,6 +422,20 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
       "naming the URL",
       0, 100, DEFAULT_RETRIES,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /* Kept so that launch lines and code written before the rename go on
+   * working; "shard" is the tar file's word now. */
+  properties[PROP_SHARD_INDEX] =
+      g_param_spec_uint ("shard-index", "Shard index",
+          "Deprecated alias of rank; setting either sets the same value", 0,
+          G_MAXUINT - 1, DEFAULT_RANK,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY
+              | G_PARAM_DEPRECATED);
+  properties[PROP_NUM_SHARDS] =
+      g_param_spec_uint ("num-shards", "Number of shards",
+          "Deprecated alias of num-ranks; setting either sets the same value",
+          1, G_MAXUINT, DEFAULT_NUM_RANKS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY
+              | G_PARAM_DEPRECATED);
   gst_train_props_install (
       gobject_class, property_table, properties, N_PROPERTIES);
 
@@ -499,26 +519,25 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
   on_error = src->bad.on_error;
   GST_OBJECT_UNLOCK (src);
 
-  if (!s->shard_set) {
+  if (!s->rank_set) {
     GtLauncherPosition position;
 
     if (gt_launcher_position (&position) && position.size > 1) {
-      s->shard_index = (guint)position.rank;
-      s->num_shards = (guint)position.size;
-      GST_INFO_OBJECT (src, "rank %d of %d (%s): reading shard %u of %u",
-          position.rank, position.size, position.source, s->shard_index,
-          s->num_shards);
+      s->rank = (guint)position.rank;
+      s->num_ranks = (guint)position.size;
+      GST_INFO_OBJECT (src, "rank %d of %d (%s): reading part %u of %u",
+          position.rank, position.size, position.source, s->rank, s->num_ranks);
     }
   }
   GST_INFO_OBJECT (src,
       "starting: location %s, shuffle %d, seed %" G_GUINT64_FORMAT
-      ", num-epochs %d, shard %u of %u, num-samples %" G_GUINT64_FORMAT
+      ", num-epochs %d, rank %u of %u, num-samples %" G_GUINT64_FORMAT
       ", n-threads %u, read-ahead %u, extensions %s, start-position "
       "%" G_GUINT64_FORMAT ", on-error %s, num-classes %u, "
       "shuffle-buffer-size %u, fetch-ahead %u, retries %u",
-      GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs,
-      s->shard_index, s->num_shards, s->num_samples, s->n_threads,
-      s->read_ahead, GST_STR_NULL (s->extensions), s->start_position,
+      GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs, s->rank,
+      s->num_ranks, s->num_samples, s->n_threads, s->read_ahead,
+      GST_STR_NULL (s->extensions), s->start_position,
       on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail", s->num_classes,
       s->shuffle_buffer_size, s->fetch_ahead, s->retries);
   if (s->location == NULL) {
@@ -527,10 +546,9 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
     return FALSE;
   }
   /* both modes split their samples or shards by it */
-  if (s->shard_index >= s->num_shards) {
+  if (s->rank >= s->num_ranks) {
     GST_ELEMENT_ERROR (src, RESOURCE, SETTINGS,
-        ("shard-index %u is out of range for num-shards %u.", s->shard_index,
-            s->num_shards),
+        ("rank %u is out of range for num-ranks %u.", s->rank, s->num_ranks),
         (NULL));
     return FALSE;
   }

@@ -4,7 +4,7 @@
 #include "shard-shuffle.h"
 
 guint *
-gst_train_shard_split (guint n_shards, guint rank, guint n_ranks, guint *n_mine)
+gst_train_rank_split (guint n_shards, guint rank, guint n_ranks, guint *n_mine)
 {
   guint *mine, i, n = 0;
 

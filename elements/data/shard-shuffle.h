@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 
 /* The shards of rank @rank of @n_ranks among @n_shards: rank, rank +
  * n_ranks, ... (a new array of *@n_mine indices; free with g_free()). */
-guint *gst_train_shard_split (
+guint *gst_train_rank_split (
     guint n_shards, guint rank, guint n_ranks, guint *n_mine);
 
 /* Fills @order with the @n shards of @mine in the order of @epoch: a

@@ -203,8 +203,10 @@ GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
                                                            * source emits
                                                            * (after sharding
                                                            * and num-samples) */
-/* guint: which shard of the dataset this stream is (from 0), and how many
- * shards it was split into; both absent when the source does not shard */
+/* guint: which part of the dataset this stream is (from 0), and how many
+ * parts it was split into, one per rank (datasetsrc's rank and num-ranks;
+ * the tag names are older than those); both absent when the source does
+ * not split */
 #define GST_TRAIN_TAG_SHARD_INDEX "train-shard-index"
 #define GST_TRAIN_TAG_NUM_SHARDS "train-num-shards"
 
@@ -215,12 +217,14 @@ GST_TRAIN_META_API gint gst_train_buffer_count_fresh (GstBuffer *buffer);
  *     order (num_classes entries)
  * @num_samples: samples in the whole dataset
  * @epoch_samples: samples one epoch of the source emits
- * @shard_index: the shard of the dataset the source reads (from 0)
- * @num_shards: how many shards the dataset is split into, 1 when it is not;
- *     0 when the tags do not say (a source that does not shard)
+ * @shard_index: the part of the dataset the source reads (from 0):
+ *     datasetsrc's rank
+ * @num_shards: how many parts the dataset is split into, one per rank
+ *     (datasetsrc's num-ranks), 1 when it is not; 0 when the tags do not
+ *     say (a source that does not split)
  *
- * A data-parallel job runs one source per rank, each on its own shard:
- * cudatrainsink checks the shard against its rank and world size.
+ * A data-parallel job runs one source per rank, each on its own part:
+ * cudatrainsink checks the part against its rank and world size.
  */
 typedef struct
 {

@@ -505,10 +505,10 @@ gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink)
   g_free (who);
 }
 
-/* ---- the shard ---- */
+/* ---- the rank split ---- */
 
 gboolean
-gst_cuda_train_sink_check_shard (
+gst_cuda_train_sink_check_rank_split (
     GstCudaTrainSink *sink, const GstTrainDatasetInfo *info)
 {
   if (sink->dist.comm == NULL || info->num_shards == 0)
@@ -521,8 +521,8 @@ gst_cuda_train_sink_check_shard (
        "of %d: each rank must read its own shard of the data.",
           info->shard_index, info->num_shards, sink->dist.rank,
           sink->dist.world_size),
-      ("leave datasetsrc's shard-index and num-shards unset in a "
-       "data-parallel job: it then reads the shard of its rank"));
+      ("leave datasetsrc's rank and num-ranks unset in a data-parallel "
+       "job: it then reads the shard of its rank"));
   return FALSE;
 }
 

@@ -256,7 +256,7 @@ void gst_cuda_train_sink_dist_peer_left (GstCudaTrainSink *sink);
 
 /* Checks that the shard the source announced in @info is this rank's
  * (in a data-parallel job); FALSE with an error posted when it is not. */
-gboolean gst_cuda_train_sink_check_shard (
+gboolean gst_cuda_train_sink_check_rank_split (
     GstCudaTrainSink *sink, const GstTrainDatasetInfo *info);
 
 /* The error watchdog (error-timeout). _allow at start lets an error arm

@@ -857,7 +857,7 @@ gst_cuda_train_sink_event (GstBaseSink *base, GstEvent *event)
       gst_event_parse_tag (event, &tags);
       if (!gst_train_dataset_info_from_tag_list (tags, &info))
         break;
-      if (!gst_cuda_train_sink_check_shard (sink, &info)) {
+      if (!gst_cuda_train_sink_check_rank_split (sink, &info)) {
         gst_train_dataset_info_clear (&info);
         gst_cuda_train_sink_fail_run (sink);
         gst_event_unref (event);

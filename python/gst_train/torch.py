@@ -23,7 +23,7 @@ import warnings
 import weakref
 
 import torch as _torch
-from gi.repository import GLib, Gst
+from gi.repository import GLib, GObject, Gst
 
 from . import PipelineError, _native, _options, init
 
@@ -249,8 +249,8 @@ class Loader:
                 "takes 0 to world_size - 1")
         src = self._elements["src"]
         if self._world > 1 or rank != 0 or world != 1 or "rank" in own:
-            src.set_property("shard-index", self._rank)
-            src.set_property("num-shards", self._world)
+            src.set_property("rank", self._rank)
+            src.set_property("num-ranks", self._world)
         self._num_samples_cap = src.get_property("num-samples")
         self._epoch_samples = None  # this rank's samples per epoch
         self._dataset_size = None
@@ -413,6 +413,11 @@ class Loader:
         probe = Gst.Pipeline.new("gst-train-probe")
         copy = Gst.ElementFactory.make("datasetsrc")
         for pspec in src.list_properties():
+            # a deprecated alias (shard-index) shares its field with the
+            # property it names, and setting it warns under
+            # G_ENABLE_DIAGNOSTIC=1
+            if pspec.flags & GObject.ParamFlags.DEPRECATED:
+                continue
             if pspec.flags & 3 == 3 and pspec.name not in ("name", "parent"):
                 copy.set_property(pspec.name, src.get_property(pspec.name))
         sink = Gst.ElementFactory.make("fakesink")

@@ -119,10 +119,10 @@ done
 
 # -- an application that never stops its pipeline after an error, as
 # gst-launch-1.0 does when the error comes before its main loop runs (it
-# hung about one run in fifteen with the shard error below): each rank's
+# hung about one run in fifteen with the rank-split error below): each rank's
 # sink posts the error, nobody reacts, and error-timeout=2 ends the job
 job_fails "an application deaf to the sink's error" \
-  "\$PLAY_DEAF $src num-shards=3 ! imagedec $rest error-timeout=2" "" \
+  "\$PLAY_DEAF $src num-ranks=3 ! imagedec $rest error-timeout=2" "" \
   "rank-*.log" \
   "rank [01]: the pipeline was not stopped within error-timeout=2 s of the sink's error" \
   "no rank said why it ended the job"

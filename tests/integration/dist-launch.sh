@@ -67,18 +67,18 @@ grep '"rank": 1' "$work/run.jsonl" && fail "rank 1 wrote metrics"
 tail -1 "$work/run.jsonl" | grep -q '"step": 6, .*"images": 48, .*"world-size": 2' \
   || { tail -1 "$work/run.jsonl"; fail "the last line is not the job's step 6"; }
 
-# a shard that is not the rank's: num-shards=3 on a job of 2 ranks. Run
+# a part that is not the rank's: num-ranks=3 on a job of 2 ranks. Run
 # with gst-train: gst-launch-1.0 misses an error posted before its main
 # loop runs (the quit comes first and is lost), which this early error
 # sometimes is (about 1 run in 5 under AddressSanitizer, 1 in 15 without);
 # that rank then stays up until the sink's error-timeout (30 s) ends the
 # job, which dist-faults.sh tests.
 # shellcheck disable=SC2086
-if mpi 2 "$app" datasetsrc location=$work/fm/train num-shards=3 \
+if mpi 2 "$app" datasetsrc location=$work/fm/train num-ranks=3 \
     ! imagedec ! augment width=16 height=16 ! batcher batch-size=4 \
     ! cudatrainsink device=cpu model=resnet20 num-classes=10 num-threads=1 \
     >"$work/mismatch.log" 2>&1; then
-  fail "a shard of 3 on a job of 2 ranks trained"
+  fail "a part of 3 on a job of 2 ranks trained"
 fi
 for r in 0 1; do
   grep -qE "^rank $r: .*The source reads shard 0 of 3, but this sink is rank $r of a job of 2" \

@@ -35,4 +35,36 @@ fi
 grep -q "$work/nowhere\" does not exist" "$work/err.txt" || {
   cat "$work/err.txt"; echo "FAIL: error does not name the folder"; exit 1; }
 
-echo "ok: 600 buffers decoded; missing folder reported"
+# shard-index and num-shards, the names of rank and num-ranks before
+# "shard" came to mean a tar file, still split on a launch line (part 1 of
+# 3: 100 of the 300 samples, as with the new names), and gst-inspect-1.0
+# says they are deprecated.
+for split in old:"shard-index=1 num-shards=3" new:"rank=1 num-ranks=3"; do
+  which=${split%%:*} names=${split#*:}
+  # shellcheck disable=SC2086
+  launch -v datasetsrc location="$work/fm/train" seed=4 $names \
+      ! fakesink silent=false >"$work/split.txt" 2>&1 || {
+    cat "$work/split.txt"; echo "FAIL: $names failed"; exit 1; }
+  # each buffer's offset is its sample's index in the dataset
+  grep 'fakesink0.*chain' "$work/split.txt" | grep -o 'offset: [0-9]*' \
+      >"$work/split-$which.txt" || true
+  read=$(wc -l <"$work/split-$which.txt")
+  [ "$read" -eq 100 ] || {
+    echo "FAIL: $names read $read samples, expected 100"; exit 1; }
+done
+cmp -s "$work/split-old.txt" "$work/split-new.txt" || {
+  echo "FAIL: the old and the new names read different samples"; exit 1; }
+LD_PRELOAD="${GST_TRAIN_TEST_PRELOAD:-}" gst-inspect-1.0 datasetsrc \
+    >"$work/inspect.txt" 2>&1 || {
+  cat "$work/inspect.txt"; echo "FAIL: gst-inspect-1.0 datasetsrc"; exit 1; }
+for pair in shard-index:rank num-shards:num-ranks; do
+  old=${pair%%:*} new=${pair#*:}
+  grep -A1 "^  $old *: Deprecated alias of $new; " "$work/inspect.txt" \
+      | grep -q "flags: .*deprecated" || {
+    cat "$work/inspect.txt"
+    echo "FAIL: gst-inspect-1.0 does not show $old as deprecated"; exit 1; }
+  grep -A1 "^  $new *: " "$work/inspect.txt" | grep -q "deprecated" && {
+    echo "FAIL: gst-inspect-1.0 shows $new as deprecated"; exit 1; }
+done
+
+echo "ok: 600 buffers decoded; missing folder reported; shard-index and num-shards split as rank and num-ranks, deprecated"

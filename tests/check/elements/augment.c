@@ -916,9 +916,9 @@ all_pixels (gpointer launch)
 GST_START_TEST (test_seed_differs_per_rank)
 {
   const gchar *root = write_mixed_tree (8);
-  /* every rank reads every image (num-shards set), to compare the crops */
+  /* every rank reads every image (num-ranks set), to compare the crops */
   gchar *launch = g_strdup_printf ("datasetsrc location=\"%s\" shuffle=false "
-                                   "num-shards=1 ! imagedec ! augment "
+                                   "num-ranks=1 ! imagedec ! augment "
                                    "width=16 height=16 seed=5 ! fakesink "
                                    "name=sink",
       root);

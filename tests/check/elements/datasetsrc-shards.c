@@ -293,12 +293,12 @@ GST_END_TEST;
 
 GST_START_TEST (test_split_and_order)
 {
-  guint n, *mine = gst_train_shard_split (7, 1, 3, &n), order[3], again[3];
+  guint n, *mine = gst_train_rank_split (7, 1, 3, &n), order[3], again[3];
 
   fail_unless_equals_int (n, 2);
   fail_unless (mine[0] == 1 && mine[1] == 4);
   g_free (mine);
-  mine = gst_train_shard_split (7, 0, 3, &n);
+  mine = gst_train_rank_split (7, 0, 3, &n);
   fail_unless_equals_int (n, 3);
   gst_train_shard_epoch_order (mine, order, n, 1, 0, FALSE);
   fail_unless (order[0] == 0 && order[1] == 3 && order[2] == 6);
@@ -444,7 +444,7 @@ GST_END_TEST;
 
 /* In a job of 3 ranks (the launcher's environment) each rank reads shards
  * of its own, rank r shards r, r + 3, ...: every sample once per epoch
- * across the job; shard-index/num-shards do the same by hand; fewer shards
+ * across the job; rank/num-ranks do the same by hand; fewer shards
  * than ranks is an error that names both. */
 GST_START_TEST (test_shards_split_across_ranks)
 {
@@ -454,10 +454,9 @@ GST_START_TEST (test_shards_split_across_ranks)
 
   write_shards (7, 3);
   for (rank = 0; rank < 3; rank++) {
-    gchar *props =
-        g_strdup_printf ("seed=2 num-epochs=2 shuffle-buffer-size=4 "
-                         "num-classes=10 shard-index=%d num-shards=3",
-            rank);
+    gchar *props = g_strdup_printf ("seed=2 num-epochs=2 shuffle-buffer-size=4 "
+                                    "num-classes=10 rank=%d num-ranks=3",
+        rank);
     RunResult *r, *by_hand = fixture_run_src (location, props);
     GstTrainDatasetInfo info;
 
@@ -851,11 +850,10 @@ GST_START_TEST (test_errors_name_the_cause)
       location, "num-classes=10", missing, "No such file", 0);
   location = shard_pattern (2);
   fixture_expect_src_error (location, "", "set num-classes", NULL, 0);
-  fixture_expect_src_error (location,
-      "num-classes=10 shard-index=0 num-shards=3", "names 2 shards for 3 ranks",
-      NULL, 0);
-  fixture_expect_src_error (location,
-      "num-classes=10 shard-index=3 num-shards=3", "shard-index 3", NULL, 0);
+  fixture_expect_src_error (location, "num-classes=10 rank=0 num-ranks=3",
+      "names 2 shards for 3 ranks", NULL, 0);
+  fixture_expect_src_error (location, "num-classes=10 rank=3 num-ranks=3",
+      "rank 3 is out of range", NULL, 0);
   fixture_expect_src_error (
       "x-{1..}.tar", "num-classes=10", "x-{1..}.tar", "not two numbers", 0);
   fixture_write_jpeg (
@@ -867,10 +865,10 @@ GST_START_TEST (test_errors_name_the_cause)
 
 GST_END_TEST;
 
-/* shard-index not below num-shards, whatever the location (an ImageFolder,
- * a list file, shards): datasetsrc does not start (the state change fails)
- * and its error names both numbers. */
-GST_START_TEST (test_shard_index_out_of_range)
+/* rank not below num-ranks, whatever the location (an ImageFolder, a list
+ * file, shards): datasetsrc does not start (the state change fails) and its
+ * error names both numbers. */
+GST_START_TEST (test_rank_out_of_range)
 {
   const gchar *tree = fixture_scratch_path ("tree", NULL);
   const gchar *image = fixture_scratch_path ("tree", "a", "x.jpg", NULL);
@@ -897,13 +895,12 @@ GST_START_TEST (test_shard_index_out_of_range)
       GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
       GstBus *bus = gst_element_get_bus (pipeline);
       gchar *want = g_strdup_printf (
-          "shard-index %u is out of range for num-shards %u.", index, count);
+          "rank %u is out of range for num-ranks %u.", index, count);
       GstMessage *message;
       GError *error = NULL;
 
-      g_object_set (src, "location", locations[l].location, "shard-index",
-          index, "num-shards", count, "num-classes", locations[l].num_classes,
-          NULL);
+      g_object_set (src, "location", locations[l].location, "rank", index,
+          "num-ranks", count, "num-classes", locations[l].num_classes, NULL);
       fail_unless_equals_int (
           gst_element_set_state (pipeline, GST_STATE_PAUSED),
           GST_STATE_CHANGE_FAILURE);
@@ -951,7 +948,7 @@ GST_END_TEST;
   test (test_start_position);                                                  \
   test (test_resume_answer_counts_from_start_position);                        \
   test (test_errors_name_the_cause);                                           \
-  test (test_shard_index_out_of_range);                                        \
+  test (test_rank_out_of_range);                                               \
   test (test_stop_mid_stream);
 
 CHECK_MAIN_WITH_TEARDOWN (datasetsrc_shards, "datasetsrc-shards",

@@ -158,27 +158,27 @@ GST_START_TEST (test_shuffle_is_reproducible_permutation_per_epoch)
 
 GST_END_TEST;
 
-GST_START_TEST (test_shards_are_disjoint_and_complete)
+GST_START_TEST (test_ranks_are_disjoint_and_complete)
 {
   const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
-  const guint num_shards = 4, num_epochs = 2;
+  const guint num_ranks = 4, num_epochs = 2;
   guint e, k, i, total = 0;
   gint *owner = g_new (gint, n * num_epochs);
 
   for (i = 0; i < n * num_epochs; i++)
     owner[i] = -1;
-  for (k = 0; k < num_shards; k++) {
-    gchar *props = g_strdup_printf ("seed=3 num-epochs=%u shard-index=%u "
-                                    "num-shards=%u",
-        num_epochs, k, num_shards);
+  for (k = 0; k < num_ranks; k++) {
+    gchar *props = g_strdup_printf ("seed=3 num-epochs=%u rank=%u "
+                                    "num-ranks=%u",
+        num_epochs, k, num_ranks);
     RunResult *r = fixture_run_src (root, props);
     GstTrainDatasetInfo info;
 
     fail_unless (r->error == NULL, "%s", r->error);
-    /* 18 samples in 4 shards: 5, 5, 4, 4. */
+    /* 18 samples in 4 parts: 5, 5, 4, 4. */
     fail_unless_equals_int (
-        r->samples->len, num_epochs * ((n - k + num_shards - 1) / num_shards));
+        r->samples->len, num_epochs * ((n - k + num_ranks - 1) / num_ranks));
     fail_unless (gst_train_dataset_info_from_tag_list (r->tags, &info));
     fail_unless_equals_uint64 (
         info.epoch_samples, r->samples->len / num_epochs);
@@ -188,7 +188,7 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
       guint slot = s->epoch * n + (guint)s->index;
 
       fail_unless (owner[slot] == -1,
-          "sample %" G_GUINT64_FORMAT " of epoch %d in shards %d and %u",
+          "sample %" G_GUINT64_FORMAT " of epoch %d in ranks %d and %u",
           s->index, s->epoch, owner[slot], k);
       owner[slot] = k;
       total++;
@@ -199,7 +199,7 @@ GST_START_TEST (test_shards_are_disjoint_and_complete)
   for (e = 0; e < num_epochs; e++)
     for (i = 0; i < n; i++)
       fail_if (
-          owner[e * n + i] == -1, "sample %u of epoch %u in no shard", i, e);
+          owner[e * n + i] == -1, "sample %u of epoch %u in no rank", i, e);
   fail_unless_equals_int (total, n * num_epochs);
   g_free (owner);
 }
@@ -219,18 +219,17 @@ indices_read (RunResult *r)
   return indices;
 }
 
-/* Under a launcher that says rank r of 3, with no shard set, the source
- * reads shard r of 3, exactly as shard-index=r num-shards=3 does, and says
- * so in its tags; a shard set by hand wins (num-shards=1: everything). */
-GST_START_TEST (test_shard_from_launcher)
+/* Under a launcher that says rank r of 3, with no rank set, the source
+ * reads part r of 3, exactly as rank=r num-ranks=3 does, and says so in its
+ * tags; a rank set by hand wins (num-ranks=1: everything). */
+GST_START_TEST (test_rank_from_launcher)
 {
   const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS;
   gint rank;
 
   for (rank = 0; rank < 3; rank++) {
-    gchar *explicit =
-        g_strdup_printf ("seed=3 shard-index=%d num-shards=3", rank);
+    gchar *explicit = g_strdup_printf ("seed=3 rank=%d num-ranks=3", rank);
     RunResult *by_hand = fixture_run_src (root, explicit), *launched,
               *everything;
     GArray *want = indices_read (by_hand), *got;
@@ -238,13 +237,13 @@ GST_START_TEST (test_shard_from_launcher)
 
     fixture_set_launcher (rank, 3);
     launched = fixture_run_src (root, "seed=3");
-    everything = fixture_run_src (root, "seed=3 num-shards=1");
+    everything = fixture_run_src (root, "seed=3 num-ranks=1");
     fixture_set_launcher (-1, 0);
     got = indices_read (launched);
     fail_unless (want->len == 6 && got->len == want->len
             && memcmp (got->data, want->data, want->len * sizeof (guint64))
                 == 0,
-        "rank %d did not read shard %d of 3", rank, rank);
+        "rank %d did not read part %d of 3", rank, rank);
     fail_unless (gst_train_dataset_info_from_tag_list (launched->tags, &info));
     fail_unless_equals_int (info.shard_index, rank);
     fail_unless_equals_int (info.num_shards, 3);
@@ -262,6 +261,87 @@ GST_START_TEST (test_shard_from_launcher)
     run_result_free (everything);
     g_free (explicit);
   }
+}
+
+GST_END_TEST;
+
+/* shard-index and num-shards, the names rank and num-ranks had before
+ * "shard" came to mean a tar file, still work: the same split on a launch
+ * line, the same field through either name, and, set alone under a
+ * launcher, they turn its rank off as rank and num-ranks do. gst-inspect
+ * shows them as deprecated (their pspecs' flag and blurb). */
+GST_START_TEST (test_deprecated_shard_names)
+{
+  const gchar *root = make_tree ();
+  guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS, value;
+  const gchar *const aliases[][2] = { { "shard-index", "rank" },
+    { "num-shards", "num-ranks" } };
+  GstElement *src;
+  RunResult *r;
+  gint rank;
+  guint i;
+
+  for (rank = 0; rank < 3; rank++) {
+    gchar *old_names = g_strdup_printf (
+        "seed=5 num-epochs=2 shard-index=%d num-shards=3", rank);
+    gchar *new_names =
+        g_strdup_printf ("seed=5 num-epochs=2 rank=%d num-ranks=3", rank);
+    RunResult *by_old = fixture_run_src (root, old_names),
+              *by_new = fixture_run_src (root, new_names);
+    GArray *want = indices_read (by_new), *got = indices_read (by_old);
+    GstTrainDatasetInfo info;
+
+    fail_unless (want->len == 2 * 6 && got->len == want->len
+            && memcmp (got->data, want->data, want->len * sizeof (guint64))
+                == 0,
+        "shard-index=%d num-shards=3 did not read rank %d's part", rank, rank);
+    fail_unless (gst_train_dataset_info_from_tag_list (by_old->tags, &info));
+    fail_unless_equals_int (info.shard_index, rank);
+    fail_unless_equals_int (info.num_shards, 3);
+    gst_train_dataset_info_clear (&info);
+    g_array_unref (want);
+    g_array_unref (got);
+    run_result_free (by_old);
+    run_result_free (by_new);
+    g_free (old_names);
+    g_free (new_names);
+  }
+
+  /* either alias alone is a split set by hand: rank 1 of 3 by the
+   * launcher, yet everything (0 of 1) */
+  fixture_set_launcher (1, 3);
+  r = fixture_run_src (root, "seed=5 shard-index=0");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, n);
+  run_result_free (r);
+  r = fixture_run_src (root, "seed=5 num-shards=1");
+  fail_unless (r->error == NULL, "%s", r->error);
+  fail_unless_equals_int (r->samples->len, n);
+  run_result_free (r);
+  fixture_set_launcher (-1, 0);
+
+  src = gst_element_factory_make ("datasetsrc", NULL);
+  fail_unless (src != NULL);
+  g_object_set (src, "num-shards", 4, "rank", 2, NULL);
+  g_object_get (src, "num-ranks", &value, NULL);
+  fail_unless_equals_int (value, 4);
+  g_object_get (src, "shard-index", &value, NULL);
+  fail_unless_equals_int (value, 2);
+  for (i = 0; i < G_N_ELEMENTS (aliases); i++) {
+    GParamSpec *alias =
+        g_object_class_find_property (G_OBJECT_GET_CLASS (src), aliases[i][0]);
+    GParamSpec *current =
+        g_object_class_find_property (G_OBJECT_GET_CLASS (src), aliases[i][1]);
+    gchar *blurb = g_strdup_printf ("Deprecated alias of %s; ", aliases[i][1]);
+
+    fail_unless (alias != NULL && current != NULL);
+    fail_unless (alias->flags & G_PARAM_DEPRECATED, "%s", aliases[i][0]);
+    fail_if (current->flags & G_PARAM_DEPRECATED, "%s", aliases[i][1]);
+    fail_unless (g_str_has_prefix (g_param_spec_get_blurb (alias), blurb),
+        "%s: %s", aliases[i][0], g_param_spec_get_blurb (alias));
+    g_free (blurb);
+  }
+  gst_object_unref (src);
 }
 
 GST_END_TEST;
@@ -298,7 +378,7 @@ GST_START_TEST (test_num_samples_and_epochs)
   r = fixture_run_src (root, "shuffle=false num-samples=18");
   fail_unless (r->error == NULL && r->warnings->len == 0, "%s", r->error);
   run_result_free (r);
-  r = fixture_run_src (root, "shuffle=false num-samples=2 num-shards=9");
+  r = fixture_run_src (root, "shuffle=false num-samples=2 num-ranks=9");
   fail_unless (r->error == NULL && r->warnings->len == 0, "%s", r->error);
   run_result_free (r);
 }
@@ -313,11 +393,11 @@ GST_START_TEST (test_start_position)
   const gchar *root = make_tree ();
   guint n = G_N_ELEMENTS (class_dirs) * FILES_PER_CLASS, per_shard = n / 3;
   RunResult *whole = fixture_run_src (root,
-      "seed=7 num-epochs=3 shard-index=1 "
-      "num-shards=3");
+      "seed=7 num-epochs=3 rank=1 "
+      "num-ranks=3");
   RunResult *tail = fixture_run_src (root,
-      "seed=7 num-epochs=3 shard-index=1 "
-      "num-shards=3 start-position=8");
+      "seed=7 num-epochs=3 rank=1 "
+      "num-ranks=3 start-position=8");
   RunResult *past =
       fixture_run_src (root, "seed=7 num-epochs=3 start-position=54");
   GArray *a = run_result_indices (whole, -1),
@@ -509,14 +589,12 @@ GST_START_TEST (test_resume_answer_counts_from_start_position)
   run_result_free (straight);
 
   /* a shard's sequence: 6 samples an epoch */
-  straight =
-      fixture_run_src (root, "seed=7 num-epochs=3 shard-index=1 num-shards=3");
+  straight = fixture_run_src (root, "seed=7 num-epochs=3 rank=1 num-ranks=3");
   whole = run_result_indices (straight, -1);
   fail_unless_equals_int (whole->len, 3 * n / 3);
   answer.samples = 5;
-  got = run_resumed (root,
-      "seed=7 num-epochs=3 shard-index=1 num-shards=3 start-position=4",
-      &answer);
+  got = run_resumed (
+      root, "seed=7 num-epochs=3 rank=1 num-ranks=3 start-position=4", &answer);
   expect_resumed (whole, got, 9, NULL, 0, 0);
   g_array_unref (got);
   g_array_unref (whole);
@@ -575,9 +653,9 @@ GST_START_TEST (test_errors_name_the_cause)
   fixture_write_file (bad_label, (const guint8 *)"a.jpg\tcat\n", 10);
   fixture_expect_src_error (bad_label, "", "bad-label.txt:1:", "cat", 0);
   fixture_expect_src_error (
-      tree, "shard-index=4 num-shards=4", "shard-index 4", NULL, 0);
+      tree, "rank=4 num-ranks=4", "rank 4 is out of range", NULL, 0);
   fixture_expect_src_error (
-      tree, "shard-index=30 num-shards=40", "gets no sample", NULL, 0);
+      tree, "rank=30 num-ranks=40", "gets no sample", NULL, 0);
 }
 
 GST_END_TEST;
@@ -679,8 +757,9 @@ GST_END_TEST;
 #define DATASETSRC_TESTS(test)                                                 \
   test (test_labels_follow_sorted_class_names);                                \
   test (test_shuffle_is_reproducible_permutation_per_epoch);                   \
-  test (test_shards_are_disjoint_and_complete);                                \
-  test (test_shard_from_launcher);                                             \
+  test (test_ranks_are_disjoint_and_complete);                                 \
+  test (test_rank_from_launcher);                                              \
+  test (test_deprecated_shard_names);                                          \
   test (test_num_samples_and_epochs);                                          \
   test (test_start_position);                                                  \
   test (test_resume_answer_counts_from_start_position);                        \
