@@ -176,6 +176,7 @@ GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 #define DEFAULT_NUM_CLASSES 0
 #define DEFAULT_SHUFFLE_BUFFER_SIZE 1000
 #define DEFAULT_FETCH_AHEAD 2
+#define DEFAULT_INTERLEAVE TRUE
 #define DEFAULT_RETRIES 5
 
 enum
@@ -198,6 +199,7 @@ enum
   PROP_FILES_SKIPPED,
   PROP_SHUFFLE_BUFFER_SIZE,
   PROP_FETCH_AHEAD,
+  PROP_INTERLEAVE,
   PROP_RETRIES,
   N_PROPERTIES
 };
@@ -244,6 +246,7 @@ static const GstTrainProp property_table[N_PROPERTIES] = {
   [PROP_FILES_SKIPPED] = { FIELD (bad.skipped) },
   [PROP_SHUFFLE_BUFFER_SIZE] = { FIELD (props.shuffle_buffer_size) },
   [PROP_FETCH_AHEAD] = { FIELD (props.fetch_ahead) },
+  [PROP_INTERLEAVE] = { FIELD (props.interleave) },
   [PROP_RETRIES] = { FIELD (props.retries) },
 };
 #undef FIELD
@@ -402,12 +405,25 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_FETCH_AHEAD] =
       g_param_spec_uint ("fetch-ahead", "Fetch ahead",
-          "Shards: how many of the next shards are read (files) or "
-          "fetched (HTTP, each on its own connection) on threads of their "
-          "own while the current one is read (at most 32 MiB of each held "
+          "Shards: how many shards are read (files) or fetched (HTTP, each "
+          "on its own connection) on threads of their own besides the "
+          "current one: with interleave, fetch-ahead + 1 shards read at once "
+          "and their samples taken in turn; without, the next ones fetched "
+          "ahead while the current one is read (at most 32 MiB of each held "
           "in memory)",
           0, 64, DEFAULT_FETCH_AHEAD,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_INTERLEAVE] = g_param_spec_boolean ("interleave",
+      "Interleave",
+      "Shards: read fetch-ahead + 1 shards at once and take their samples "
+      "in turn, one from each, as soon as each one's bytes are in, so that "
+      "every transfer feeds the stream at once (a PyTorch DataLoader with "
+      "fetch-ahead + 1 WebDataset workers, one sample from each in turn); "
+      "the order depends on the seed and the shards alone, never on timing. "
+      "FALSE: one shard after the other, the order of the webdataset "
+      "package in one process",
+      DEFAULT_INTERLEAVE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_RETRIES] = g_param_spec_uint ("retries", "Retries",
       "Shards over HTTP: new attempts, in a row, of a transfer that "
       "broke (connection failed or cut, time-out, HTTP 5xx), from the "
@@ -514,12 +530,12 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
       ", num-epochs %d, shard %u of %u, num-samples %" G_GUINT64_FORMAT
       ", n-threads %u, read-ahead %u, extensions %s, start-position "
       "%" G_GUINT64_FORMAT ", on-error %s, num-classes %u, "
-      "shuffle-buffer-size %u, fetch-ahead %u, retries %u",
+      "shuffle-buffer-size %u, fetch-ahead %u, interleave %d, retries %u",
       GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs,
       s->shard_index, s->num_shards, s->num_samples, s->n_threads,
       s->read_ahead, GST_STR_NULL (s->extensions), s->start_position,
       on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail", s->num_classes,
-      s->shuffle_buffer_size, s->fetch_ahead, s->retries);
+      s->shuffle_buffer_size, s->fetch_ahead, s->interleave, s->retries);
   if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));
