@@ -3,11 +3,13 @@
  * gstdatasetsrc.c's SECTION, "WebDataset shards"): this rank's shards
  * (shard-shuffle.c's split), each epoch in an order drawn from the seed,
  * each read front to back through a stream (shard-fetch.c: a file, or
- * HTTP fetched ahead) by a shard reader (shard-reader.c), its samples
- * checked and passed through the sample shuffle buffer; bad samples and
- * damaged shards go to the bad-sample reporter (train-common.c). An exact
- * resume replays the same draws over the samples' places alone (below,
- * before gst_dataset_src_shards_create). */
+ * HTTP) by a shard reader (shard-reader.c), several at once in the slots
+ * of the rotation (shard-shuffle.c) that takes a sample from each in turn
+ * (interleave; one slot without), its samples checked and passed through
+ * the sample shuffle buffer; bad samples and damaged shards go to the
+ * bad-sample reporter (train-common.c). An exact resume replays the same
+ * turns and draws over the samples' places alone (below, before
+ * gst_dataset_src_shards_create). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -456,19 +458,21 @@ gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
  *
  * The place to start is a count S of samples of the source's sequence
  * (this rank's samples out of the shuffle buffer, epoch after epoch), from
- * start-position plus the resume query's answer. What came out up to S depends only
- * on the seed, the shard orders and the number of good samples in each
- * shard, so it is replayed without images: each shard the replay reaches
- * is counted from its tar headers (a reader that passes over the images,
- * shard-reader.c), the same shard orders are drawn, and the same items go
- * in and out of a shuffle buffer with the same draws, holding each
- * sample's place (shard, offset, size) instead of its image. An S past
- * epoch 0 replays epoch 0 whole (which counts every shard of the rank,
- * and gives the size of an epoch), then the epoch S falls in. Afterwards
- * the buffer holds what the straight run's held, its generator is where
- * the straight run's was, and reading goes on from the middle of the
- * current shard (a seek, or an HTTP range request); the held items' images
- * are read one by one when they go out. No image before S is read. */
+ * start-position plus the resume query's answer. What came out up to S
+ * depends only on the seed, the shard orders, the number of slots and the
+ * number of good samples in each shard, so it is replayed without images:
+ * each shard the replay's rotation opens is counted from its tar headers
+ * (a reader that passes over the images, shard-reader.c), the same shard
+ * orders are drawn, the same rotation takes the same turns, and the same
+ * items go in and out of a shuffle buffer with the same draws, holding
+ * each sample's place (shard, offset, size) instead of its image. An S
+ * past epoch 0 replays epoch 0 whole (which counts every shard of the
+ * rank, and gives the size of an epoch), then the epoch S falls in.
+ * Afterwards the buffer holds what the straight run's held, its generator
+ * and the rotation are where the straight run's were, and each open shard
+ * is read on from the middle (a seek, or an HTTP range request); the held
+ * items' images are read one by one when they go out. No image before S
+ * is read. */
 
 /* The replay's view of the shards: the good samples of each shard (by its
  * index in the list), counted when the rotation first opens it. */
