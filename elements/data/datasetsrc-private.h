@@ -47,6 +47,7 @@ typedef struct
   guint num_classes;
   guint shuffle_buffer_size;
   guint fetch_ahead;
+  gboolean interleave;
   guint retries;
 } GstDatasetSrcSettings;
 

@@ -3,11 +3,13 @@
  * gstdatasetsrc.c's SECTION, "WebDataset shards"): this rank's shards
  * (shard-shuffle.c's split), each epoch in an order drawn from the seed,
  * each read front to back through a stream (shard-fetch.c: a file, or
- * HTTP fetched ahead) by a shard reader (shard-reader.c), its samples
- * checked and passed through the sample shuffle buffer; bad samples and
- * damaged shards go to the bad-sample reporter (train-common.c). An exact
- * resume replays the same draws over the samples' places alone (below,
- * before gst_dataset_src_shards_create). */
+ * HTTP) by a shard reader (shard-reader.c), several at once in the slots
+ * of the rotation (shard-shuffle.c) that takes a sample from each in turn
+ * (interleave; one slot without), its samples checked and passed through
+ * the sample shuffle buffer; bad samples and damaged shards go to the
+ * bad-sample reporter (train-common.c). An exact resume replays the same
+ * turns and draws over the samples' places alone (below, before
+ * gst_dataset_src_shards_create). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -98,6 +100,10 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   sh->mine =
       gst_train_rank_split (sh->n_shards, s->rank, s->num_ranks, &sh->n_mine);
   sh->order = g_new (guint, sh->n_mine);
+  /* the shards fetched at once are the ones read at once */
+  sh->n_slots =
+      s->interleave ? MAX (MIN (s->fetch_ahead + 1, sh->n_mine), 1) : 1;
+  sh->slots = g_new0 (GstDatasetSrcShardSlot, sh->n_slots);
   sh->fetcher = gst_train_shard_fetcher_new (&options);
   for (i = 0; i < sh->n_mine; i++) {
     if (!gst_train_shard_fetcher_check (
@@ -113,9 +119,10 @@ gst_dataset_src_shards_start (GstDatasetSrc *src)
   gst_train_bad_samples_reset (&src->bad);
   GST_OBJECT_UNLOCK (src);
   GST_INFO_OBJECT (src,
-      "%u shards from %s, %u of them for rank %u of %u, %u classes",
+      "%u shards from %s, %u of them for rank %u of %u, %u classes, "
+      "%u read at once",
       sh->n_shards, s->location, sh->n_mine, s->rank, s->num_ranks,
-      s->num_classes);
+      s->num_classes, sh->n_slots);
 
   /* the sample counts are not known before the shards are read */
   info.num_classes = s->num_classes;
@@ -132,11 +139,13 @@ gst_dataset_src_shards_stop (GstDatasetSrc *src)
   if (sh == NULL)
     return;
   gst_dataset_src_shards_close (sh);
+  gst_train_shard_rotation_clear (&sh->rotation);
   gst_train_shard_shuffle_clear (&sh->buffer);
   gst_train_shard_fetcher_free (sh->fetcher);
   g_strfreev (sh->shards);
   g_free (sh->mine);
   g_free (sh->order);
+  g_free (sh->slots);
   g_free (sh);
   src->mode_state = NULL;
 }
@@ -150,11 +159,20 @@ gst_dataset_src_shards_set_flushing (GstDatasetSrc *src, gboolean flushing)
     gst_train_shard_fetcher_set_flushing (sh->fetcher, flushing);
 }
 
+static void
+gst_dataset_src_shards_close_slot (GstDatasetSrcShardSlot *slot)
+{
+  g_clear_pointer (&slot->reader, gst_train_shard_reader_free);
+  g_clear_pointer (&slot->stream, gst_train_shard_stream_close);
+}
+
 void
 gst_dataset_src_shards_close (GstDatasetSrcShards *sh)
 {
-  g_clear_pointer (&sh->reader, gst_train_shard_reader_free);
-  g_clear_pointer (&sh->stream, gst_train_shard_stream_close);
+  guint i;
+
+  for (i = 0; i < sh->n_slots; i++)
+    gst_dataset_src_shards_close_slot (&sh->slots[i]);
 }
 
 gboolean
@@ -166,30 +184,33 @@ gst_dataset_src_shards_enter_epoch (
   gst_dataset_src_shards_close (sh);
   gst_train_shard_epoch_order (
       sh->mine, sh->order, sh->n_mine, s->seed, epoch, s->shuffle);
+  gst_train_shard_rotation_init (&sh->rotation, sh->n_slots, sh->n_mine);
   gst_train_shard_shuffle_init (&sh->buffer,
       s->shuffle ? s->shuffle_buffer_size : 1, s->seed,
       GST_TRAIN_SHARD_BUFFER_STREAM (epoch), gst_dataset_src_shard_item_free);
   sh->epoch = epoch;
-  sh->next = 0;
   sh->input_done = FALSE;
   sh->epoch_emitted = 0;
   return TRUE;
 }
 
-/* Opens shard @shard (an index into the list) at byte @offset, where its
- * sample @ordinal begins, telling the fetcher which shards follow. */
-GstFlowReturn
-gst_dataset_src_shards_open (
-    GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal)
+/* The shards that follow the open ones, NULL-terminated (a new array of
+ * the fetcher's strings): the rest of this epoch's order, then the next
+ * epoch's, as many as keep fetch-ahead + 1 shards read or fetched at once,
+ * so that interleaving costs no more transfers or memory than reading one
+ * shard with fetch-ahead others behind it. */
+static const gchar **
+gst_dataset_src_shards_following (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
   GstDatasetSrcShards *sh = src->mode_state;
+  guint open = MAX (sh->rotation.n_open, 1);
   guint ahead = MIN (s->fetch_ahead, sh->n_mine), n = 0, i;
-  const gchar **next = g_new0 (const gchar *, ahead + 1);
-  GError *error = NULL;
+  const gchar **next;
 
-  /* the rest of this epoch's order, then the next epoch's */
-  for (i = sh->next; i < sh->n_mine && n < ahead; i++)
+  ahead = MIN (ahead, s->fetch_ahead + 1 - MIN (open, s->fetch_ahead + 1));
+  next = g_new0 (const gchar *, ahead + 1);
+  for (i = sh->rotation.next; i < sh->n_mine && n < ahead; i++)
     next[n++] = sh->shards[sh->order[i]];
   if (n < ahead && (s->num_epochs < 0 || sh->epoch + 1 < s->num_epochs)) {
     guint *order = g_new (guint, sh->n_mine);
@@ -200,18 +221,58 @@ gst_dataset_src_shards_open (
       next[n++] = sh->shards[order[i]];
     g_free (order);
   }
-  gst_dataset_src_shards_close (sh);
-  sh->stream = gst_train_shard_fetcher_open (
+  return next;
+}
+
+/* Fetches ahead what follows the open shards, when a slot is left empty:
+ * at an epoch's end, the next epoch's first shards while the last ones of
+ * this one are read. */
+static void
+gst_dataset_src_shards_fetch_following (GstDatasetSrc *src)
+{
+  GstDatasetSrcShards *sh = src->mode_state;
+  const gchar **next = gst_dataset_src_shards_following (src);
+
+  gst_train_shard_fetcher_fetch_ahead (sh->fetcher, next);
+  g_free (next);
+}
+
+GstFlowReturn
+gst_dataset_src_shards_open (GstDatasetSrc *src, guint slot, guint shard,
+    guint64 offset, guint64 ordinal)
+{
+  GstDatasetSrcShards *sh = src->mode_state;
+  GstDatasetSrcShardSlot *in = &sh->slots[slot];
+  const gchar **next = gst_dataset_src_shards_following (src);
+  GError *error = NULL;
+
+  gst_dataset_src_shards_close_slot (in);
+  in->stream = gst_train_shard_fetcher_open (
       sh->fetcher, sh->shards[shard], offset, next, FALSE, &error);
   g_free (next);
-  if (sh->stream == NULL)
+  if (in->stream == NULL) {
+    gst_train_shard_rotation_end (&sh->rotation, slot);
     return gst_dataset_src_shards_fail (src, error);
-  sh->current = shard;
-  sh->reader = gst_train_shard_reader_new (
-      &gst_train_shard_stream_funcs, sh->stream, offset, ordinal, TRUE);
-  GST_DEBUG_OBJECT (src, "epoch %d: shard %s from byte %" G_GUINT64_FORMAT,
-      sh->epoch, sh->shards[shard], offset);
+  }
+  in->shard = shard;
+  in->reader = gst_train_shard_reader_new (
+      &gst_train_shard_stream_funcs, in->stream, offset, ordinal, TRUE);
+  GST_DEBUG_OBJECT (src,
+      "epoch %d: shard %s from byte %" G_GUINT64_FORMAT " in slot %u of %u",
+      sh->epoch, sh->shards[shard], offset, slot, sh->n_slots);
   return GST_FLOW_OK;
+}
+
+/* The shard in @slot has ended (read to its end, damaged, or failed). */
+static void
+gst_dataset_src_shards_end_slot (GstDatasetSrc *src, guint slot)
+{
+  GstDatasetSrcShards *sh = src->mode_state;
+
+  gst_dataset_src_shards_close_slot (&sh->slots[slot]);
+  gst_train_shard_rotation_end (&sh->rotation, slot);
+  if (sh->rotation.next >= sh->rotation.n_shards)
+    gst_dataset_src_shards_fetch_following (src);
 }
 
 const gchar *
@@ -233,13 +294,13 @@ gst_dataset_src_shard_check (
   return *why;
 }
 
-/* Hands a bad sample of the current shard to the reporter. */
+/* Hands a bad sample of shard @index to the reporter. */
 static GstFlowReturn
-gst_dataset_src_shards_report_sample (
-    GstDatasetSrc *src, const GstTrainShardSample *sample, gchar *why)
+gst_dataset_src_shards_report_sample (GstDatasetSrc *src, guint index,
+    const GstTrainShardSample *sample, gchar *why)
 {
   GstDatasetSrcShards *sh = src->mode_state;
-  const gchar *shard = sh->shards[sh->current];
+  const gchar *shard = sh->shards[index];
   gchar *key = g_strdup_printf ("%s#%s", shard, sample->key);
   GstFlowReturn ret;
 
@@ -255,7 +316,9 @@ gst_dataset_src_shards_report_sample (
 }
 
 /* The next good sample of this epoch's shards into *@out, or NULL when
- * they are all read (input_done). */
+ * they are all read (input_done): from the slot whose turn it is, once its
+ * bytes are in. A bad sample does not use up the turn, so that the order
+ * is that of the good samples alone, which a resume replays. */
 static GstFlowReturn
 gst_dataset_src_shards_next_input (
     GstDatasetSrc *src, GstDatasetSrcShardItem **out)
@@ -265,45 +328,50 @@ gst_dataset_src_shards_next_input (
   *out = NULL;
   for (;;) {
     GstTrainShardSample sample = { 0 };
+    GstDatasetSrcShardSlot *slot;
     GError *error = NULL;
     GstFlowReturn ret;
     const gchar *shard;
+    guint opened;
     gchar *why;
-    gint got;
+    gint turn, got;
 
-    if (sh->reader == NULL) {
-      if (sh->next >= sh->n_mine) {
-        sh->input_done = TRUE;
-        return GST_FLOW_OK;
-      }
-      sh->next++;
-      ret = gst_dataset_src_shards_open (src, sh->order[sh->next - 1], 0, 0);
+    turn = gst_train_shard_rotation_next (&sh->rotation, &opened);
+    if (turn < 0) {
+      sh->input_done = TRUE;
+      return GST_FLOW_OK;
+    }
+    if (opened != G_MAXUINT) {
+      ret = gst_dataset_src_shards_open (src, turn, sh->order[opened], 0, 0);
       if (ret != GST_FLOW_OK)
         return ret;
     }
-    got = gst_train_shard_reader_next (sh->reader, &sample, &error);
+    slot = &sh->slots[turn];
+    got = gst_train_shard_reader_next (slot->reader, &sample, &error);
     if (got == 1) {
       if (gst_dataset_src_shard_check (
               &sample, src->settings.num_classes, &why)) {
-        ret = gst_dataset_src_shards_report_sample (src, &sample, why);
+        ret = gst_dataset_src_shards_report_sample (
+            src, slot->shard, &sample, why);
         gst_train_shard_sample_clear (&sample);
         if (ret != GST_FLOW_OK)
           return ret;
         continue;
       }
       *out = g_new0 (GstDatasetSrcShardItem, 1);
-      (*out)->shard = sh->current;
+      (*out)->shard = slot->shard;
       (*out)->sample = sample;
+      gst_train_shard_rotation_advance (&sh->rotation);
       return GST_FLOW_OK;
     }
-    gst_dataset_src_shards_close (sh);
+    shard = sh->shards[slot->shard];
+    gst_dataset_src_shards_end_slot (src, turn);
     if (got == 0)
       continue;
     if (!g_error_matches (
             error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_DAMAGED))
       return gst_dataset_src_shards_fail (src, error);
     /* the samples before the damage went out: the rest of it is lost */
-    shard = sh->shards[sh->current];
     ret = gst_train_report_bad_sample (src, &src->bad, shard,
         GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_READ, "read",
         g_strdup_printf ("Shard \"%s\" is %s.", shard, error->message),
@@ -390,29 +458,31 @@ gst_dataset_src_shards_send_epoch_size (GstDatasetSrc *src)
  *
  * The place to start is a count S of samples of the source's sequence
  * (this rank's samples out of the shuffle buffer, epoch after epoch), from
- * start-position plus the resume query's answer. What came out up to S depends only
- * on the seed, the shard orders and the number of good samples in each
- * shard, so it is replayed without images: each shard the replay reaches
- * is counted from its tar headers (a reader that passes over the images,
- * shard-reader.c), the same shard orders are drawn, and the same items go
- * in and out of a shuffle buffer with the same draws, holding each
- * sample's place (shard, offset, size) instead of its image. An S past
- * epoch 0 replays epoch 0 whole (which counts every shard of the rank,
- * and gives the size of an epoch), then the epoch S falls in. Afterwards
- * the buffer holds what the straight run's held, its generator is where
- * the straight run's was, and reading goes on from the middle of the
- * current shard (a seek, or an HTTP range request); the held items' images
- * are read one by one when they go out. No image before S is read. */
+ * start-position plus the resume query's answer. What came out up to S
+ * depends only on the seed, the shard orders, the number of slots and the
+ * number of good samples in each shard, so it is replayed without images:
+ * each shard the replay's rotation opens is counted from its tar headers
+ * (a reader that passes over the images, shard-reader.c), the same shard
+ * orders are drawn, the same rotation takes the same turns, and the same
+ * items go in and out of a shuffle buffer with the same draws, holding
+ * each sample's place (shard, offset, size) instead of its image. An S
+ * past epoch 0 replays epoch 0 whole (which counts every shard of the
+ * rank, and gives the size of an epoch), then the epoch S falls in.
+ * Afterwards the buffer holds what the straight run's held, its generator
+ * and the rotation are where the straight run's were, and each open shard
+ * is read on from the middle (a seek, or an HTTP range request); the held
+ * items' images are read one by one when they go out. No image before S
+ * is read. */
 
 /* The replay's view of the shards: the good samples of each shard (by its
- * index in the list), counted when first needed. */
+ * index in the list), counted when the rotation first opens it. */
 typedef struct
 {
   GstDatasetSrc *src;
   GArray **samples; /* GstTrainShardSample without images, or NULL */
-  /* the replay's reading place: @order's @k-th shard, its @i-th good
-   * sample */
-  guint k, i;
+  /* the replay's reading place: the rotation's (sh->rotation), and the
+   * good samples taken from the shard in each of its slots */
+  guint *taken;
   GstFlowReturn ret; /* why its input failed */
 } ShardReplay;
 
@@ -426,6 +496,7 @@ shard_replay_free (ShardReplay *replay)
     if (replay->samples[n] != NULL)
       g_array_unref (replay->samples[n]);
   g_free (replay->samples);
+  g_free (replay->taken);
 }
 
 static void
@@ -483,38 +554,47 @@ shard_replay_count (ShardReplay *replay, guint shard)
 }
 
 /* The replay's next input, as gst_dataset_src_shards_next_input() would
- * read it: a new item holding the sample's place, or NULL at the end of
- * the epoch's shards. */
+ * read it, through the same rotation: a new item holding the sample's
+ * place, or NULL at the end of the epoch's shards. */
 static GstFlowReturn
 shard_replay_next (ShardReplay *replay, GstDatasetSrcShardItem **out)
 {
   GstDatasetSrcShards *sh = replay->src->mode_state;
 
   *out = NULL;
-  while (replay->k < sh->n_mine) {
-    guint shard = sh->order[replay->k];
-    GstFlowReturn ret = GST_FLOW_OK;
+  for (;;) {
     const GstTrainShardSample *sample;
+    GstFlowReturn ret = GST_FLOW_OK;
+    guint opened, shard;
+    GArray *samples;
+    gint turn;
 
-    if (replay->samples[shard] == NULL)
-      ret = shard_replay_count (replay, shard);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    if (replay->i >= replay->samples[shard]->len) {
-      replay->k++;
-      replay->i = 0;
+    turn = gst_train_shard_rotation_next (&sh->rotation, &opened);
+    if (turn < 0)
+      return GST_FLOW_OK;
+    shard = sh->order[sh->rotation.open[turn]];
+    if (opened != G_MAXUINT) {
+      replay->taken[turn] = 0;
+      if (replay->samples[shard] == NULL)
+        ret = shard_replay_count (replay, shard);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+    samples = replay->samples[shard];
+    if (replay->taken[turn] >= samples->len) {
+      gst_train_shard_rotation_end (&sh->rotation, turn);
       continue;
     }
-    sample = &g_array_index (
-        replay->samples[shard], GstTrainShardSample, replay->i++);
+    sample =
+        &g_array_index (samples, GstTrainShardSample, replay->taken[turn]++);
     *out = g_new0 (GstDatasetSrcShardItem, 1);
     (*out)->shard = shard;
     (*out)->sample = *sample;
     (*out)->sample.key = g_strdup (sample->key);
     (*out)->sample.image_member = g_strdup (sample->image_member);
+    gst_train_shard_rotation_advance (&sh->rotation);
     return GST_FLOW_OK;
   }
-  return GST_FLOW_OK;
 }
 
 /* shard_replay_next() as the shuffle buffer's input. */
@@ -541,7 +621,6 @@ shard_replay_epoch (
   GstDatasetSrcShards *sh = src->mode_state;
 
   gst_dataset_src_shards_enter_epoch (s, sh, epoch);
-  replay->k = replay->i = 0;
   *emitted = 0;
   while (*emitted < limit) {
     GstDatasetSrcShardItem *item;
@@ -559,35 +638,48 @@ shard_replay_epoch (
     if (s->num_samples > 0 && sh->epoch_emitted >= s->num_samples) {
       g_ptr_array_set_size (sh->buffer.items, 0);
       sh->input_done = TRUE;
-      replay->k = sh->n_mine;
+      gst_train_shard_rotation_stop (&sh->rotation);
     }
   }
   return GST_FLOW_OK;
 }
 
-/* Reading goes on where the replay stands: in the middle of a shard, at
- * the header of its next good sample. */
+/* Reading goes on where the replay stands: each open shard from the
+ * header of its next good sample; a shard whose samples were all taken
+ * leaves its slot empty, as reading it would find its end next. */
 static GstFlowReturn
 shard_replay_continue (ShardReplay *replay)
 {
-  GstDatasetSrcShards *sh = replay->src->mode_state;
-  const GstTrainShardSample *sample;
-  GArray *samples;
-  guint shard;
+  GstDatasetSrc *src = replay->src;
+  GstDatasetSrcShards *sh = src->mode_state;
+  GstTrainShardRotation *rotation = &sh->rotation;
+  GstFlowReturn ret = GST_FLOW_OK;
+  guint slot;
 
-  sh->next = replay->k;
-  if (sh->input_done || replay->k >= sh->n_mine)
-    return GST_FLOW_OK;
-  shard = sh->order[replay->k];
-  samples = replay->samples[shard];
-  if (samples == NULL)
-    return GST_FLOW_OK; /* not reached yet: read from its start */
-  sh->next = replay->k + 1;
-  if (replay->i >= samples->len)
-    return GST_FLOW_OK; /* read to its end */
-  sample = &g_array_index (samples, GstTrainShardSample, replay->i);
-  return gst_dataset_src_shards_open (
-      replay->src, shard, sample->offset, sample->ordinal);
+  /* the slots that stay empty first, so that every open asks for the same
+   * shards ahead */
+  for (slot = 0; slot < rotation->n_slots; slot++) {
+    guint place = rotation->open[slot];
+
+    if (place != G_MAXUINT
+        && replay->taken[slot] >= replay->samples[sh->order[place]]->len)
+      gst_train_shard_rotation_end (rotation, slot);
+  }
+  for (slot = 0; slot < rotation->n_slots && ret == GST_FLOW_OK; slot++) {
+    const GstTrainShardSample *sample;
+    guint shard;
+
+    if (rotation->open[slot] == G_MAXUINT)
+      continue;
+    shard = sh->order[rotation->open[slot]];
+    sample = &g_array_index (
+        replay->samples[shard], GstTrainShardSample, replay->taken[slot]);
+    ret = gst_dataset_src_shards_open (
+        src, slot, shard, sample->offset, sample->ordinal);
+  }
+  if (ret == GST_FLOW_OK)
+    gst_dataset_src_shards_fetch_following (src);
+  return ret;
 }
 
 static GstFlowReturn
@@ -595,7 +687,7 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
 {
   const GstDatasetSrcSettings *s = &src->settings;
   GstDatasetSrcShards *sh = src->mode_state;
-  ShardReplay replay = { src, NULL, 0, 0, GST_FLOW_OK };
+  ShardReplay replay = { src, NULL, NULL, GST_FLOW_OK };
   guint64 start, emitted, epoch_size, epoch;
   GstFlowReturn ret;
 
@@ -609,6 +701,7 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
   }
 
   replay.samples = g_new0 (GArray *, sh->n_shards);
+  replay.taken = g_new0 (guint, sh->n_slots);
   ret = shard_replay_epoch (&replay, 0, start, &emitted);
   if (ret == GST_FLOW_OK && emitted < start) {
     /* past epoch 0, which counted every shard: the epoch's size says which
@@ -631,9 +724,9 @@ gst_dataset_src_shards_position (GstDatasetSrc *src)
     ret = shard_replay_continue (&replay);
   GST_INFO_OBJECT (src,
       "starting at sample %" G_GUINT64_FORMAT " of epoch %d: %u held in the "
-      "shuffle buffer, reading on from shard %u of %u",
-      sh->epoch_emitted, sh->epoch, sh->buffer.items->len, sh->next,
-      sh->n_mine);
+      "shuffle buffer, %u shards open, the next to open %u of %u",
+      sh->epoch_emitted, sh->epoch, sh->buffer.items->len, sh->rotation.n_open,
+      sh->rotation.next, sh->n_mine);
   shard_replay_free (&replay);
   return ret;
 }
@@ -691,6 +784,7 @@ gst_dataset_src_shards_create (GstDatasetSrc *src, GstBuffer **out)
     if (s->num_samples > 0 && sh->epoch_emitted >= s->num_samples) {
       /* num-samples: the epoch ends here */
       gst_dataset_src_shards_close (sh);
+      gst_train_shard_rotation_stop (&sh->rotation);
       g_ptr_array_set_size (sh->buffer.items, 0);
       sh->input_done = TRUE;
     }

@@ -27,6 +27,14 @@ typedef struct
   GstTrainShardSample sample;
 } GstDatasetSrcShardItem;
 
+/* A shard open in a slot of the rotation (shard-shuffle.h). */
+typedef struct
+{
+  guint shard; /* index into the location's list */
+  GstTrainShardStream *stream;
+  GstTrainShardReader *reader; /* NULL: the slot is empty */
+} GstDatasetSrcShardSlot;
+
 /* The mode's state, src->mode_state from start to stop. */
 typedef struct _GstDatasetSrcShards GstDatasetSrcShards;
 
@@ -39,12 +47,14 @@ struct _GstDatasetSrcShards
   GstTrainShardFetcher *fetcher;
 
   /* where reading stands (streaming thread only) */
-  gint epoch;    /* -1 before the first */
-  guint *order;  /* @mine in this epoch's order */
-  guint next;    /* place in @order of the next shard to open */
-  guint current; /* the shard being read */
-  GstTrainShardStream *stream;
-  GstTrainShardReader *reader;
+  gint epoch;   /* -1 before the first */
+  guint *order; /* @mine in this epoch's order */
+  /* the shards read at once, their samples taken in turn: fetch-ahead + 1
+   * slots with interleave (fewer when the rank has fewer shards), else
+   * one */
+  GstTrainShardRotation rotation;
+  GstDatasetSrcShardSlot *slots;
+  guint n_slots;
   gboolean input_done; /* nothing more goes into the buffer this epoch */
   GstTrainShardShuffle buffer;
   GstFlowReturn input_ret; /* why the buffer's input failed */
@@ -62,18 +72,19 @@ struct _GstDatasetSrcShards
 
 void gst_dataset_src_shard_item_free (gpointer item);
 
-/* Closes the shard being read, if any. */
+/* Closes the shards being read, if any. */
 void gst_dataset_src_shards_close (GstDatasetSrcShards *sh);
 
-/* Enters @epoch: its shard order, an empty shuffle buffer with its draws.
- * FALSE when num-epochs ends before it. */
+/* Enters @epoch: its shard order, no shard open, an empty shuffle buffer
+ * with its draws. FALSE when num-epochs ends before it. */
 gboolean gst_dataset_src_shards_enter_epoch (
     const GstDatasetSrcSettings *s, GstDatasetSrcShards *sh, gint epoch);
 
-/* Opens @shard at byte @offset, where its sample @ordinal begins (0, 0:
- * its start); posts the error and returns it when it cannot. */
-GstFlowReturn gst_dataset_src_shards_open (
-    GstDatasetSrc *src, guint shard, guint64 offset, guint64 ordinal);
+/* Opens @shard in @slot at byte @offset, where its sample @ordinal begins
+ * (0, 0: its start), and fetches ahead what follows the open shards;
+ * posts the error and returns it when it cannot. */
+GstFlowReturn gst_dataset_src_shards_open (GstDatasetSrc *src, guint slot,
+    guint shard, guint64 offset, guint64 ordinal);
 
 /* Posts an error for @error of the shard pieces (a shard missing, a
  * transfer that failed; a flush posts nothing) and returns what create()

@@ -66,8 +66,22 @@
  * written, each in member order. As WebDataset's, the buffer starts
  * handing out samples once it holds 100 (or @shuffle-buffer-size, when
  * smaller) and fills up reading two samples per sample out. Each shard is
- * read on a thread of its own in large sequential reads, and the next
- * @fetch-ahead shards are read (or fetched) while the current one is.
+ * read on a thread of its own in large sequential reads.
+ *
+ * With @interleave (the default), @fetch-ahead + 1 shards of the epoch's
+ * order are read at once and their samples are taken in turn, one from
+ * each, each as soon as its bytes are in; when a shard ends, the next one
+ * of the order takes its turn. So shards fetched over a network all feed
+ * the stream at once, at the sum of their connections' rates, instead of
+ * one connection's while the others fill memory and then arrive in a
+ * burst. It is the order WebDataset gives under PyTorch's DataLoader with
+ * fetch-ahead + 1 workers, one sample (rather than one batch) from each
+ * worker in turn. The order depends on @seed, the shards' contents and
+ * @fetch-ahead, never on when bytes arrive, and is the same for files and
+ * URLs: runs repeat, and a resume (with the same @fetch-ahead) is exact.
+ * With interleave=false the shards are read one after the other, the next
+ * @fetch-ahead fetched while the current one is read: the webdataset
+ * package's order in one process.
  * In a data-parallel job (or with @num-ranks) rank R of N reads shards
  * R, R + N, ... of the list: each
  * rank its own shards, every shard read once per epoch across the job;
@@ -109,10 +123,12 @@
  * an image before it: it counts the good samples of the shards the place
  * needs from their tar headers (a local shard is read header by header,
  * seeking over the images; over HTTP a shard is fetched all the same),
- * replays the shard orders and the shuffle buffer's draws up to the place,
- * then goes on from the middle of the current shard and reads the samples
- * the buffer held one by one (a seek, or an HTTP range request) as they go
- * out. A place past epoch 0 counts every shard of the rank (the size of an
+ * replays the shard orders, the interleaved shards' turns and the shuffle
+ * buffer's draws up to the place, then goes on from the middle of the
+ * shards open there and reads the samples the buffer held one by one (a
+ * seek, or an HTTP range request) as they go out. With @interleave the
+ * shards the place needs are all those open at it (up to @fetch-ahead +
+ * 1); a place past epoch 0 counts every shard of the rank (the size of an
  * epoch).
  *
  * Before the first buffer it sends a stream tag list with the dataset facts
@@ -178,6 +194,7 @@ GST_DEBUG_CATEGORY (gst_dataset_src_debug);
 #define DEFAULT_NUM_CLASSES 0
 #define DEFAULT_SHUFFLE_BUFFER_SIZE 1000
 #define DEFAULT_FETCH_AHEAD 2
+#define DEFAULT_INTERLEAVE TRUE
 #define DEFAULT_RETRIES 5
 
 enum
@@ -200,6 +217,7 @@ enum
   PROP_FILES_SKIPPED,
   PROP_SHUFFLE_BUFFER_SIZE,
   PROP_FETCH_AHEAD,
+  PROP_INTERLEAVE,
   PROP_RETRIES,
   PROP_SHARD_INDEX,
   PROP_NUM_SHARDS,
@@ -247,6 +265,7 @@ static const GstTrainProp property_table[N_PROPERTIES] = {
   [PROP_FILES_SKIPPED] = { FIELD (bad.skipped) },
   [PROP_SHUFFLE_BUFFER_SIZE] = { FIELD (props.shuffle_buffer_size) },
   [PROP_FETCH_AHEAD] = { FIELD (props.fetch_ahead) },
+  [PROP_INTERLEAVE] = { FIELD (props.interleave) },
   [PROP_RETRIES] = { FIELD (props.retries) },
   /* the deprecated names: the same fields, set the same way */
   [PROP_SHARD_INDEX] = { FIELD (props.rank),
@@ -403,17 +422,30 @@ gst_dataset_src_class_init (GstDatasetSrcClass *klass)
       g_param_spec_uint ("shuffle-buffer-size", "Shuffle buffer size",
           "Shards: samples held in the sample shuffle buffer, which hands "
           "out a random one of them (WebDataset's shuffle(N)); bounds "
-          "memory (0 or 1, or shuffle=false: shard order, then member "
-          "order)",
+          "memory (0 or 1, or shuffle=false: the samples in the order the "
+          "shards give them, see interleave)",
           0, 1 << 24, DEFAULT_SHUFFLE_BUFFER_SIZE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_FETCH_AHEAD] =
       g_param_spec_uint ("fetch-ahead", "Fetch ahead",
-          "Shards: how many of the next shards are read (files) or "
-          "fetched (HTTP, each on its own connection) on threads of their "
-          "own while the current one is read (at most 32 MiB of each held "
+          "Shards: how many shards are read (files) or fetched (HTTP, each "
+          "on its own connection) on threads of their own besides the "
+          "current one: with interleave, fetch-ahead + 1 shards read at once "
+          "and their samples taken in turn; without, the next ones fetched "
+          "ahead while the current one is read (at most 32 MiB of each held "
           "in memory)",
           0, 64, DEFAULT_FETCH_AHEAD,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_INTERLEAVE] =
+      g_param_spec_boolean ("interleave", "Interleave",
+          "Shards: read fetch-ahead + 1 shards at once and take their samples "
+          "in turn, one from each, as soon as each one's bytes are in, so that "
+          "every transfer feeds the stream at once (a PyTorch DataLoader with "
+          "fetch-ahead + 1 WebDataset workers, one sample from each in turn); "
+          "the order depends on the seed, the shards and fetch-ahead (resume "
+          "with the same), never on timing. FALSE: one shard after the other, "
+          "the order of the webdataset package in one process",
+          DEFAULT_INTERLEAVE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_RETRIES] = g_param_spec_uint ("retries", "Retries",
       "Shards over HTTP: new attempts, in a row, of a transfer that "
@@ -534,12 +566,12 @@ gst_dataset_src_start (GstBaseSrc *bsrc)
       ", num-epochs %d, rank %u of %u, num-samples %" G_GUINT64_FORMAT
       ", n-threads %u, read-ahead %u, extensions %s, start-position "
       "%" G_GUINT64_FORMAT ", on-error %s, num-classes %u, "
-      "shuffle-buffer-size %u, fetch-ahead %u, retries %u",
+      "shuffle-buffer-size %u, fetch-ahead %u, interleave %d, retries %u",
       GST_STR_NULL (s->location), s->shuffle, s->seed, s->num_epochs, s->rank,
       s->num_ranks, s->num_samples, s->n_threads, s->read_ahead,
       GST_STR_NULL (s->extensions), s->start_position,
       on_error == GST_TRAIN_ON_ERROR_SKIP ? "skip" : "fail", s->num_classes,
-      s->shuffle_buffer_size, s->fetch_ahead, s->retries);
+      s->shuffle_buffer_size, s->fetch_ahead, s->interleave, s->retries);
   if (s->location == NULL) {
     GST_ELEMENT_ERROR (src, RESOURCE, NOT_FOUND, ("No dataset location given."),
         ("Set the \"location\" property to an ImageFolder or a list file."));

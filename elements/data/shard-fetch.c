@@ -545,6 +545,58 @@ transfer_drop (Transfer *t)
   g_free (t);
 }
 
+/* Starts the transfers of the first fetch_ahead shards of @next that are
+ * not under way, and moves the transfers that nobody reads and @next does
+ * not name into *@unwanted, to be dropped without the lock. With the lock
+ * held. */
+static void
+fetch_ahead_locked (
+    GstTrainShardFetcher *f, const gchar *const *next, GList **unwanted)
+{
+  GList *l;
+  guint i, n = 0;
+
+  while (next != NULL && next[n] != NULL && n < f->options.fetch_ahead)
+    n++;
+  for (l = f->transfers; l != NULL; l = l->next) {
+    Transfer *t = l->data;
+    gboolean wanted = FALSE;
+
+    if (t->claimed)
+      continue;
+    for (i = 0; i < n; i++)
+      wanted |= t->offset == 0 && strcmp (t->url, next[i]) == 0;
+    if (!wanted)
+      *unwanted = g_list_prepend (*unwanted, t);
+  }
+  for (i = 0; i < n; i++) {
+    gboolean under_way = FALSE;
+
+    for (l = f->transfers; l != NULL; l = l->next) {
+      Transfer *t = l->data;
+
+      under_way |= !t->claimed && t->offset == 0 && t->end == G_MAXUINT64
+          && strcmp (t->url, next[i]) == 0;
+    }
+    if (!under_way) {
+      GST_DEBUG ("fetch %s ahead", next[i]);
+      transfer_start (f, next[i], 0, G_MAXUINT64, NULL);
+    }
+  }
+}
+
+void
+gst_train_shard_fetcher_fetch_ahead (
+    GstTrainShardFetcher *f, const gchar *const *next)
+{
+  GList *unwanted = NULL;
+
+  g_mutex_lock (&f->lock);
+  fetch_ahead_locked (f, next, &unwanted);
+  g_mutex_unlock (&f->lock);
+  g_list_free_full (unwanted, (GDestroyNotify)transfer_drop);
+}
+
 GstTrainShardStream *
 gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
     guint64 offset, const gchar *const *next, gboolean skimming, GError **error)
@@ -552,7 +604,6 @@ gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
   GstTrainShardStream *stream;
   Transfer *found = NULL;
   GList *l, *unwanted = NULL;
-  guint i;
 
   if (skimming && !gst_train_shard_is_url (shard)) {
     int fd = open_local (shard, error);
@@ -572,46 +623,21 @@ gst_train_shard_fetcher_open (GstTrainShardFetcher *f, const gchar *shard,
   }
 
   g_mutex_lock (&f->lock);
-  /* the transfers that go on: this shard's, and the next ones' */
-  for (l = f->transfers; l != NULL; l = l->next) {
+  for (l = f->transfers; l != NULL && found == NULL; l = l->next) {
     Transfer *t = l->data;
-    gboolean wanted = FALSE;
 
-    if (t->claimed)
-      continue;
-    if (found == NULL && t->offset == offset && t->end == G_MAXUINT64
-        && strcmp (t->url, shard) == 0) {
+    if (!t->claimed && t->offset == offset && t->end == G_MAXUINT64
+        && strcmp (t->url, shard) == 0)
       found = t;
-      continue;
-    }
-    for (i = 0; next != NULL && next[i] != NULL && i < f->options.fetch_ahead;
-         i++)
-      wanted |= t->offset == 0 && strcmp (t->url, next[i]) == 0;
-    if (!wanted)
-      unwanted = g_list_prepend (unwanted, t);
   }
   if (found == NULL)
     found = transfer_start (f, shard, offset, G_MAXUINT64, error);
   else
     GST_DEBUG ("open %s from byte %" G_GUINT64_FORMAT ": fetched ahead", shard,
         offset);
-  if (found != NULL)
+  if (found != NULL) {
     found->claimed = TRUE;
-  for (i = 0; found != NULL && next != NULL && next[i] != NULL
-       && i < f->options.fetch_ahead;
-       i++) {
-    gboolean under_way = FALSE;
-
-    for (l = f->transfers; l != NULL; l = l->next) {
-      Transfer *t = l->data;
-
-      under_way |= !t->claimed && t->offset == 0 && t->end == G_MAXUINT64
-          && strcmp (t->url, next[i]) == 0;
-    }
-    if (!under_way) {
-      GST_DEBUG ("fetch %s ahead", next[i]);
-      transfer_start (f, next[i], 0, G_MAXUINT64, NULL);
-    }
+    fetch_ahead_locked (f, next, &unwanted);
   }
   g_mutex_unlock (&f->lock);
   g_list_free_full (unwanted, (GDestroyNotify)transfer_drop);

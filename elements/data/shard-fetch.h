@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* shard-fetch.h: the bytes of shards, from local files or over HTTP.
  *
- * A fetcher opens one shard at a time as a stream that a shard reader
- * (shard-reader.h) reads front to back, and reads single byte ranges (the
- * samples an exact resume brings back). Each shard is read by a transfer
- * on a thread of its own into a bounded queue of chunks that the stream
- * takes from, and the next shards (@fetch_ahead of them) are read while
- * the current one is: local shards with large sequential read()s, http://
- * and https:// shards through libcurl, where a transfer that breaks (a
- * connection
- * refused, reset or cut short, a time-out, an HTTP 5xx) starts again after
- * a pause that doubles each time, from the byte it had reached (a Range
- * request), @retries times in a row before the stream fails with an error
- * that names the URL and the cause. A 4xx answer fails at once (404:
- * GST_TRAIN_SHARD_ERROR_NOT_FOUND).
+ * A fetcher opens shards as streams that shard readers (shard-reader.h)
+ * read front to back, several at once if the caller likes, and reads
+ * single byte ranges (the samples an exact resume brings back). Each
+ * shard is read by a transfer on a thread of its own into a bounded queue
+ * of chunks that its stream takes from, and the shards the caller names
+ * as the next ones (@fetch_ahead of them at most) are read while the open
+ * ones are: local shards with large sequential read()s, http:// and
+ * https:// shards through libcurl, where a transfer that breaks (a
+ * connection refused, reset or cut short, a time-out, an HTTP 5xx) starts
+ * again after a pause that doubles each time, from the byte it had reached
+ * (a Range request), @retries times in a row before the stream fails with
+ * an error that names the URL and the cause. A 4xx answer fails at once
+ * (404: GST_TRAIN_SHARD_ERROR_NOT_FOUND).
  *
  * The transfer threads are not the data elements' pool (train-pool.h) and
  * do not count in its thread budget: they wait on a socket or a disk, not
@@ -57,13 +57,21 @@ gboolean gst_train_shard_fetcher_check (
     GstTrainShardFetcher *fetcher, const gchar *shard, GError **error);
 
 /* Opens @shard at byte @offset; @next (NULL-terminated, or NULL) are the
- * shards that will be opened after it, in order: the first fetch_ahead of
- * them are fetched now, other transfers under way are dropped. With
- * @skimming (the caller passes over most bytes: a count of the samples) a
- * local shard is read in place, with seeks, instead of ahead. */
+ * shards that will be opened after the open ones, in order: the first
+ * fetch_ahead of them are fetched now, other transfers that no open stream
+ * reads are dropped. With @skimming (the caller passes over most bytes: a
+ * count of the samples) a local shard is read in place, with seeks,
+ * instead of ahead. */
 GstTrainShardStream *gst_train_shard_fetcher_open (
     GstTrainShardFetcher *fetcher, const gchar *shard, guint64 offset,
     const gchar *const *next, gboolean skimming, GError **error);
+
+/* Fetches the first fetch_ahead shards of @next (NULL-terminated, or
+ * NULL) ahead, as gst_train_shard_fetcher_open() does, without opening
+ * one: for the shards that follow once the open ones end. Transfers that
+ * no stream reads and @next does not name are dropped. */
+void gst_train_shard_fetcher_fetch_ahead (
+    GstTrainShardFetcher *fetcher, const gchar *const *next);
 
 /* The source funcs of a stream (a shard reader's source is the stream). */
 extern const GstTrainShardSourceFuncs gst_train_shard_stream_funcs;

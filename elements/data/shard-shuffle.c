@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* shard-shuffle.c: shard order and sample shuffle buffer (see
- * shard-shuffle.h). */
+/* shard-shuffle.c: shard order, the rotation over open shards and the
+ * sample shuffle buffer (see shard-shuffle.h). */
 #include "shard-shuffle.h"
+
+#include <string.h>
 
 guint *
 gst_train_rank_split (guint n_shards, guint rank, guint n_ranks, guint *n_mine)
@@ -34,6 +36,74 @@ gst_train_shard_epoch_order (const guint *mine, guint *order, guint n,
   for (i = 0; i < n; i++)
     order[i] = mine[positions[i]];
   g_free (positions);
+}
+
+void
+gst_train_shard_rotation_init (
+    GstTrainShardRotation *rotation, guint n_slots, guint n_shards)
+{
+  guint i;
+
+  gst_train_shard_rotation_clear (rotation);
+  rotation->n_slots = MAX (n_slots, 1);
+  rotation->n_shards = n_shards;
+  rotation->open = g_new (guint, rotation->n_slots);
+  for (i = 0; i < rotation->n_slots; i++)
+    rotation->open[i] = G_MAXUINT;
+}
+
+gint
+gst_train_shard_rotation_next (GstTrainShardRotation *rotation, guint *opened)
+{
+  guint i;
+
+  *opened = G_MAXUINT;
+  for (i = 0; i < rotation->n_slots; i++) {
+    guint slot = rotation->turn;
+
+    if (rotation->open[slot] != G_MAXUINT)
+      return (gint)slot;
+    if (rotation->next < rotation->n_shards) {
+      rotation->open[slot] = *opened = rotation->next++;
+      rotation->n_open++;
+      return (gint)slot;
+    }
+    rotation->turn = (slot + 1) % rotation->n_slots;
+  }
+  return -1;
+}
+
+void
+gst_train_shard_rotation_end (GstTrainShardRotation *rotation, guint slot)
+{
+  g_return_if_fail (slot < rotation->n_slots);
+  if (rotation->open[slot] == G_MAXUINT)
+    return;
+  rotation->open[slot] = G_MAXUINT;
+  rotation->n_open--;
+}
+
+void
+gst_train_shard_rotation_advance (GstTrainShardRotation *rotation)
+{
+  rotation->turn = (rotation->turn + 1) % rotation->n_slots;
+}
+
+void
+gst_train_shard_rotation_stop (GstTrainShardRotation *rotation)
+{
+  guint i;
+
+  for (i = 0; i < rotation->n_slots; i++)
+    gst_train_shard_rotation_end (rotation, i);
+  rotation->next = rotation->n_shards;
+}
+
+void
+gst_train_shard_rotation_clear (GstTrainShardRotation *rotation)
+{
+  g_clear_pointer (&rotation->open, g_free);
+  memset (rotation, 0, sizeof (*rotation));
 }
 
 void

@@ -3,7 +3,9 @@
  * their samples, as WebDataset shuffles: each rank keeps its own shards
  * (WebDataset's split_by_node over the shards as listed), reads them in an
  * order drawn afresh each epoch from the seed (its detshuffle), each shard
- * front to back, and the samples pass through a shuffle buffer that hands
+ * front to back, several at once with their samples taken in turn (the
+ * rotation: its DataLoader workers), and the samples pass through a
+ * shuffle buffer that hands
  * out a random one of those it holds (its shuffle stage, with its
  * `initial`: see gst_train_shard_shuffle_fill; the picked slot takes the
  * last one's place). GLib only, over gt-random,
@@ -27,6 +29,47 @@ guint *gst_train_rank_split (
  * @shuffle. */
 void gst_train_shard_epoch_order (const guint *mine, guint *order, guint n,
     guint64 seed, gint epoch, gboolean shuffle);
+
+/* The rotation that interleaves the samples of several open shards: up
+ * to @n_slots shards of an epoch's order are open at once, and samples are
+ * taken from them in turn, one from each (slot 0, 1, ..., n_slots - 1, 0,
+ * ...), as a PyTorch DataLoader takes batches from its WebDataset workers
+ * in turn. When a shard ends, the next shard of the order is opened in its
+ * slot and gives that turn's sample; once the order is spent, empty slots
+ * are passed over. So the order depends on the shard order and on how
+ * many good samples each shard holds, never on when their bytes arrive,
+ * and one slot reads the shards one after the other. The caller opens and
+ * reads the shards; the rotation says which slot is next. */
+typedef struct
+{
+  guint n_slots;
+  guint n_shards; /* in the epoch's order */
+  guint next;     /* place in the order of the next shard to open */
+  guint turn;     /* the slot the next sample comes from */
+  guint n_open;   /* slots that hold a shard */
+  guint *open;    /* each slot's place in the order, or G_MAXUINT */
+} GstTrainShardRotation;
+
+/* @n_slots empty slots (at least one) before the first of @n_shards. */
+void gst_train_shard_rotation_init (
+    GstTrainShardRotation *rotation, guint n_slots, guint n_shards);
+
+/* The slot the next sample comes from. When it held no shard, the next
+ * one of the order is opened there first: *@opened is its place in the
+ * order (else G_MAXUINT). -1 once every shard of the order has ended. */
+gint gst_train_shard_rotation_next (
+    GstTrainShardRotation *rotation, guint *opened);
+
+/* The shard of @slot has no more samples: the slot is empty. */
+void gst_train_shard_rotation_end (GstTrainShardRotation *rotation, guint slot);
+
+/* A sample came from the turn's slot: the turn goes to the next slot. */
+void gst_train_shard_rotation_advance (GstTrainShardRotation *rotation);
+
+/* Ends every shard and opens none (num-samples ends an epoch early). */
+void gst_train_shard_rotation_stop (GstTrainShardRotation *rotation);
+
+void gst_train_shard_rotation_clear (GstTrainShardRotation *rotation);
 
 /* The sample shuffle buffer. Items are pointers, freed with the
  * GDestroyNotify given at init when the buffer is cleared. */

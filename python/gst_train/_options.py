@@ -28,6 +28,7 @@ PROPERTIES = {
     "num_classes": [("src", "num-classes")],
     "shuffle_buffer_size": [("src", "shuffle-buffer-size")],
     "fetch_ahead": [("src", "fetch-ahead")],
+    "interleave": [("src", "interleave")],
     "retries": [("src", "retries")],
     "on_error": [("src", "on-error"), ("dec", "on-error")],
     "min_short_side": [("dec", "min-short-side")],

@@ -8,7 +8,8 @@ datasetsrc:
 - gst-train-dataset shards turns an ImageFolder into shards that webdataset
   reads back: each file's bytes unchanged, torchvision's ImageFolder label,
   in an order shuffled from the seed (dataset order with --keep-order);
-- datasetsrc (shuffle=false) reads those shards, and shards that
+- datasetsrc (shuffle=false interleave=false: shard after shard, as
+  webdataset reads them in one process) reads those shards, and shards that
   webdataset's own ShardWriter wrote (PAX headers, other members), as
   webdataset does: the same samples, labels and bytes, in the same order.
 
@@ -61,7 +62,7 @@ def read_wds(pattern):
 def read_datasetsrc(dump, location, classes):
     """(key, label, bytes) of every sample datasetsrc pushes, in order."""
     out = run(dump, f'datasetsrc location="{location}" shuffle=false '
-              f'num-classes={classes} ! fakesink name=sink')
+              f'interleave=false num-classes={classes} ! fakesink name=sink')
     samples = []
     for line in out.splitlines():
         if not line.startswith("sample\t"):

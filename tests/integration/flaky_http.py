@@ -8,6 +8,12 @@ body (no progress at all); "503" answers 503 Service Unavailable. Other
 requests are served whole, with Range (206) support, 4 KiB at a time DELAY
 seconds apart, so that transfers overlap.
 
+MODE "hold" sends every file but its last HOLD bytes (8 KiB, more than a
+sample of the tests' shards and the zero blocks after it), then waits for
+the file PORT-FILE.release to exist before it sends them, so that nothing
+is ever complete before the client shows what it did with the rest; with
+LOG, "ID done" once a transfer was sent whole.
+
 MODE "halves" cuts where the bytes a client still needs are half read
 instead, whatever byte its request starts at: a request is cut once it sent
 half of the bytes from its first one to the end of its range (without a
@@ -107,6 +113,7 @@ if len(sys.argv) == 3 and sys.argv[1] == "check":
 root, port_file, mode, failures, delay, stats = sys.argv[1:7]
 log = sys.argv[7] if len(sys.argv) > 7 else None
 failures, delay = int(failures), float(delay)
+HOLD = 8192
 lock = threading.Lock()
 counts = {}
 spans = []  # (request, start of its last write) of each whole transfer
@@ -218,11 +225,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         last = begun
-        for at in range(0, len(body), 4096):
+        held = max(len(body) - HOLD, 0) if mode == "hold" else len(body)
+        for at in range(0, held, 4096):
             if at > 0 and delay:
                 time.sleep(delay)
             last = time.monotonic()
-            self.wfile.write(body[at:at + 4096])
+            self.wfile.write(body[at:min(at + 4096, held)])
+        if held < len(body):
+            self.wfile.flush()
+            while not os.path.exists(port_file + ".release"):
+                time.sleep(0.02)
+            last = time.monotonic()
+            self.wfile.write(body[held:])
+            self.wfile.flush()
+            with lock:
+                write_log(f"{self.id} done")
         with lock:
             spans.append((begun, last))
             with open(stats + ".tmp", "w") as f:

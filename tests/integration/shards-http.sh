@@ -3,9 +3,13 @@
 # datasetsrc on WebDataset shards over HTTP (libcurl), against servers this
 # test starts on the loopback:
 #   Debian's nginx: the samples (labels, sizes, epochs, order) are those of
-#   the same shards read from files, shuffled, with fetch-ahead 0 and 3, and
-#   from a start position (the held samples by range requests); a missing
-#   shard is an HTTP 404: an error that names the URL, no retries;
+#   the same shards read from files, shuffled, with fetch-ahead 0 and 3 and
+#   without interleave, and from a start position (the held samples by
+#   range requests); an exact resume over HTTP from places inside the first
+#   rotation of the interleaved shards, where shards end, near an epoch's
+#   end and in the next epoch, with fetch-ahead 0, 1 and 2, gives the
+#   straight run's samples and bytes from there on; a missing shard is an
+#   HTTP 404: an error that names the URL, no retries;
 #   flaky_http.py: a server that closes mid-shard twice per shard (the
 #   transfers start again from the byte reached: the same samples; with
 #   GST_DEBUG=datasetsrc-fetch:5 the log shows each request with its URL
@@ -23,8 +27,12 @@
 #   and the same bytes as from files come out (a server that answers a
 #   range asked again sends it again, so a retry from the wrong byte gives
 #   wrong bytes);
-#   and shards fetched ahead are fetched at once (3 transfers at a time with
-#   fetch-ahead=2, 1 with 0).
+#   shards fetched ahead are fetched at once (3 transfers at a time with
+#   fetch-ahead=2, 1 with 0);
+#   and samples come out as their bytes arrive, from every shard being
+#   fetched: with fetch-ahead=2 and a server that holds back the end of
+#   every shard (3 of 200 samples, sent at about 400 KB/s a connection),
+#   samples of all 3 come out before any shard is complete.
 # Every comparison with files is of the samples (labels, sizes, order) and
 # of their bytes.
 # Usage: shards-http.sh DATASET-TOOL DUMP-SAMPLES
@@ -76,6 +84,20 @@ fails() {
     grep -qF "$part" "$work/err" || { cat "$work/err"; fail "$f_what: the error does not say \"$part\""; }
   done
 }
+# same_tail A B N WHAT: the samples of B (over HTTP at $url, from
+# start-position N) are those of A (local, from the start) from the
+# (N+1)-th on, and so are their bytes
+same_tail() {
+  grep '^sample' "$1" | sed "s|$work/sh/|$url/|" | tail -n "+$(($3 + 1))" \
+    >"$1.tail"
+  grep '^sample' "$2" >"$2.samples"
+  cmp -s "$1.tail" "$2.samples" || {
+    diff "$1.tail" "$2.samples" | head
+    fail "over HTTP from start-position $3: not the straight run's samples ($4)"; }
+  skip=$(grep '^sample' "$1" | head -n "$3" | awk -F '\t' '{ n += $6 } END { print n + 0 }')
+  tail -c "+$((skip + 1))" "$1.bytes" | cmp -s - "$2.bytes" \
+    || fail "over HTTP from start-position $3: not the straight run's bytes ($4)"
+}
 # same A B WHAT: the samples of A (local) and B (over HTTP at $url) are the
 # same, and so are their bytes
 same() {
@@ -122,26 +144,44 @@ wait_port "$port"
 props="seed=3 num-epochs=2 shuffle-buffer-size=5"
 samples "$work/local" "$work/sh/$pattern" "$props"
 [ "$(grep -c '^sample' "$work/local")" -eq 96 ] || fail "not 96 samples from files"
-for ahead in 0 3; do
-  samples "$work/http" "$url/$pattern" "$props fetch-ahead=$ahead"
-  same "$work/local" "$work/http" "fetch-ahead=$ahead"
+# fetch-ahead sets how many shards are interleaved: the same on both sides
+for more in fetch-ahead=0 fetch-ahead=3 interleave=false; do
+  samples "$work/local" "$work/sh/$pattern" "$props $more"
+  samples "$work/http" "$url/$pattern" "$props $more"
+  same "$work/local" "$work/http" "$more"
 done
 samples "$work/local" "$work/sh/$pattern" "$props start-position=13"
 samples "$work/http" "$url/$pattern" "$props start-position=13"
 same "$work/local" "$work/http" "start-position=13"
+# exact resume across the interleave, on 6 shards of 7 and one of 2 (a
+# shard that ends before the others gives its slot to the next one out of
+# step): 3 shards open with fetch-ahead=2, the first ones ending at about
+# sample 21 (the buffer holds 5); 44 an epoch
+"$1" fashion-mnist --output "$work/sh/uneven" --limit-train 44 --limit-test 8 \
+  --shard-size 7 >/dev/null
+uneven='uneven/train-{000000..000006}.tar'
+for ahead in 0 1 2; do
+  samples "$work/local" "$work/sh/$uneven" "$props fetch-ahead=$ahead"
+  for start in 1 10 19 23 43 50; do
+    samples "$work/http" "$url/$uneven" \
+      "$props fetch-ahead=$ahead start-position=$start"
+    same_tail "$work/local" "$work/http" "$start" "fetch-ahead=$ahead"
+  done
+done
 fails "a 404" "$url/train-{000000..000006}.tar" "shuffle=false retries=5" \
   "could not fetch \"$url/train-000006.tar\": not found (HTTP 404)"
 [ "$(grep -c '^sample' "$work/out")" -eq 48 ] \
   || fail "a 404: the 48 samples before the missing shard did not go out"
-[ "$(grep -c 'train-000006.tar' "$work/ng/access.log")" -eq 1 ] \
+[ "$(grep -c 'GET /train-000006.tar ' "$work/ng/access.log")" -eq 1 ] \
   || fail "a 404 was asked again"
 
 # -- servers that misbehave: flaky_http.py ROOT PORT-FILE MODE FAILURES DELAY
-# STATS LOG, its requests and cuts in $work/requests
+# STATS LOG, its requests and cuts in $work/requests; ROOT $work/sh unless
+# $flaky_root says
 flaky() {
-  rm -f "$work/port" "$work/requests"
-  /usr/bin/python3 "$here/flaky_http.py" "$work/sh" "$work/port" "$1" "$2" "${3:-0}" \
-    "$work/most" "$work/requests" &
+  rm -f "$work/port" "$work/port.release" "$work/requests"
+  /usr/bin/python3 "$here/flaky_http.py" "${flaky_root:-$work/sh}" "$work/port" \
+    "$1" "$2" "${3:-0}" "$work/most" "$work/requests" &
   pids="$pids $!"
   flaky_pid=$!
   for _ in $(seq 100); do [ -e "$work/port" ] && break; sleep 0.05; done
@@ -223,4 +263,28 @@ for ahead in 2 0; do
   fi
 done
 
-echo "ok: over HTTP (nginx) the samples and their bytes are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; GST_DEBUG=datasetsrc-fetch:5 shows requests, ranges, retries, causes and pauses; a server that cuts transfers wherever they start: each retry asks for the byte where its transfer was cut, the same bytes come out; fetch-ahead fetches at once"
+# -- samples as their bytes arrive: 3 shards of 200 samples, every one
+# held back before its last 8 KiB until the test has seen samples of all 3
+# (interleave is the default); each sent 4 KiB every 10 ms before that
+"$1" fashion-mnist --output "$work/st" --limit-train 600 --limit-test 8 \
+  --shard-size 200 >/dev/null
+flaky_root="$work/st" flaky hold 0 0.01
+"$dump" "datasetsrc location=\"$url/train-{000000..000002}.tar\" num-classes=10
+  fetch-ahead=2 ! fakesink name=sink" >"$work/stream" 2>"$work/stream.err" &
+dump_pid=$!
+shards_out=0
+for _ in $(seq 400); do
+  shards_out=$(grep '^sample' "$work/stream" | cut -f 7 | sed 's/#.*//' | sort -u | wc -l)
+  [ "$shards_out" -ge 3 ] && break
+  kill -0 "$dump_pid" 2>/dev/null || break
+  sleep 0.05
+done
+completed=$(grep -c ' done$' "$work/requests" || true)
+touch "$work/port.release"
+wait "$dump_pid" || { cat "$work/stream.err"; fail "datasetsrc on shards held back"; }
+stop_flaky
+[ "$completed" -eq 0 ] || fail "a held-back shard was sent whole before the release"
+[ "$shards_out" -ge 3 ] || fail "with fetch-ahead=2, samples of $shards_out of the 3 shards being fetched came out before any shard was complete (20 s): samples do not come out as their bytes arrive, from every shard"
+[ "$(grep -c '^sample' "$work/stream")" -eq 600 ] || fail "not the 600 samples of the held-back shards"
+
+echo "ok: over HTTP (nginx) the samples and their bytes are those from files, fetched ahead or not, from a start position; 404, servers that close mid-shard or answer 503, nothing listening: retried, then errors naming the URL; GST_DEBUG=datasetsrc-fetch:5 shows requests, ranges, retries, causes and pauses; a server that cuts transfers wherever they start: each retry asks for the byte where its transfer was cut, the same bytes come out; fetch-ahead fetches at once; resumes across the interleave are exact with fetch-ahead 0, 1, 2; samples of every shard being fetched come out before any shard is complete"

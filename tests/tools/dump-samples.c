@@ -50,6 +50,9 @@ main (int argc, char **argv)
     fprintf (stderr, "usage: %s LAUNCH-LINE\n", argv[0]);
     return 2;
   }
+  /* a line per sample as it arrives, so that a test can watch them come
+   * out while the pipeline runs */
+  setvbuf (stdout, NULL, _IOLBF, 0);
   pipeline = tool_pipeline_new (argv[1]);
   if (pipeline == NULL)
     return 2;

@@ -311,10 +311,60 @@ GST_START_TEST (test_split_and_order)
 
 GST_END_TEST;
 
+/* The rotation alone: one sample from each slot in turn, a shard that
+ * ends gives its slot to the next of the order and that turn's sample, and
+ * once the order is spent the empty slots are passed over. */
+GST_START_TEST (test_rotation)
+{
+  /* shards (places in the order) of 2, 1, 3 and 2 samples in 2 slots */
+  static const guint sizes[] = { 2, 1, 3, 2 };
+  /* the place each sample comes from */
+  static const guint want[] = { 0, 1, 0, 2, 3, 2, 3, 2 };
+  GstTrainShardRotation rotation = { 0 };
+  guint taken[4] = { 0 }, n = 0, opened, place;
+  gint slot;
+
+  gst_train_shard_rotation_init (&rotation, 2, 4);
+  while ((slot = gst_train_shard_rotation_next (&rotation, &opened)) >= 0) {
+    place = rotation.open[slot];
+    fail_unless (opened == G_MAXUINT || opened == place);
+    if (taken[place] == sizes[place]) {
+      fail_unless (opened == G_MAXUINT, "a shard opened empty");
+      gst_train_shard_rotation_end (&rotation, slot);
+      continue;
+    }
+    taken[place]++;
+    fail_unless (n < G_N_ELEMENTS (want));
+    fail_unless_equals_int (place, want[n]);
+    n++;
+    gst_train_shard_rotation_advance (&rotation);
+  }
+  fail_unless_equals_int (n, G_N_ELEMENTS (want));
+  fail_unless_equals_int (rotation.n_open, 0);
+  /* one slot: the shards one after the other */
+  gst_train_shard_rotation_init (&rotation, 1, 3);
+  for (place = 0; place < 3; place++) {
+    fail_unless_equals_int (
+        gst_train_shard_rotation_next (&rotation, &opened), 0);
+    fail_unless_equals_int (opened, place);
+    gst_train_shard_rotation_advance (&rotation);
+    fail_unless_equals_int (
+        gst_train_shard_rotation_next (&rotation, &opened), 0);
+    fail_unless_equals_int (opened, G_MAXUINT);
+    gst_train_shard_rotation_end (&rotation, 0);
+  }
+  fail_unless_equals_int (
+      gst_train_shard_rotation_next (&rotation, &opened), -1);
+  gst_train_shard_rotation_clear (&rotation);
+}
+
+GST_END_TEST;
+
 /* ---- the element ---- */
 
-/* shuffle=false: the shards in the order written, each front to back; the
- * sample meta names the shard and the member; tags say the classes. */
+/* shuffle=false interleave=false: the shards in the order written, each
+ * front to back (webdataset's order in one process); the sample meta names
+ * the shard and the member; tags say the classes. */
 GST_START_TEST (test_shard_order_unshuffled)
 {
   const gchar *dir = fixture_scratch ();
@@ -328,7 +378,8 @@ GST_START_TEST (test_shard_order_unshuffled)
   /* several patterns and files, separated by spaces, in the order written */
   location = fixture_scratch_own (
       g_strdup_printf ("%s %s/shard-{000..001}.tar", extra, dir));
-  r = fixture_run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  r = fixture_run_src (
+      location, "shuffle=false interleave=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 24);
   for (i = 0; i < r->samples->len; i++) {
@@ -382,8 +433,8 @@ expect_permutation (GArray *indices)
 
 /* The shard order is drawn per epoch from the seed, then the shuffle
  * buffer mixes samples; the same seed gives the same order, every epoch
- * is a permutation; with a buffer of one, each shard is read front to
- * back, in one run. */
+ * is a permutation; with a buffer of one and interleave=false, each shard
+ * is read front to back, in one run. */
 GST_START_TEST (test_shuffle_as_webdataset)
 {
   const gchar *location = shard_pattern (4);
@@ -402,7 +453,7 @@ GST_START_TEST (test_shuffle_as_webdataset)
       "seed=6 num-epochs=1 shuffle-buffer-size=6 "
       "num-classes=10");
   d = fixture_run_src (location,
-      "seed=5 num-epochs=1 shuffle-buffer-size=1 "
+      "seed=5 num-epochs=1 shuffle-buffer-size=1 interleave=false "
       "num-classes=10");
   a0 = run_result_indices (a, 0);
   a1 = run_result_indices (a, 1);
@@ -550,7 +601,8 @@ GST_END_TEST;
 
 /* A shard cut short: the samples before the damage go out, one warning
  * names the shard and the byte, counted once per run; the next shard is
- * read whole. */
+ * read whole (one shard after the other here; test_interleaved_order cuts
+ * one among interleaved shards). */
 GST_START_TEST (test_truncated_shard)
 {
   const gchar *dir = fixture_scratch ();
@@ -570,7 +622,8 @@ GST_START_TEST (test_truncated_shard)
   fixture_write_file (shard0, (const guint8 *)contents, cut - contents + 600);
   g_free (contents);
 
-  r = fixture_run_src (location, "shuffle=false num-epochs=2 num-classes=10");
+  r = fixture_run_src (
+      location, "shuffle=false interleave=false num-epochs=2 num-classes=10");
   fail_unless (r->error == NULL, "%s", r->error);
   fail_unless_equals_int (r->samples->len, 2 * (2 + 4));
   fail_unless_equals_string (run_result_sample (r, 1)->location,
@@ -584,8 +637,9 @@ GST_START_TEST (test_truncated_shard)
   fail_unless (run_result_has_warning (r, "ends inside", "before the damage"));
   run_result_free (r);
 
-  fail_unless_equals_uint64 (fixture_src_files_skipped (location,
-                                 "shuffle=false num-epochs=3 num-classes=10"),
+  fail_unless_equals_uint64 (
+      fixture_src_files_skipped (location,
+          "shuffle=false interleave=false num-epochs=3 num-classes=10"),
       1);
 }
 
@@ -840,6 +894,254 @@ GST_START_TEST (test_resume_answer_counts_from_start_position)
 
 GST_END_TEST;
 
+/* Shards of uneven sizes for the interleaving tests: shard s holds
+ * interleave_sizes[s] samples (keys "s<s>_<i>"), sample 2 of shard 1 has
+ * a label that is not a number, and shard 4 is cut inside sample 2's
+ * image (its samples 0 and 1 are kept). */
+static const guint interleave_sizes[] = { 3, 7, 1, 5, 4, 6 };
+#define INTERLEAVE_BAD_SHARD 1
+#define INTERLEAVE_BAD_SAMPLE 2
+#define INTERLEAVE_CUT_SHARD 4
+#define INTERLEAVE_CUT_SAMPLE 2
+
+static void
+write_uneven_shards (void)
+{
+  guint s, i;
+
+  for (s = 0; s < G_N_ELEMENTS (interleave_sizes); s++) {
+    GByteArray *tar = g_byte_array_new ();
+    gchar *path = g_strdup_printf ("%s/shard-%03u.tar", fixture_scratch (), s);
+
+    for (i = 0; i < interleave_sizes[s]; i++) {
+      gchar *key = g_strdup_printf ("s%u_%04u", s, i);
+      gchar *label = g_strdup_printf ("%u", (s * 100 + i) % NUM_CLASSES);
+
+      if (s == INTERLEAVE_CUT_SHARD && i == INTERLEAVE_CUT_SAMPLE) {
+        gchar *name = g_strdup_printf ("%s.jpg", key);
+
+        /* a header for 1000 bytes, 100 of them there */
+        tar_header (tar, name, 1000, '0');
+        g_byte_array_set_size (tar, tar->len + 100);
+        g_free (name);
+        g_free (key);
+        g_free (label);
+        break;
+      }
+      tar_sample (tar, key, s * 100 + i,
+          s == INTERLEAVE_BAD_SHARD && i == INTERLEAVE_BAD_SAMPLE ? "x"
+                                                                  : label);
+      g_free (key);
+      g_free (label);
+    }
+    if (s != INTERLEAVE_CUT_SHARD)
+      tar_finish (tar);
+    fixture_write_file (path, tar->data, tar->len);
+    g_byte_array_unref (tar);
+    g_free (path);
+  }
+}
+
+/* Whether sample @i of shard @s is read (not bad, not past the cut). */
+static gboolean
+interleave_good (guint s, guint i)
+{
+  if (s == INTERLEAVE_BAD_SHARD && i == INTERLEAVE_BAD_SAMPLE)
+    return FALSE;
+  return s != INTERLEAVE_CUT_SHARD || i < INTERLEAVE_CUT_SAMPLE;
+}
+
+/* The oracle: the indices of one epoch as the interleaved order defines
+ * them, written from the definition rather than with the rotation: the
+ * first @n_slots shards of @order are open, one good sample is taken from
+ * each open shard in turn, and a shard that has no sample left when its
+ * turn comes gives its slot to the next shard of the order, which gives
+ * that turn's sample. */
+static GArray *
+interleave_oracle (const guint *order, guint n_shards, guint n_slots)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (guint64));
+  /* each slot's shard (-1: none) and its next sample */
+  gint *shard = g_new (gint, n_slots);
+  guint *at = g_new0 (guint, n_slots), next = 0, turn, idle = 0;
+
+  for (turn = 0; turn < n_slots; turn++)
+    shard[turn] = -1;
+  for (turn = 0; idle < n_slots; turn = (turn + 1) % n_slots) {
+    gboolean given = FALSE;
+
+    for (;;) {
+      if (shard[turn] >= 0) {
+        guint s = (guint)shard[turn];
+
+        while (at[turn] < interleave_sizes[s] && !interleave_good (s, at[turn]))
+          at[turn]++;
+        if (at[turn] < interleave_sizes[s]) {
+          guint64 index = ((guint64)s << 32) | at[turn]++;
+
+          g_array_append_val (out, index);
+          given = TRUE;
+          break;
+        }
+      }
+      if (next == n_shards) {
+        shard[turn] = -1;
+        break;
+      }
+      shard[turn] = (gint)order[next++];
+      at[turn] = 0;
+    }
+    idle = given ? 0 : idle + 1;
+  }
+  g_free (shard);
+  g_free (at);
+  return out;
+}
+
+/* The interleaved order is the oracle's over the epoch's shard order, for
+ * every fetch-ahead (fetch-ahead + 1 shards open, or all of them when
+ * fewer), shuffled or not (a shuffle buffer of one keeps the order the
+ * shards give), across epochs; a bad sample does not use up its shard's
+ * turn; a damaged shard gives up its slot after the samples before the
+ * damage, with the warnings of shard after shard; interleave=false is the
+ * oracle with one slot. */
+GST_START_TEST (test_interleaved_order)
+{
+  const guint n = G_N_ELEMENTS (interleave_sizes);
+  const gchar *location = shard_pattern (n);
+  static const guint aheads[] = { 0, 1, 2, 3, 5, 9 };
+  guint mine[G_N_ELEMENTS (interleave_sizes)], order[G_N_ELEMENTS (mine)];
+  guint a, i, shuffle, interleave;
+  gint epoch;
+
+  write_uneven_shards ();
+  for (i = 0; i < n; i++)
+    mine[i] = i;
+  for (shuffle = 0; shuffle < 2; shuffle++)
+    for (interleave = 0; interleave < 2; interleave++)
+      for (a = 0; a < G_N_ELEMENTS (aheads); a++) {
+        gchar *props = g_strdup_printf (
+            "seed=7 num-epochs=2 num-classes=10 shuffle-buffer-size=1 "
+            "shuffle=%s interleave=%s fetch-ahead=%u",
+            shuffle ? "true" : "false", interleave ? "true" : "false",
+            aheads[a]);
+        RunResult *r = fixture_run_src (location, props);
+        guint n_slots = interleave ? MIN (aheads[a] + 1, n) : 1;
+
+        fail_unless (r->error == NULL, "%s: %s", props, r->error);
+        fail_unless_equals_int (r->warnings->len, 2);
+        fail_unless (run_result_has_warning (r, "s1_0002", "not a number"));
+        fail_unless (run_result_has_warning (r, "shard-004", "damaged"));
+        for (epoch = 0; epoch < 2; epoch++) {
+          GArray *got = run_result_indices (r, epoch), *want;
+
+          gst_train_shard_epoch_order (mine, order, n, 7, epoch, shuffle);
+          want = interleave_oracle (order, n, n_slots);
+          fail_unless_equals_int (want->len, 23);
+          fail_unless_equals_int (got->len, want->len);
+          for (i = 0; i < want->len; i++)
+            fail_unless (g_array_index (got, guint64, i)
+                    == g_array_index (want, guint64, i),
+                "%s: epoch %d, sample %u: %" G_GINT64_MODIFIER
+                "x, not %" G_GINT64_MODIFIER "x",
+                props, epoch, i, g_array_index (got, guint64, i),
+                g_array_index (want, guint64, i));
+          g_array_unref (want);
+          g_array_unref (got);
+        }
+        run_result_free (r);
+        g_free (props);
+      }
+}
+
+GST_END_TEST;
+
+/* An exact resume across the interleave: from every place of two epochs
+ * of the uneven shards (inside the first rotation, where a shard ends and
+ * the next takes its slot, in the damaged shard, at the epoch's end), with
+ * each fetch-ahead and with interleave=false, the samples and their bytes
+ * are the straight run's from that place on. */
+GST_START_TEST (test_interleaved_resume)
+{
+  const gchar *location = shard_pattern (G_N_ELEMENTS (interleave_sizes));
+  static const gchar *const variants[] = { "fetch-ahead=0", "fetch-ahead=1",
+    "fetch-ahead=2", "fetch-ahead=9", "interleave=false" };
+  guint v, start;
+
+  write_uneven_shards ();
+  for (v = 0; v < G_N_ELEMENTS (variants); v++) {
+    gchar *props = g_strdup_printf (
+        "seed=3 num-epochs=2 num-classes=10 shuffle-buffer-size=4 %s",
+        variants[v]);
+    RunResult *whole = fixture_run_src (location, props);
+
+    fail_unless (whole->error == NULL, "%s", whole->error);
+    fail_unless_equals_int (whole->samples->len, 2 * 23);
+    for (start = 1; start <= whole->samples->len; start++) {
+      gchar *from = g_strdup_printf ("%s start-position=%u", props, start);
+      RunResult *tail = fixture_run_src (location, from);
+
+      expect_tail (whole, start, tail);
+      run_result_free (tail);
+      g_free (from);
+    }
+    run_result_free (whole);
+    g_free (props);
+  }
+}
+
+GST_END_TEST;
+
+/* Interleaving changes the order within a rank, not what a rank reads:
+ * each rank of a job of 3 (the launcher's environment) gets the same
+ * samples in each epoch as shard after shard, and the ranks' samples are
+ * disjoint and complete. */
+GST_START_TEST (test_interleave_keeps_rank_split)
+{
+  const gchar *location = shard_pattern (7);
+  guint seen[2][7 * 3] = { { 0 } }, i;
+  gint rank, epoch;
+
+  write_shards (7, 3);
+  for (rank = 0; rank < 3; rank++) {
+    RunResult *mixed, *plain;
+
+    fixture_set_launcher (rank, 3);
+    mixed = fixture_run_src (
+        location, "seed=2 num-epochs=2 shuffle-buffer-size=4 num-classes=10");
+    plain = fixture_run_src (location,
+        "seed=2 num-epochs=2 shuffle-buffer-size=4 num-classes=10 "
+        "interleave=false");
+    fixture_set_launcher (-1, 0);
+    for (epoch = 0; epoch < 2; epoch++) {
+      GArray *a = run_result_indices (mixed, epoch);
+      GArray *b = run_result_indices (plain, epoch);
+
+      fail_unless_equals_int (a->len, 3 * (rank == 0 ? 3 : 2));
+      fail_if (fixture_arrays_equal (a, b), "rank %d: not interleaved", rank);
+      g_array_sort (a, compare_indices);
+      g_array_sort (b, compare_indices);
+      fail_unless (fixture_arrays_equal (a, b),
+          "rank %d, epoch %d: other samples when interleaved", rank, epoch);
+      for (i = 0; i < a->len; i++) {
+        guint64 index = g_array_index (a, guint64, i);
+
+        fail_unless_equals_int ((guint)(index >> 32) % 3, rank);
+        seen[epoch][(index >> 32) * 3 + (index & 0xffffffff)]++;
+      }
+      g_array_unref (a);
+      g_array_unref (b);
+    }
+    run_result_free (mixed);
+    run_result_free (plain);
+  }
+  for (epoch = 0; epoch < 2; epoch++)
+    for (i = 0; i < G_N_ELEMENTS (seen[0]); i++)
+      fail_unless_equals_int (seen[epoch][i], 1);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_errors_name_the_cause)
 {
   const gchar *location = shard_pattern (3);
@@ -940,6 +1242,7 @@ GST_END_TEST;
   test (test_patterns);                                                        \
   test (test_reader_formats);                                                  \
   test (test_split_and_order);                                                 \
+  test (test_rotation);                                                        \
   test (test_shard_order_unshuffled);                                          \
   test (test_shuffle_as_webdataset);                                           \
   test (test_shards_split_across_ranks);                                       \
@@ -947,6 +1250,9 @@ GST_END_TEST;
   test (test_truncated_shard);                                                 \
   test (test_start_position);                                                  \
   test (test_resume_answer_counts_from_start_position);                        \
+  test (test_interleaved_order);                                               \
+  test (test_interleaved_resume);                                              \
+  test (test_interleave_keeps_rank_split);                                     \
   test (test_errors_name_the_cause);                                           \
   test (test_rank_out_of_range);                                               \
   test (test_stop_mid_stream);
