@@ -9,6 +9,7 @@
 #include "cuda-module.h"
 #include "module-loader.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,11 +67,35 @@ gt_cuda_built (void)
 #endif
 }
 
+/* Batch memory is first allocated from a streaming thread. Loading the
+ * module there loads cuBLAS, whose constructors raced with an interpreter's
+ * exit handlers when a Python script ended just after PLAYING (SIGSEGV in
+ * libcublas's constructor, issue 43): without the NVIDIA driver no device
+ * can be usable, so the module is not loaded for that answer. */
+static int
+driver_present (void)
+{
+  void *driver = dlopen ("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+
+  if (driver == NULL)
+    return 0;
+  dlclose (driver);
+  return 1;
+}
+
 int
 gt_cuda_device_count (char *why, size_t why_size)
 {
-  const GtCudaModule *module = cuda_module (why, why_size);
+  const GtCudaModule *module;
 
+  /* Without the driver no device is usable: the module (and with it
+   * cuBLAS and cuDNN) is not loaded just to say so (driver_present). */
+  if (gt_cuda_built () && !driver_present ()) {
+    snprintf (why, why_size,
+        "no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)");
+    return 0;
+  }
+  module = cuda_module (why, why_size);
   return module ? module->device_count (why, why_size) : 0;
 }
 

@@ -57,7 +57,11 @@ preloaded gst-launch-1.0 -e datasetsrc location="$work/fm/train" \
       checkpoint-location="$work/run.safetensors" >"$work/out.txt" 2>&1 || {
   cat "$work/out.txt"; fail "the CPU training pipeline failed without CUDA"; }
 if [ "$have_backend" = true ]; then
-  grep -q "Training on the CPU: .*CUDA.*lib[a-zA-Z]*\.so" "$work/out.txt" || {
+  # the library that is missing, or, first, the driver (libcuda.so.1 is the
+  # driver's, not the toolkit's: a machine without it never loads the rest)
+  grep -q -e "Training on the CPU: .*CUDA.*lib[a-zA-Z]*\.so" \
+      -e "Training on the CPU: no NVIDIA driver on this machine (libcuda\.so\.1" \
+      "$work/out.txt" || {
     cat "$work/out.txt"; fail "no message naming the missing CUDA library"; }
 else
   grep -q "Training on the CPU: gst-train was built without the CUDA backend" \

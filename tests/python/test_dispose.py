@@ -155,6 +155,46 @@ class DropPlaying(unittest.TestCase):
         self.assertIn("disposed in the PLAYING state", err, err)
 
 
+# A script that ends just after PLAYING (issue 43): the batcher's first
+# buffer, allocated from a streaming thread, loaded the CUDA module (and
+# cuBLAS, whose constructor crashed against the exiting interpreter's
+# handlers) even on a machine without the NVIDIA driver.
+EARLY_EXIT = ("datasetsrc location={root} num-epochs=-1 ! imagedec ! "
+              "augment width=16 height=16 ! batcher batch-size=4 ! "
+              "cudatrainsink model=resnet20 device=auto num-threads=1 "
+              "stats-interval=0")
+EARLY_EXIT_RUNS = 8
+
+
+def early_exit_child(root):
+    import gi
+    gi.require_version("Gst", "1.0")
+    from gi.repository import Gst
+
+    Gst.init(None)
+    pipeline = Gst.parse_launch(EARLY_EXIT.format(root=root))
+    pipeline.set_state(Gst.State.PLAYING)
+    time.sleep(0.05)
+    sys.exit(0)
+
+
+class EarlyExit(unittest.TestCase):
+    def test_exit_just_after_playing(self):
+        from loader_fixture import make_dataset
+
+        root = make_dataset(classes=2, per_class=8, size=(40, 32))
+        env = dict(os.environ, GST_DEBUG="0")
+        env.pop("G_DEBUG", None)
+        for run in range(EARLY_EXIT_RUNS):
+            result = subprocess.run(
+                [sys.executable, __file__, "--early-exit", root], env=env,
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0,
+                             f"run {run}: the child ended with "
+                             f"{result.returncode} (negative: a signal)\n"
+                             f"{result.stderr}")
+
+
 def add_case(name):
     setattr(DropPlaying, "test_" + name.replace("-", "_"),
             lambda self: self.check(name))
@@ -167,5 +207,7 @@ for case in CASES:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         child(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--early-exit":
+        early_exit_child(sys.argv[2])
     else:
         unittest.main()
