@@ -49,21 +49,18 @@ def run(policy):
     pipeline.set_state(Gst.State.PLAYING)
     kinds = {}
 
+    def push(kind):
+        buffer = Gst.Buffer.new_wrapped(b"\0" * 16)
+        buffer.pts = len(kinds)
+        kinds[len(kinds)] = kind
+        src.emit("push-buffer", buffer)
+
     def feed():
-        index = 0
         for _ in range(CYCLES):
             for _ in range(BURST):
-                buffer = Gst.Buffer.new_wrapped(b"\0" * 16)
-                buffer.pts = index
-                kinds[index] = "burst"
-                src.emit("push-buffer", buffer)
-                index += 1
+                push("burst")
             for _ in range(TRICKLE):
-                buffer = Gst.Buffer.new_wrapped(b"\0" * 16)
-                buffer.pts = index
-                kinds[index] = "trickle"
-                src.emit("push-buffer", buffer)
-                index += 1
+                push("trickle")
                 time.sleep(TRICKLE_GAP)
         src.emit("end-of-stream")
 
