@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Issue 41's goals, checked on the recorded runs: prints the ratios and
+whether each goal holds, exits 1 when one does not (or has no runs yet).
+
+    bench/echo-goals.py [--network docs/echo/network.json]
+                        [--wallclock docs/echo/wallclock.json]
+
+For every point (a network case: http-3, http-5, on-off, ...; a ratio of
+the decode-bound sweep), from the median time to 80% over the seeds:
+
+- adaptive echo (setting "adaptive") at most the best fixed factor's
+  (the fastest of C2-C6 there);
+- in the network case nearest a ratio of 5, adaptive at least 2.5x faster
+  than no echo;
+- under the on/off link, the trainer's data wait with adaptive echo at most
+  5% (the median of its runs' medians).
+
+A run that did not reach 80% counts as not faster than anything. Both
+files are written by bench/echo-experiment (--http-ratio with --http-case,
+and --sweep)."""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXED = {f"C{f}" for f in range(2, 7)}
+
+
+def median_time(runs):
+    """The median time to target; None when any run did not get there
+    (a run that never reached it is slower than any that did)."""
+    times = [r["seconds_to_target"] for r in runs]
+    if not times or any(t is None for t in times):
+        return None
+    return statistics.median(times)
+
+
+def points(path):
+    with open(path) as f:
+        sweep = json.load(f)
+    by_point = {}
+    for run in sweep["runs"]:
+        by_point.setdefault(run["scale"], []).append(run)
+    return sweep, by_point
+
+
+def check(path, network):
+    """The rows and goal results of one file."""
+    sweep, by_point = points(path)
+    results = []
+    print(f"{os.path.relpath(path, ROOT)}:")
+    print("| point | ratio | seeds | none | best fixed | adaptive | adaptive / best fixed "
+          "| speedup over none | adaptive's data wait |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for scale, runs in sorted(by_point.items()):
+        setting = {}
+        for r in runs:
+            setting.setdefault(r["setting"], []).append(r)
+        ratios = [r.get("input_ratio") for r in runs if r.get("input_ratio")]
+        ratio = statistics.median(ratios) if ratios else None
+        none = median_time(setting.get("none", []))
+        fixed = {s: median_time(rs) for s, rs in setting.items() if s in FIXED}
+        reached = {s: t for s, t in fixed.items() if t is not None}
+        best = min(reached, key=reached.get) if reached else None
+        adaptive = median_time(setting.get("adaptive", []))
+        waits = [r["data_wait"] for r in setting.get("adaptive", [])
+                 if r.get("data_wait") is not None]
+        wait = statistics.median(waits) if waits else None
+        seeds = len({r["seed"] for r in setting.get("adaptive", [])})
+        case = runs[0].get("case") or scale
+        vs_best = adaptive / reached[best] if adaptive and best else None
+        speedup = none / adaptive if none and adaptive else None
+        def cell(value, fmt):
+            return "-" if value is None else format(value, fmt)
+
+        print(f"| {case} | {cell(ratio, '.2f')} | {seeds} | {cell(none, '.0f')} s | "
+              f"{best or '-'} {cell(reached.get(best), '.0f')} s | {cell(adaptive, '.0f')} s | "
+              f"{cell(vs_best, '.2f')} | {cell(speedup, '.2f')}x | {cell(wait, '.3f')} |")
+        results.append((f"{case}: adaptive at most the best fixed factor",
+                        vs_best is not None and vs_best <= 1.0))
+        if network:
+            results.append((case, ratio, speedup, wait))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--network", default=os.path.join(ROOT, "docs", "echo", "network.json"))
+    parser.add_argument("--wallclock",
+                        default=os.path.join(ROOT, "docs", "echo", "wallclock.json"))
+    args = parser.parse_args()
+    goals = []
+    network = check(args.network, True)
+    goals += [g for g in network if len(g) == 2]
+    cases = [g for g in network if len(g) == 4]
+    near5 = min((c for c in cases if c[1]), key=lambda c: abs(c[1] - 5), default=None)
+    goals.append((f"the network case nearest ratio 5 ({near5[0] if near5 else 'none'}): "
+                  "adaptive at least 2.5x faster than no echo",
+                  bool(near5 and near5[2] and near5[2] >= 2.5)))
+    onoff = [c for c in cases if c[0] == "on-off"]
+    goals.append(("on-off: adaptive's data wait at most 5%",
+                  bool(onoff and onoff[0][3] is not None and onoff[0][3] <= 0.05)))
+    needed = {"http-3", "http-5", "on-off"}
+    missing = needed - {c[0] for c in cases}
+    goals.append((f"every network case measured (missing: {', '.join(sorted(missing)) or 'none'})",
+                  not missing))
+    print()
+    goals += check(args.wallclock, False)
+    print()
+    for what, ok in goals:
+        print(f"{'met' if ok else 'NOT MET'}: {what}")
+    return 0 if all(ok for _, ok in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
