@@ -1081,23 +1081,68 @@ collect_warnings (GstBus *bus, GstMessage *message, gpointer notes)
   return GST_BUS_PASS;
 }
 
+/* Holds the sink's fourth batch at its pad, so that "stop" comes after a
+ * known number of batches whatever the machine's load (a stop emitted on
+ * the third step's message raced steps of a few milliseconds). */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint batches;
+  gboolean held;
+} StopHold;
+
+#define STOP_AFTER_BATCHES 3
+
+static GstPadProbeReturn
+hold_fourth_batch (GstPad *pad, GstPadProbeInfo *info, gpointer user_data)
+{
+  StopHold *hold = user_data;
+  GstPadProbeReturn ret = GST_PAD_PROBE_PASS;
+
+  g_mutex_lock (&hold->lock);
+  if (++hold->batches > STOP_AFTER_BATCHES) {
+    hold->held = TRUE;
+    g_cond_signal (&hold->cond);
+    ret = GST_PAD_PROBE_OK; /* blocks here until the probe goes */
+  }
+  g_mutex_unlock (&hold->lock);
+  return ret;
+}
+
 /* "stop" from the application's thread: the run ends with EOS within two
- * steps, without the 200 batches queued, the checkpoint is at the last
- * step trained, and setting it to NULL after that says nothing more. */
+ * steps of it, without the 200 batches queued, the checkpoint is at the
+ * last step trained, and setting it to NULL after that says nothing more.
+ * The stop comes while the sink holds STOP_AFTER_BATCHES batches and waits
+ * for the next. */
 GST_START_TEST (test_stop_signal)
 {
   const gchar *dir = use_dataset (2, 4);
   const gchar *checkpoint = test_checkpoint ();
   GstElement *pipeline = endless_pipeline (dir, checkpoint);
   GstElement *sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
   GstBus *bus = gst_element_get_bus (pipeline);
-  guint64 emitted_at = 0, last_step = 0;
+  guint64 emitted_at = STOP_AFTER_BATCHES, last_step = 0;
   GString *notes = g_string_new (NULL);
+  StopHold hold = { 0 };
   GstMessage *message;
   gboolean eos = FALSE;
+  gulong probe;
 
+  g_mutex_init (&hold.lock);
+  g_cond_init (&hold.cond);
+  probe = gst_pad_add_probe (pad,
+      GST_PAD_PROBE_TYPE_BLOCK | GST_PAD_PROBE_TYPE_BUFFER, hold_fourth_batch,
+      &hold, NULL);
   gst_bus_set_sync_handler (bus, collect_warnings, notes, NULL);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  g_mutex_lock (&hold.lock);
+  while (!hold.held)
+    g_cond_wait (&hold.cond, &hold.lock);
+  g_mutex_unlock (&hold.lock);
+  g_signal_emit_by_name (sink, "stop");
+  gst_pad_remove_probe (pad, probe);
   while ((message = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
               GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT))) {
     GstMessageType type = GST_MESSAGE_TYPE (message);
@@ -1109,10 +1154,8 @@ GST_START_TEST (test_stop_signal)
       break;
     }
     last_step = MAX (last_step, step);
-    if (step >= 3 && emitted_at == 0) {
-      emitted_at = step;
-      g_signal_emit_by_name (sink, "stop");
-    }
+    if (last_step > emitted_at + 2)
+      break; /* the stop did not take: the asserts below say so */
   }
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
@@ -1120,11 +1163,13 @@ GST_START_TEST (test_stop_signal)
   /* it ended at a step boundary: nothing to say when it stops */
   fail_unless_equals_string (notes->str, "");
   g_string_free (notes, TRUE);
-  fail_unless (emitted_at >= 3);
   fail_unless (last_step <= emitted_at + 2,
       "stop at step %" G_GUINT64_FORMAT ", the last step %" G_GUINT64_FORMAT,
       emitted_at, last_step);
   fail_unless_equals_uint64 (checkpoint_step (checkpoint), last_step);
+  g_mutex_clear (&hold.lock);
+  g_cond_clear (&hold.cond);
+  gst_object_unref (pad);
   gst_object_unref (sink);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
