@@ -554,6 +554,12 @@ shard_next_sample (GstTrainShardReader *r, GstTrainShardSample *sample)
   }
 
   r->state = -1;
+  /* a read that a flush ended is a stop, not damage: the sample gathered
+   * so far may lack members still on their way (its label), so it is not
+   * handed out, and no warning about it misleads at Ctrl-C */
+  if (g_error_matches (
+          r->error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_CANCELLED))
+    gst_train_shard_sample_clear (&r->current);
   /* the sample gathered before the damage, whose members were all read
    * whole, is kept */
   if (r->current.key != NULL)

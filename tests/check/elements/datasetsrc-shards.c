@@ -599,6 +599,85 @@ GST_START_TEST (test_bad_samples)
 
 GST_END_TEST;
 
+/* A memory shard whose reads fail with @code once @cut bytes are read. */
+typedef struct
+{
+  ShardMemory memory;
+  gsize cut;
+  gint code;
+} ShardCut;
+
+static gssize
+shard_cut_read (gpointer source, guint8 *data, gsize size, GError **error)
+{
+  ShardCut *c = source;
+
+  if (c->memory.at >= c->cut) {
+    g_set_error (error, GST_TRAIN_SHARD_ERROR, c->code, "cut at byte %"
+        G_GSIZE_FORMAT, c->cut);
+    return -1;
+  }
+  return shard_memory_read (
+      &c->memory, data, MIN (size, c->cut - c->memory.at), error);
+}
+
+static const GstTrainShardSourceFuncs cut_funcs = { shard_cut_read, NULL };
+
+/* A read that a flush ends (a stop, Ctrl-C) between a sample's image and
+ * its label: the sample is not handed out half read (it used to be, and
+ * the element then warned that the shard's sample had no label); a read
+ * that fails there for any other reason keeps handing it out, with the
+ * error after it. */
+GST_START_TEST (test_reader_stop_between_members)
+{
+  GByteArray *tar = g_byte_array_new ();
+  GstTrainShardSample sample = { 0 };
+  GstTrainShardReader *reader;
+  GError *error = NULL;
+  ShardCut c;
+  gsize cut;
+
+  tar_member (tar, "a.jpg", "IMAGE-A", 7);
+  tar_member (tar, "a.cls", "1", 1);
+  cut = tar->len;
+  tar_member (tar, "b.jpg", "IMAGE-B", 7);
+  tar_member (tar, "b.cls", "2", 1);
+  tar_finish (tar);
+
+  /* the cut after b.jpg: a is whole, b lacks its label */
+  c = (ShardCut){ { tar->data, tar->len, 0, 700 }, cut + 1024,
+    GST_TRAIN_SHARD_ERROR_CANCELLED };
+  reader = gst_train_shard_reader_new (&cut_funcs, &c, 0, 0, FALSE);
+  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_string (sample.key, "a");
+  fail_unless_equals_int (sample.label, 1);
+  fail_unless_equals_int (
+      gst_train_shard_reader_next (reader, &sample, &error), -1);
+  fail_unless (g_error_matches (
+      error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_CANCELLED));
+  g_clear_error (&error);
+  gst_train_shard_reader_free (reader);
+
+  /* the same cut as a read error: b goes out as read, then the error */
+  c = (ShardCut){ { tar->data, tar->len, 0, 700 }, cut + 1024,
+    GST_TRAIN_SHARD_ERROR_READ };
+  reader = gst_train_shard_reader_new (&cut_funcs, &c, 0, 0, FALSE);
+  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_string (sample.key, "b");
+  fail_unless_equals_int (sample.label_status, GST_TRAIN_SHARD_LABEL_MISSING);
+  fail_unless_equals_int (
+      gst_train_shard_reader_next (reader, &sample, &error), -1);
+  fail_unless (g_error_matches (
+      error, GST_TRAIN_SHARD_ERROR, GST_TRAIN_SHARD_ERROR_READ));
+  g_clear_error (&error);
+  gst_train_shard_reader_free (reader);
+  gst_train_shard_sample_clear (&sample);
+  g_byte_array_unref (tar);
+}
+
+GST_END_TEST;
+
 /* A shard cut short: the samples before the damage go out, one warning
  * names the shard and the byte, counted once per run; the next shard is
  * read whole (one shard after the other here; test_interleaved_order cuts
@@ -1247,6 +1326,7 @@ GST_END_TEST;
   test (test_shuffle_as_webdataset);                                           \
   test (test_shards_split_across_ranks);                                       \
   test (test_bad_samples);                                                     \
+  test (test_reader_stop_between_members);                                     \
   test (test_truncated_shard);                                                 \
   test (test_start_position);                                                  \
   test (test_resume_answer_counts_from_start_position);                        \
