@@ -613,8 +613,8 @@ shard_cut_read (gpointer source, guint8 *data, gsize size, GError **error)
   ShardCut *c = source;
 
   if (c->memory.at >= c->cut) {
-    g_set_error (error, GST_TRAIN_SHARD_ERROR, c->code, "cut at byte %"
-        G_GSIZE_FORMAT, c->cut);
+    g_set_error (error, GST_TRAIN_SHARD_ERROR, c->code,
+        "cut at byte %" G_GSIZE_FORMAT, c->cut);
     return -1;
   }
   return shard_memory_read (
@@ -648,7 +648,8 @@ GST_START_TEST (test_reader_stop_between_members)
   c = (ShardCut){ { tar->data, tar->len, 0, 700 }, cut + 1024,
     GST_TRAIN_SHARD_ERROR_CANCELLED };
   reader = gst_train_shard_reader_new (&cut_funcs, &c, 0, 0, FALSE);
-  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_int (
+      gst_train_shard_reader_next (reader, &sample, NULL), 1);
   fail_unless_equals_string (sample.key, "a");
   fail_unless_equals_int (sample.label, 1);
   fail_unless_equals_int (
@@ -662,8 +663,10 @@ GST_START_TEST (test_reader_stop_between_members)
   c = (ShardCut){ { tar->data, tar->len, 0, 700 }, cut + 1024,
     GST_TRAIN_SHARD_ERROR_READ };
   reader = gst_train_shard_reader_new (&cut_funcs, &c, 0, 0, FALSE);
-  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
-  fail_unless_equals_int (gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_int (
+      gst_train_shard_reader_next (reader, &sample, NULL), 1);
+  fail_unless_equals_int (
+      gst_train_shard_reader_next (reader, &sample, NULL), 1);
   fail_unless_equals_string (sample.key, "b");
   fail_unless_equals_int (sample.label_status, GST_TRAIN_SHARD_LABEL_MISSING);
   fail_unless_equals_int (
