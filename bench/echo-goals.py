@@ -49,10 +49,11 @@ def points(path):
     return sweep, by_point
 
 
-def check(path, network):
-    """The rows and goal results of one file."""
+def check(path):
+    """Prints the rows of one file; returns its goal results (what, held)
+    and its points, each a dict of case, ratio, speedup, wait, seeds."""
     sweep, by_point = points(path)
-    results = []
+    results, cases = [], []
     print(f"{os.path.relpath(path, ROOT)}:")
     print("| point | ratio | seeds | none | best fixed | adaptive | adaptive / best fixed "
           "| speedup over none | adaptive's data wait |")
@@ -83,9 +84,9 @@ def check(path, network):
               f"{cell(vs_best, '.2f')} | {cell(speedup, '.2f')}x | {cell(wait, '.3f')} |")
         results.append((f"{case}: adaptive at most the best fixed factor",
                         vs_best is not None and vs_best <= 1.0))
-        if network:
-            results.append((case, ratio, speedup, wait, seeds))
-    return results
+        cases.append({"case": case, "ratio": ratio, "speedup": speedup,
+                      "wait": wait, "seeds": seeds})
+    return results, cases
 
 
 def main():
@@ -94,25 +95,23 @@ def main():
     parser.add_argument("--wallclock",
                         default=os.path.join(ROOT, "docs", "echo", "wallclock.json"))
     args = parser.parse_args()
-    goals = []
-    network = check(args.network, True)
-    goals += [g for g in network if len(g) == 2]
-    cases = [g for g in network if len(g) == 5]
-    near5 = min((c for c in cases if c[1]), key=lambda c: abs(c[1] - 5), default=None)
-    goals.append((f"the network case nearest ratio 5 ({near5[0] if near5 else 'none'}): "
+    goals, cases = check(args.network)
+    near5 = min((c for c in cases if c["ratio"]), key=lambda c: abs(c["ratio"] - 5),
+                default=None)
+    goals.append((f"the network case nearest ratio 5 ({near5['case'] if near5 else 'none'}): "
                   "adaptive at least 2.5x faster than no echo",
-                  bool(near5 and near5[2] and near5[2] >= 2.5)))
-    onoff = [c for c in cases if c[0] == "on-off"]
+                  bool(near5 and near5["speedup"] and near5["speedup"] >= 2.5)))
+    onoff = [c for c in cases if c["case"] == "on-off"]
     goals.append(("on-off: adaptive's data wait at most 5%",
-                  bool(onoff and onoff[0][3] is not None and onoff[0][3] <= 0.05)))
+                  bool(onoff and onoff[0]["wait"] is not None and onoff[0]["wait"] <= 0.05)))
     needed = {"http-3", "http-5", "on-off"}
-    seeds = {c[0]: c[4] for c in cases}
+    seeds = {c["case"]: c["seeds"] for c in cases}
     missing = sorted(f"{n} ({seeds.get(n, 0)} of {SEEDS} seeds)" for n in needed
                      if seeds.get(n, 0) < SEEDS)
     goals.append((f"every network case measured with {SEEDS} seeds "
                   f"(short: {', '.join(missing) or 'none'})", not missing))
     print()
-    goals += check(args.wallclock, False)
+    goals += check(args.wallclock)[0]
     print()
     for what, ok in goals:
         print(f"{'met' if ok else 'NOT MET'}: {what}")
