@@ -10,9 +10,11 @@ For every point (a network case: http-3, http-5, on-off, ...; a ratio of
 the decode-bound sweep), from the median time to 80% over the seeds:
 
 - adaptive echo (setting "adaptive") at most the best fixed factor's
-  (the fastest of C2-C6 there);
-- in the network case nearest a ratio of 5, adaptive at least 2.5x faster
-  than no echo;
+  (the fastest of B2-B6 or C2-C6 there: a point has one position);
+- with echo before augmentation (B<f>, adaptive-B: where docs/echo.md
+  puts it, every repeat cropped anew), in the network case nearest a ratio
+  of 5, adaptive at least 2.5x faster than no echo; the same for echo after
+  augmentation (C<f>, measured first) is printed beside the goals;
 - under the on/off link, the trainer's data wait with adaptive echo at most
   5% (the median of its runs' medians);
 - http-3, http-5 and on-off each measured with three seeds.
@@ -22,22 +24,23 @@ files are written by bench/echo-experiment (--http-ratio with --http-case,
 and --sweep)."""
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXED = {f"C{f}" for f in range(2, 7)}
+FIXED = {f"{pos}{f}" for pos in "BC" for f in range(2, 7)}  # a point has one position
 SEEDS = 3  # each network case the issue names: http-3, http-5, on-off
 
 
 def median_time(runs):
-    """The median time to target; None when any run did not get there
-    (a run that never reached it is slower than any that did)."""
-    times = [r["seconds_to_target"] for r in runs]
-    if not times or any(t is None for t in times):
-        return None
-    return statistics.median(times)
+    """The median time to target, a run that never got there counting as
+    slower than any that did; None when that median is such a run."""
+    times = [math.inf if r["seconds_to_target"] is None else r["seconds_to_target"]
+             for r in runs]
+    middle = statistics.median(times) if times else math.inf
+    return None if math.isinf(middle) else middle
 
 
 def points(path):
@@ -84,8 +87,10 @@ def check(path):
               f"{cell(vs_best, '.2f')} | {cell(speedup, '.2f')}x | {cell(wait, '.3f')} |")
         results.append((f"{case}: adaptive at most the best fixed factor",
                         vs_best is not None and vs_best <= 1.0))
+        position = "B" if any(s.startswith("B") for s in reached) or any(
+            r.get("echo_position") == "B" for r in runs) else "C"
         cases.append({"case": case, "ratio": ratio, "speedup": speedup,
-                      "wait": wait, "seeds": seeds})
+                      "wait": wait, "seeds": seeds, "position": position})
     return results, cases
 
 
@@ -96,11 +101,19 @@ def main():
                         default=os.path.join(ROOT, "docs", "echo", "wallclock.json"))
     args = parser.parse_args()
     goals, cases = check(args.network)
-    near5 = min((c for c in cases if c["ratio"]), key=lambda c: abs(c["ratio"] - 5),
-                default=None)
-    goals.append((f"the network case nearest ratio 5 ({near5['case'] if near5 else 'none'}): "
-                  "adaptive at least 2.5x faster than no echo",
-                  bool(near5 and near5["speedup"] and near5["speedup"] >= 2.5)))
+    info = []
+    for position, where in (("B", "before augmentation"), ("C", "after augmentation")):
+        near5 = min((c for c in cases if c["ratio"] and c["position"] == position),
+                    key=lambda c: abs(c["ratio"] - 5), default=None)
+        what = (f"echo {where}, the network case nearest ratio 5 "
+                f"({near5['case'] if near5 else 'none'}): adaptive at least 2.5x faster than "
+                f"no echo ({near5['speedup'] or 0:.2f}x)" if near5 else
+                f"echo {where}: no network case")
+        held = bool(near5 and near5["speedup"] and near5["speedup"] >= 2.5)
+        if position == "B":
+            goals.append((what, held))
+        else:  # measured first, reported beside the goal
+            info.append(f"{'held' if held else 'did not hold'}: {what}")
     onoff = [c for c in cases if c["case"] == "on-off"]
     goals.append(("on-off: adaptive's data wait at most 5%",
                   bool(onoff and onoff[0]["wait"] is not None and onoff[0]["wait"] <= 0.05)))
@@ -115,6 +128,8 @@ def main():
     print()
     for what, ok in goals:
         print(f"{'met' if ok else 'NOT MET'}: {what}")
+    for line in info:
+        print(f"(reported, not a goal) {line}")
     return 0 if all(ok for _, ok in goals) else 1
 
 
