@@ -21,6 +21,8 @@ static int failures;
 /* data-parallel: this process's rank, which every message names */
 static int reference_rank = -1;
 
+static inline void reference_report (const char *format, va_list args)
+    __attribute__ ((format (printf, 1, 0)));
 static inline void
 reference_report (const char *format, va_list args)
 {
