@@ -87,8 +87,7 @@ def check(path):
               f"{cell(vs_best, '.2f')} | {cell(speedup, '.2f')}x | {cell(wait, '.3f')} |")
         results.append((f"{case}: adaptive at most the best fixed factor",
                         vs_best is not None and vs_best <= 1.0))
-        position = "B" if any(s.startswith("B") for s in reached) or any(
-            r.get("echo_position") == "B" for r in runs) else "C"
+        position = "B" if any(s in FIXED and s[0] == "B" for s in setting) else "C"
         cases.append({"case": case, "ratio": ratio, "speedup": speedup,
                       "wait": wait, "seeds": seeds, "position": position})
     return results, cases
